@@ -1,0 +1,80 @@
+// cli.cpp: the shared chapter options, and turning every parse problem into exit code 2.
+#include "attn/cli.hpp"
+
+#include <fstream>
+#include <iostream>
+#include <system_error>
+
+#ifndef ATTN_PLOTS_DIR
+#define ATTN_PLOTS_DIR "plots"
+#endif
+
+namespace attn {
+
+namespace {
+
+// Creates `dir` if needed and proves a file can be written there, so a bad --out or --dump
+// is reported before the chapter does any work rather than halfway through it.
+std::string check_writable_dir(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return "cannot create folder " + dir.string() + ": " + ec.message();
+  if (!std::filesystem::is_directory(dir, ec)) return dir.string() + " is not a folder";
+  const std::filesystem::path probe = dir / ".attn_write_probe";
+  {
+    std::ofstream f(probe);
+    if (!f || !(f << "probe")) return "cannot write into folder " + dir.string();
+  }
+  std::filesystem::remove(probe, ec);
+  return {};
+}
+
+}  // namespace
+
+ChapterCli::ChapterCli(std::string name, std::string about, std::uint64_t default_seed)
+    : app_(std::move(about), std::move(name)) {
+  opts_.seed = default_seed;
+  opts_.out_dir = ATTN_PLOTS_DIR;
+  app_.add_option("--seed", opts_.seed, "Random seed (the same seed prints the same numbers)")
+      ->capture_default_str();
+  app_.add_option("--out", opts_.out_dir, "Folder for the figures (.png, .gp, .dat)")
+      ->capture_default_str();
+  app_.add_flag("--no-plots", opts_.no_plots, "Draw no figures");
+  app_.add_option("--dump", opts_.dump_dir,
+                  "Write the chapter's named intermediates as .npy files into this folder");
+}
+
+std::optional<int> ChapterCli::parse(int argc, char** argv) {
+  const auto usage_error = [this](const std::string& message) {
+    std::cerr << app_.get_name() << ": " << message << "\n\n" << app_.help();
+    return 2;
+  };
+  try {
+    app_.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app_.help();
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app_.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    return usage_error(e.what());
+  }
+  if (!opts_.no_plots) {
+    if (auto problem = check_writable_dir(opts_.out_dir); !problem.empty()) {
+      return usage_error("--out: " + problem);
+    }
+  }
+  if (!opts_.dump_dir.empty()) {
+    if (auto problem = check_writable_dir(opts_.dump_dir); !problem.empty()) {
+      return usage_error("--dump: " + problem);
+    }
+  }
+  return std::nullopt;
+}
+
+Plotter ChapterCli::plotter() const { return Plotter(opts_.out_dir, !opts_.no_plots); }
+
+Dumper ChapterCli::dumper() const { return Dumper(opts_.dump_dir); }
+
+}  // namespace attn

@@ -1,0 +1,80 @@
+// npy.hpp: NumPy's .npy format, so learners can open any intermediate in NumPy and the tests
+// can read reference data written by PyTorch.
+//
+// Format (numpy.lib.format, versions 1.0, 2.0 and 3.0):
+//   "\x93NUMPY" major minor | header length (uint16 in 1.0, uint32 in 2.0/3.0, little-endian)
+//   | a Python dict literal {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+//     padded with spaces and a final '\n' so the data starts on a 64-byte boundary
+//   | the raw little-endian elements, in C (row-major) or Fortran (column-major) order.
+//
+// Reading accepts float32, float64, int32 and int64 ('<f4', '<f8', '<i4', '<i8'), either order,
+// and returns the elements in C order. Anything else, or a file that is truncated, too long,
+// or whose header lies about its size, is rejected with NpyError naming the file and the fault.
+// Writing goes to "<path>.tmp" first and is renamed into place, so a failed write never
+// leaves a half-written .npy behind.
+#pragma once
+
+#include "attn/matrix.hpp"
+
+#include <cstddef>
+#include <filesystem>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+/// Thrown for a malformed, unsupported or unreadable .npy file (a data problem, not a
+/// programming error, hence runtime_error rather than invalid_argument).
+class NpyError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class NpyDtype { float32, float64, int32, int64 };
+
+/// An array read from a .npy file: its shape and its elements in C order, widened to double
+/// (exact for every supported dtype as long as integers stay below 2^53).
+struct NpyArray {
+  std::vector<std::size_t> shape;
+  std::vector<double> data;
+  NpyDtype dtype = NpyDtype::float64;
+  bool fortran_order = false;  ///< how the file stored it; `data` is always C order
+
+  std::size_t size() const { return data.size(); }
+
+  /// The array as a float matrix. A 2-D array maps directly; a 1-D array of n elements
+  /// becomes [1 x n]; a 0-D array [1 x 1]. Anything else throws std::invalid_argument.
+  Matrix to_matrix() const;
+  MatrixD to_matrix_d() const;
+
+  /// Slice b of a 3-D array [B, rows, cols] as a [rows x cols] float matrix.
+  Matrix slice(std::size_t b) const;
+};
+
+NpyArray read_npy(const std::filesystem::path& path);
+
+/// Parses an in-memory .npy image (what read_npy does after reading the file). `what`
+/// names the source in error messages. This is the fuzzing entry point.
+NpyArray parse_npy(std::span<const unsigned char> bytes, const std::string& what = "<memory>");
+
+/// Writes an N-d array of float32 or float64 in C order.
+void write_npy(const std::filesystem::path& path, std::span<const std::size_t> shape,
+               std::span<const float> data);
+void write_npy(const std::filesystem::path& path, std::span<const std::size_t> shape,
+               std::span<const double> data);
+
+/// Writes a matrix as a 2-D float32 ('<f4') or float64 ('<f8') array in C order.
+void write_npy(const std::filesystem::path& path, const Matrix& m);
+void write_npy(const std::filesystem::path& path, const MatrixD& m);
+
+/// Writes a column-major float matrix as-is with fortran_order True (no copy, no transpose):
+/// the same array NumPy would see from the row-major overload.
+void write_npy_fortran(const std::filesystem::path& path, const Eigen::MatrixXf& m);
+
+/// The bytes write_npy would put in the file (used by tests and by write_npy itself).
+std::vector<unsigned char> encode_npy(std::span<const std::size_t> shape, NpyDtype dtype,
+                                      const void* data, bool fortran_order = false);
+
+}  // namespace attn

@@ -1,0 +1,74 @@
+// print.cpp: fixed-precision, aligned, compact matrix printing and the chapters' banners.
+#include "attn/print.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace attn {
+
+namespace {
+
+// Indices to show along one axis: all of them, or the first and last `limit / 2` with -1
+// marking the elided middle.
+std::vector<Index> visible(Index n, Index limit) {
+  std::vector<Index> idx;
+  if (limit < 2 || n <= limit) {
+    for (Index i = 0; i < n; ++i) idx.push_back(i);
+    return idx;
+  }
+  const Index head = limit / 2, tail = limit - head;
+  for (Index i = 0; i < head; ++i) idx.push_back(i);
+  idx.push_back(-1);
+  for (Index i = n - tail; i < n; ++i) idx.push_back(i);
+  return idx;
+}
+
+std::string fixed(double v, int precision) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", precision, v);  // "C" locale: '.' decimal point
+  return buf;
+}
+
+}  // namespace
+
+std::string format_matrix(std::string_view name, const MatrixD& m, const PrintOptions& opts) {
+  require(opts.precision >= 0 && opts.precision <= 17, "format_matrix",
+          "precision must be in [0, 17], got " + std::to_string(opts.precision));
+  std::string out;
+  if (!name.empty()) out.append(name).append(" ").append(shape_str(m)).append("\n");
+
+  const std::vector<Index> rows = visible(m.rows(), opts.max_rows);
+  const std::vector<Index> cols = visible(m.cols(), opts.max_cols);
+
+  // One width for every cell, so columns line up whatever the signs and magnitudes.
+  std::size_t width = 3;  // room for "..."
+  for (Index r : rows) {
+    for (Index c : cols) {
+      if (r >= 0 && c >= 0) width = std::max(width, fixed(m(r, c), opts.precision).size());
+    }
+  }
+  const std::string indent(static_cast<std::size_t>(std::max(opts.indent, 0)), ' ');
+  for (Index r : rows) {
+    out += indent;
+    for (std::size_t k = 0; k < cols.size(); ++k) {
+      const Index c = cols[k];
+      const std::string cell = (r < 0 || c < 0) ? "..." : fixed(m(r, c), opts.precision);
+      if (k > 0) out += "  ";
+      out.append(width - cell.size(), ' ').append(cell);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+void banner(std::ostream& os, std::string_view title) {
+  constexpr std::size_t kWidth = 88;
+  const std::size_t used = title.size() + 4;  // "== " + title + " "
+  os << "\n== " << title << ' ' << std::string(used < kWidth ? kWidth - used : 0, '=') << "\n";
+}
+
+void notice(std::ostream& os, std::string_view text) { os << "  -> " << text << "\n"; }
+
+}  // namespace attn

@@ -1,0 +1,53 @@
+// print.hpp: matrices as the course prints them, a shape header then fixed-precision rows.
+//
+//   Q [4 x 2]
+//     1.0000   2.0000
+//     3.0000   1.0000
+//     ...
+//
+// Big matrices are shown compactly: the first and last few rows and columns, with "..."
+// standing in for the rest, so a [5 x 512] activation fits on a terminal line.
+#pragma once
+
+#include "attn/matrix.hpp"
+
+#include <iosfwd>
+#include <string>
+#include <string_view>
+
+namespace attn {
+
+struct PrintOptions {
+  int precision = 4;    ///< digits after the decimal point
+  Index max_rows = 8;   ///< beyond this many rows, show the first and last max_rows/2
+  Index max_cols = 8;   ///< beyond this many columns, show the first and last max_cols/2
+  int indent = 2;       ///< spaces before every row
+};
+
+/// Formats `m` under the header "<name> [rows x cols]" (no header when name is empty).
+std::string format_matrix(std::string_view name, const MatrixD& m, const PrintOptions& opts = {});
+
+/// Prints format_matrix(name, m, opts) to `os`. Accepts any Eigen matrix or expression; it
+/// is evaluated once and widened to double (exactly, for float input) for printing.
+/// A section banner, the printed twin of the "// ---- Step N ----" banners in main.cpp:
+///
+///   == 2. Scores: alpha_ij = q_i . k_j =============================================
+void banner(std::ostream& os, std::string_view title);
+
+/// A "what to notice" line, indented under the numbers it comments on:  "  -> text".
+void notice(std::ostream& os, std::string_view text);
+
+template <typename Derived>
+void print_matrix(std::ostream& os, std::string_view name, const Eigen::MatrixBase<Derived>& m,
+                  const PrintOptions& opts = {});
+
+}  // namespace attn
+
+#include <ostream>
+
+template <typename Derived>
+void attn::print_matrix(std::ostream& os, std::string_view name,
+                        const Eigen::MatrixBase<Derived>& m, const PrintOptions& opts) {
+  const MatrixD widened = m.template cast<double>();
+  os << format_matrix(name, widened, opts);
+}

@@ -1,0 +1,49 @@
+// random.hpp: one seeded generator for every chapter, identical on every platform.
+//
+// std::normal_distribution (and even std::uniform_real_distribution) are specified only up
+// to their distribution, so libstdc++, libc++ and MSVC print different numbers for the same
+// seed. The course needs the same bytes everywhere, so it fixes the whole chain itself:
+//   seed --SplitMix64--> xoshiro256** state --> 53-bit uniform --> Marsaglia polar normal.
+// Every step is integer arithmetic or IEEE-exact (+, *, /, sqrt) except one std::log call.
+#pragma once
+
+#include "attn/matrix.hpp"
+
+#include <array>
+#include <cstdint>
+
+namespace attn {
+
+/// SplitMix64 (Steele, Lea, Flood 2014): expands one 64-bit seed into well-mixed words.
+std::uint64_t splitmix64(std::uint64_t& state);
+
+class Rng {
+ public:
+  explicit Rng(std::uint64_t seed);
+
+  /// Next raw output of xoshiro256** (Blackman & Vigna 2018).
+  std::uint64_t next_u64();
+
+  /// Uniform on [0, 1): the top 53 bits of next_u64() scaled by 2^-53, so every value is exact.
+  double uniform();
+  double uniform(double lo, double hi);
+
+  /// Standard normal by Marsaglia's polar method. Values come in pairs; the second is kept
+  /// for the next call, so the sequence depends only on the seed and the call order.
+  double normal();
+  double normal(double mean, double stddev);
+
+ private:
+  std::array<std::uint64_t, 4> state_{};
+  bool has_spare_ = false;
+  double spare_ = 0.0;
+};
+
+/// A [rows x cols] matrix of N(mean, stddev^2) samples, filled row by row (row-major order),
+/// each drawn in double and rounded once to float.
+Matrix random_normal(Rng& rng, Index rows, Index cols, double mean = 0.0, double stddev = 1.0);
+
+/// A [rows x cols] matrix of U[lo, hi) samples, filled row by row.
+Matrix random_uniform(Rng& rng, Index rows, Index cols, double lo, double hi);
+
+}  // namespace attn

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs, from Debian's archive, whatever the course needs and this machine lacks.
+# Safe to run again: when everything is present it installs nothing and says so.
+#
+#   scripts/setup.sh            the packages to build, run, plot, test and document the course
+#   scripts/setup.sh --torch    also python3-torch, needed only to regenerate tests/data fixtures
+set -euo pipefail
+
+packages=(
+  cmake g++ make                  # the build
+  libeigen3-dev                   # all linear algebra
+  libcli11-dev                    # command-line options of every chapter
+  libgtest-dev libbenchmark-dev   # tests and the performance measurements
+  gnuplot-nox                     # every figure
+  doxygen graphviz libjs-mathjax  # the site, with formulas typeset offline
+  python3-numpy                   # the .npy round-trip test proves the format against NumPy itself
+  clang libclang-rt-14-dev        # libFuzzer target for the .npy reader (fuzzing, sanitizers)
+)
+if [[ "${1:-}" == "--torch" ]]; then
+  packages+=(python3-torch)       # only for scripts/make_fixtures.sh; the test run never needs it
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#packages[@]} Debian packages are already installed"
+  exit 0
+fi
+
+sudo=()
+if ((EUID != 0)); then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
+fi
+
+# Another apt (unattended-upgrades, a second terminal) may hold the dpkg lock: wait, don't fail.
+apt_opts=(-o DPkg::Lock::Timeout=600 -y -q --no-install-recommends)
+echo "setup: installing from Debian's archive: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600 -q update >/dev/null
+"${sudo[@]}" apt-get install "${apt_opts[@]}" "${missing[@]}" >/dev/null
+echo "setup: installed ${#missing[@]} package(s)"
