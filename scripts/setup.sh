@@ -14,7 +14,6 @@ packages=(
   gnuplot-nox                     # every figure
   doxygen graphviz libjs-mathjax  # the site, with formulas typeset offline
   python3-numpy                   # the .npy round-trip test proves the format against NumPy itself
-  clang libclang-rt-14-dev        # libFuzzer target for the .npy reader (fuzzing, sanitizers)
 )
 if [[ "${1:-}" == "--torch" ]]; then
   packages+=(python3-torch)       # only for scripts/make_fixtures.sh; the test run never needs it
@@ -41,7 +40,8 @@ fi
 # Another apt (unattended-upgrades, a second terminal) may hold the dpkg lock: wait, don't fail.
 apt_opts=(-o DPkg::Lock::Timeout=600 -y -q --no-install-recommends)
 echo "setup: installing from Debian's archive: ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-"${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600 -q update >/dev/null
-"${sudo[@]}" apt-get install "${apt_opts[@]}" "${missing[@]}" >/dev/null
+# sudo drops the environment, so the non-interactive frontend is passed through env(1).
+apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get)
+"${apt[@]}" -o DPkg::Lock::Timeout=600 -q update >/dev/null
+"${apt[@]}" install "${apt_opts[@]}" "${missing[@]}" >/dev/null
 echo "setup: installed ${#missing[@]} package(s)"
