@@ -12,8 +12,8 @@ TEST(FormatMatrix, ShapeHeaderThenAlignedFixedPrecisionRows) {
   q << 1, 2, 3, -0.5;
   EXPECT_EQ(attn::format_matrix("Q", q),
             "Q [2 x 2]\n"
-            "  1.0000   2.0000\n"
-            "  3.0000  -0.5000\n");
+            "   1.0000   2.0000\n"  // one width (7, for "-0.5000") for every cell
+            "   3.0000  -0.5000\n");
 }
 
 TEST(FormatMatrix, PrecisionIndentAndNoHeader) {
