@@ -1,0 +1,95 @@
+#!/usr/bin/perl
+# md_filter.pl FILE: prints FILE, a GitHub-flavoured Markdown page of the course, rewritten in
+# Doxygen's dialect. Doxygen runs it on every .md it reads (FILTER_PATTERNS in Doxyfile.in),
+# so the same README.md reads well on GitHub and on the site.
+#
+#   GitHub                                   site
+#   # 02 · Title                    ->       # 02 · Title {#ch02}         (page label)
+#   $x^2$                           ->       \f$x^2\f$                     (inline formula)
+#   ```math ... ```                 ->       \f[ ... \f]                   (display formula)
+#   ![caption](../../plots/a.png)   ->       \image html a.png "caption"   (copied from plots/)
+#   <!-- snippet: main.cpp step -->  ->      \snippet{lineno} chapters/NN_x/main.cpp step
+#   [t](../03_x/README.md)          ->       [t](@ref ch03)
+#   [t](../../common/attn/a.hpp)    ->       [t](@ref a.hpp)
+#   [t](../../README.md)            ->       [t](@ref index)
+#
+# Code blocks and `code spans` pass through untouched. Only perl-base (Essential on Debian).
+use strict;
+use warnings;
+
+my $path = shift @ARGV or die "usage: md_filter.pl FILE\n";
+open(my $in, '<:raw', $path) or die "md_filter.pl: cannot read $path: $!\n";
+
+# The folder of a chapter page, "chapters/02_attention_by_hand", for its snippets and label.
+my ($chapter_dir, $chapter_no) = $path =~ m{(chapters/((\d\d)_[A-Za-z0-9_]+))/README\.md$}
+  ? ($1, $3) : (undef, undef);
+
+my $fence = '';        # the fence that opened the current code block ('' outside one)
+my $math = 0;          # inside a ```math block
+my $titled = 0;        # the first heading has been labelled
+
+sub link_target {
+  my ($target) = @_;
+  return '@ref ch' . $1 if $target =~ m{(?:^|/)(?:chapters/)?(\d\d)_[A-Za-z0-9_]+/README\.md$}
+    && $target !~ m{^https?:};
+  return '@ref index' if $target =~ m{^(?:\.\./)*README\.md$};
+  return '@ref ' . $1 if $target =~ m{(?:^|/)common/attn/([A-Za-z0-9_]+\.hpp)$};
+  return $target;
+}
+
+# Rewrites the inline parts of one line that is not inside a code block.
+sub inline {
+  my ($line) = @_;
+  # Split off `code spans` so nothing inside them is touched.
+  my @parts = split /(`+[^`]*`+)/, $line;
+  for my $part (@parts) {
+    next if $part =~ /^`/;
+    # $...$ with no space just inside the dollars (GitHub's rule), not $$, not \$.
+    $part =~ s{(?<![\\\$\w])\$(?!\s)([^\$\n]+?)(?<!\s)\$(?![\$\w])}{\\f\$$1\\f\$}g;
+    $part =~ s{\[([^\]]*)\]\(([^)\s]+)\)}{'[' . $1 . '](' . link_target($2) . ')'}ge;
+  }
+  return join '', @parts;
+}
+
+while (my $line = <$in>) {
+  if ($fence ne '') {                                   # inside a fenced block
+    if ($line =~ /^\s*\Q$fence\E\s*$/) {
+      print $math ? "\\f]\n" : $line;
+      $fence = '';
+      $math = 0;
+    } else {
+      print $line;
+    }
+    next;
+  }
+  if ($line =~ /^\s*(```+|~~~+)\s*(\w*)/) {             # a fence opens
+    $fence = $1;
+    if ($2 eq 'math') {
+      $math = 1;
+      print "\\f[\n";
+    } else {
+      print $line;
+    }
+    next;
+  }
+  if (!$titled && $line =~ /^#\s+(.*?)\s*$/) {          # the page title gets its label
+    $titled = 1;
+    my $title = inline($1);
+    print defined $chapter_no ? "# $title {#ch$chapter_no}\n" : "# $title\n";
+    next;
+  }
+  if ($line =~ /^\s*!\[([^\]]*)\]\((?:[^)]*\/)?plots\/([A-Za-z0-9_.-]+\.png)\)\s*$/) {
+    my ($caption, $file) = ($1, $2);
+    $caption =~ s/"/\\"/g;
+    print "\\image html $file \"" . inline($caption) . "\"\n";
+    next;
+  }
+  if ($line =~ /^\s*<!--\s*snippet:\s*(\S+)\s+(\S+)\s*-->\s*$/) {
+    my ($file, $name) = ($1, $2);
+    die "md_filter.pl: $path: snippets are only for chapter pages\n" unless defined $chapter_dir;
+    print "\\snippet{lineno} $chapter_dir/$file $name\n";
+    next;
+  }
+  print inline($line);
+}
+close $in;
