@@ -1,6 +1,7 @@
-// dump.hpp: --dump DIR, the chapter's intermediates as .npy files for inspection in NumPy:
-//
-//   >>> import numpy as np; W = np.load("dump/W_ax.npy")
+/// @file
+/// --dump DIR, the chapter's intermediates as .npy files for inspection in NumPy:
+///
+///   >>> import numpy as np; W = np.load("dump/W_ax.npy")
 #pragma once
 
 #include "attn/matrix.hpp"
@@ -20,7 +21,7 @@ class Dumper {
 
   bool enabled() const { return !dir_.empty(); }
 
-  /// Writes DIR/<name>.npy (float32, C order) and remembers the name for summary().
+  /// Writes `DIR/NAME.npy` (float32, C order) and remembers the name for summary().
   void operator()(const std::string& name, const Matrix& m);
   void operator()(const std::string& name, const MatrixD& m);
   /// An N-d array, e.g. [B, n, d] written from B row-major [n x d] slices laid end to end.

@@ -1,8 +1,9 @@
-// matrix.hpp: the course's matrix types and shape checks.
-//
-// Storage is row-major, like NumPy and PyTorch, so a [n x d] matrix of token vectors keeps
-// each token contiguous and an .npy file maps onto it without a transpose. (Eigen's default
-// is column-major; every type below overrides that on purpose.)
+/// @file
+/// The course's matrix types and shape checks.
+///
+/// Storage is row-major, like NumPy and PyTorch, so a [n x d] matrix of token vectors keeps
+/// each token contiguous and an .npy file maps onto it without a transpose. (Eigen's default
+/// is column-major; every type below overrides that on purpose.)
 #pragma once
 
 #include <Eigen/Core>

@@ -1,17 +1,18 @@
-// npy.hpp: NumPy's .npy format, so learners can open any intermediate in NumPy and the tests
-// can read reference data written by PyTorch.
-//
-// Format (numpy.lib.format, versions 1.0, 2.0 and 3.0):
-//   "\x93NUMPY" major minor | header length (uint16 in 1.0, uint32 in 2.0/3.0, little-endian)
-//   | a Python dict literal {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
-//     padded with spaces and a final '\n' so the data starts on a 64-byte boundary
-//   | the raw little-endian elements, in C (row-major) or Fortran (column-major) order.
-//
-// Reading accepts float32, float64, int32 and int64 ('<f4', '<f8', '<i4', '<i8'), either order,
-// and returns the elements in C order. Anything else, or a file that is truncated, too long,
-// or whose header lies about its size, is rejected with NpyError naming the file and the fault.
-// Writing goes to "<path>.tmp" first and is renamed into place, so a failed write never
-// leaves a half-written .npy behind.
+/// @file
+/// NumPy's .npy format, so learners can open any intermediate in NumPy and the tests
+/// can read reference data written by PyTorch.
+///
+/// Format (numpy.lib.format, versions 1.0, 2.0 and 3.0):
+///   "\x93NUMPY" major minor | header length (uint16 in 1.0, uint32 in 2.0/3.0, little-endian)
+///   | a Python dict literal {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+///     padded with spaces and a final '\n' so the data starts on a 64-byte boundary
+///   | the raw little-endian elements, in C (row-major) or Fortran (column-major) order.
+///
+/// Reading accepts float32, float64, int32 and int64 ('<f4', '<f8', '<i4', '<i8'), either order,
+/// and returns the elements in C order. Anything else, or a file that is truncated, too long,
+/// or whose header lies about its size, is rejected with NpyError naming the file and the fault.
+/// Writing goes to "<path>.tmp" first and is renamed into place, so a failed write never
+/// leaves a half-written .npy behind.
 #pragma once
 
 #include "attn/matrix.hpp"

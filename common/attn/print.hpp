@@ -1,12 +1,13 @@
-// print.hpp: matrices as the course prints them, a shape header then fixed-precision rows.
-//
-//   Q [4 x 2]
-//     1.0000   2.0000
-//     3.0000   1.0000
-//     ...
-//
-// Big matrices are shown compactly: the first and last few rows and columns, with "..."
-// standing in for the rest, so a [5 x 512] activation fits on a terminal line.
+/// @file
+/// Matrices as the course prints them, a shape header then fixed-precision rows.
+///
+///   Q [4 x 2]
+///     1.0000   2.0000
+///     3.0000   1.0000
+///     ...
+///
+/// Big matrices are shown compactly: the first and last few rows and columns, with "..."
+/// standing in for the rest, so a [5 x 512] activation fits on a terminal line.
 #pragma once
 
 #include "attn/matrix.hpp"

@@ -1,10 +1,11 @@
-// random.hpp: one seeded generator for every chapter, identical on every platform.
-//
-// std::normal_distribution (and even std::uniform_real_distribution) are specified only up
-// to their distribution, so libstdc++, libc++ and MSVC print different numbers for the same
-// seed. The course needs the same bytes everywhere, so it fixes the whole chain itself:
-//   seed --SplitMix64--> xoshiro256** state --> 53-bit uniform --> Marsaglia polar normal.
-// Every step is integer arithmetic or IEEE-exact (+, *, /, sqrt) except one std::log call.
+/// @file
+/// One seeded generator for every chapter, identical on every platform.
+///
+/// std::normal_distribution (and even std::uniform_real_distribution) are specified only up
+/// to their distribution, so libstdc++, libc++ and MSVC print different numbers for the same
+/// seed. The course needs the same bytes everywhere, so it fixes the whole chain itself:
+///   seed --SplitMix64--> xoshiro256** state --> 53-bit uniform --> Marsaglia polar normal.
+/// Every step is integer arithmetic or IEEE-exact (+, *, /, sqrt) except one std::log call.
 #pragma once
 
 #include "attn/matrix.hpp"

@@ -1,15 +1,16 @@
-// softmax.hpp: numerically stable softmax, along rows or along columns.
-//
-//   softmax(z)_j = exp(z_j - m) / sum_k exp(z_k - m),   m = max_k z_k
-//
-// Subtracting the maximum changes nothing mathematically (the factor exp(-m) cancels) but
-// keeps every exponent <= 0, so nothing overflows: exp(400) is inf in float, exp(0) is 1.
-//
-// Defined results for awkward input (the same as PyTorch's scaled_dot_product_attention):
-//   - a row whose entries are all -inf (every key masked) gives all zeros, never NaN;
-//   - -inf entries among finite ones get weight exactly 0;
-//   - a NaN anywhere in a row makes that whole row NaN (garbage in is made visible);
-//   - a +inf entry makes the row NaN (inf - inf), as exp-normalisation does in PyTorch.
+/// @file
+/// Numerically stable softmax, along rows or along columns.
+///
+///   softmax(z)_j = exp(z_j - m) / sum_k exp(z_k - m),   m = max_k z_k
+///
+/// Subtracting the maximum changes nothing mathematically (the factor exp(-m) cancels) but
+/// keeps every exponent <= 0, so nothing overflows: exp(400) is inf in float, exp(0) is 1.
+///
+/// Defined results for awkward input (the same as PyTorch's scaled_dot_product_attention):
+///   - a row whose entries are all -inf (every key masked) gives all zeros, never NaN;
+///   - -inf entries among finite ones get weight exactly 0;
+///   - a NaN anywhere in a row makes that whole row NaN (garbage in is made visible);
+///   - a +inf entry makes the row NaN (inf - inf), as exp-normalisation does in PyTorch.
 #pragma once
 
 #include "attn/matrix.hpp"
