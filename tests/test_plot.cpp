@@ -1,2 +1,548 @@
+// test_plot.cpp: the gnuplot figures. Every test writes into a fresh temporary folder and checks
+// the files themselves: the .dat numbers, the .gp script's relative names and palette, the PNG's
+// own header (signature and IHDR size). Tests that need a rendered PNG skip when gnuplot is not
+// installed; everything else runs without it.
+#include "attn/plot.hpp"
+
 #include <gtest/gtest.h>
-TEST(Placeholder, BeingWritten) { SUCCEED(); }
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <clocale>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <limits>
+#include <locale>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using attn::Matrix;
+
+namespace {
+
+// ---- Helpers ------------------------------------------------------------------------------
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Lines of a .dat file that hold numbers (not comments, not the blank block separators).
+std::vector<std::string> data_rows(const fs::path& p) {
+  std::istringstream in(slurp(p));
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#') rows.push_back(line);
+  return rows;
+}
+
+struct PngSize {
+  std::uint32_t width = 0, height = 0;
+};
+
+std::uint32_t be32(const std::string& b, std::size_t at) {
+  return (std::uint32_t{static_cast<unsigned char>(b[at])} << 24) |
+         (std::uint32_t{static_cast<unsigned char>(b[at + 1])} << 16) |
+         (std::uint32_t{static_cast<unsigned char>(b[at + 2])} << 8) |
+         std::uint32_t{static_cast<unsigned char>(b[at + 3])};
+}
+
+// A PNG starts with an 8-byte signature, then the IHDR chunk (length, "IHDR", width, height):
+// width and height are the big-endian words at bytes 16..19 and 20..23.
+PngSize png_size(const fs::path& p) {
+  const std::string b = slurp(p);
+  static const std::string signature = "\x89PNG\r\n\x1a\n";
+  EXPECT_GE(b.size(), 24u) << p;
+  if (b.size() < 24) return {};
+  EXPECT_EQ(b.substr(0, 8), signature) << p;
+  EXPECT_EQ(b.substr(12, 4), "IHDR") << p;
+  return {be32(b, 16), be32(b, 20)};
+}
+
+const std::array<const char*, 9> kAnchors = {"#440154", "#472c7a", "#3b518b", "#2c718e",
+                                              "#21908d", "#27ad81", "#5cc863", "#aadc32",
+                                              "#fde725"};
+
+#define SKIP_WITHOUT_GNUPLOT()                                                  \
+  if (!attn::Plotter::gnuplot_available())                                      \
+  GTEST_SKIP() << "gnuplot is not on PATH: the PNG cannot be rendered here"
+
+// A fresh, empty folder per test, removed afterwards.
+class PlotTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("attn_test_plot_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // Every file in the folder, sorted: checks that nothing else (no .tmp) was left behind.
+  std::vector<std::string> listing() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  fs::path dir_;
+};
+
+Matrix sample_3x4() {
+  Matrix m(3, 4);  // [3 x 4]
+  m << 0.0f, 0.1f, 0.2f, 0.3f,  //
+      0.4f, 0.5f, 0.6f, 0.7f,   //
+      0.8f, 0.9f, 1.0f, -0.25f;
+  return m;
+}
+
+attn::HeatmapOptions sample_heatmap_options() {
+  attn::HeatmapOptions o;
+  o.title = "Weights \"A'\" (row 0 on top)";
+  o.xlabel = "query";
+  o.ylabel = "key";
+  o.xtics = {"q^1", "q_2", "q3", "q4"};
+  o.ytics = {"k1", "k2", "k3"};
+  o.show_values = true;
+  o.cmin = 0.0;
+  o.cmax = 1.0;
+  o.width_px = 640;
+  o.height_px = 480;
+  return o;
+}
+
+// ---- Heat map -----------------------------------------------------------------------------
+
+TEST_F(PlotTest, HeatmapWritesDataAndScriptWithRelativeNames) {
+  attn::Plotter plot(dir_, true, "/nonexistent/attn-gnuplot");  // files only; PNG tested below
+  testing::internal::CaptureStdout();
+  const attn::Figure fig = plot.heatmap("hm", sample_3x4(), sample_heatmap_options());
+  testing::internal::GetCapturedStdout();
+  EXPECT_EQ(fig.dat, dir_ / "hm.dat");
+  EXPECT_EQ(fig.gp, dir_ / "hm.gp");
+  EXPECT_EQ(fig.png, dir_ / "hm.png");
+  ASSERT_TRUE(fs::exists(fig.dat));
+  ASSERT_TRUE(fs::exists(fig.gp));
+
+  // One line per cell: 3 rows x 4 columns.
+  const auto rows = data_rows(fig.dat);
+  ASSERT_EQ(rows.size(), 12u);
+  EXPECT_EQ(rows.front(), "0 0 0");       // column 0, row 0
+  EXPECT_EQ(rows[1], "1 0 0.1");           // shortest round-trip text of 0.1f
+  EXPECT_EQ(rows.back(), "3 2 -0.25");     // column 3, row 2
+  EXPECT_NE(slurp(fig.dat).find("# column row value"), std::string::npos) << "a column header";
+
+  const std::string gp = slurp(fig.gp);
+  for (const char* anchor : kAnchors) EXPECT_NE(gp.find(anchor), std::string::npos) << anchor;
+  EXPECT_NE(gp.find("set palette defined"), std::string::npos);
+  EXPECT_NE(gp.find("\"hm.dat\""), std::string::npos);
+  EXPECT_NE(gp.find("\"hm.png\""), std::string::npos);
+  EXPECT_EQ(gp.find(dir_.string()), std::string::npos) << "the script must use relative names";
+  EXPECT_NE(gp.find("pngcairo size 640,480"), std::string::npos);
+  EXPECT_NE(gp.find("noenhanced"), std::string::npos);
+  EXPECT_NE(gp.find("set yrange [2.5:-0.5]"), std::string::npos) << "row 0 at the top";
+  // The user's quote is escaped for gnuplot's double-quoted strings.
+  EXPECT_NE(gp.find("\"Weights \\\"A'\\\" (row 0 on top)\""), std::string::npos);
+  EXPECT_NE(gp.find("\"q^1\" 0, \"q_2\" 1, \"q3\" 2, \"q4\" 3"), std::string::npos);
+  EXPECT_NE(gp.find("sprintf(\"%.2f\", $3)"), std::string::npos) << "values with 2 digits";
+}
+
+TEST_F(PlotTest, HeatmapRendersPngOfTheRequestedSize) {
+  SKIP_WITHOUT_GNUPLOT();
+  attn::Plotter plot(dir_);
+  const attn::Figure fig = plot.heatmap("hm", sample_3x4(), sample_heatmap_options());
+  EXPECT_TRUE(fig.rendered);
+  const PngSize size = png_size(fig.png);
+  EXPECT_EQ(size.width, 640u);
+  EXPECT_EQ(size.height, 480u);
+  EXPECT_EQ(listing(), (std::vector<std::string>{"hm.dat", "hm.gp", "hm.png"}))
+      << "no .tmp files are left behind";
+}
+
+TEST_F(PlotTest, HeatmapWithoutOptionsAndWithMaskedCellsRenders) {
+  SKIP_WITHOUT_GNUPLOT();
+  Matrix m(2, 3);  // [2 x 3]: a causal-style mask leaves -inf scores, plus one NaN
+  const float inf = std::numeric_limits<float>::infinity();
+  m << 1.5f, -inf, -inf,  //
+      std::nanf(""), 2.0f, -3.0f;
+  attn::Plotter plot(dir_);
+  attn::HeatmapOptions o;
+  o.show_values = true;
+  const attn::Figure fig = plot.heatmap("masked", m, o);
+  EXPECT_TRUE(fig.rendered);
+  const auto rows = data_rows(fig.dat);
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(rows[1], "1 0 -inf");
+  EXPECT_EQ(rows[3], "0 1 nan");
+  // The colour range comes from the finite values only.
+  const std::string gp = slurp(fig.gp);
+  EXPECT_NE(gp.find("cmin = -3\ncmax = 2\n"), std::string::npos) << gp;
+  const PngSize size = png_size(fig.png);
+  EXPECT_EQ(size.width, 800u);  // the HeatmapOptions defaults
+  EXPECT_EQ(size.height, 640u);
+}
+
+TEST_F(PlotTest, OneByOneHeatmapRenders) {
+  SKIP_WITHOUT_GNUPLOT();
+  Matrix m(1, 1);
+  m << 0.5f;  // a constant: the colour range is widened to 0..1 around it
+  attn::Plotter plot(dir_);
+  attn::HeatmapOptions o;
+  o.show_values = true;
+  o.width_px = 200;
+  o.height_px = 200;
+  EXPECT_TRUE(plot.heatmap("one", m, o).rendered);
+  EXPECT_NE(slurp(dir_ / "one.gp").find("cmin = 0\ncmax = 1\n"), std::string::npos);
+}
+
+// ---- Grid ---------------------------------------------------------------------------------
+
+TEST_F(PlotTest, GridWritesOneBlockPerPanelAndRenders) {
+  std::vector<attn::HeatmapPanel> panels;
+  for (int h = 0; h < 3; ++h) {
+    Matrix m(2, 3);  // [2 x 3]
+    m << 0.1f * h, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f;
+    panels.push_back({m, "head " + std::to_string(h)});
+  }
+  attn::GridOptions o;
+  o.title = "Three heads";
+  o.columns = 2;
+  o.cmin = 0.0;
+  o.cmax = 1.0;
+  o.show_values = true;
+  o.panel_px = 200;
+  attn::Plotter plot(dir_, true, "attn-no-such-gnuplot-program");
+  testing::internal::CaptureStdout();
+  attn::Figure fig = plot.heatmap_grid("grid", panels, o);
+  testing::internal::GetCapturedStdout();
+  EXPECT_EQ(data_rows(fig.dat).size(), 18u);  // 3 panels x 6 cells
+  const std::string gp = slurp(fig.gp);
+  EXPECT_NE(gp.find("index 2"), std::string::npos);
+  EXPECT_NE(gp.find("\"head 1\""), std::string::npos);
+  EXPECT_NE(gp.find("set multiplot title \"Three heads\""), std::string::npos);
+  for (const char* anchor : kAnchors) EXPECT_NE(gp.find(anchor), std::string::npos) << anchor;
+
+  if (!attn::Plotter::gnuplot_available()) GTEST_SKIP() << "gnuplot is not on PATH";
+  attn::Plotter real(dir_);
+  fig = real.heatmap_grid("grid", panels, o);
+  EXPECT_TRUE(fig.rendered);
+  const PngSize size = png_size(fig.png);
+  EXPECT_GE(size.width, 2u * 200u);  // two columns of 200 px squares, plus margins
+  EXPECT_GE(size.height, 2u * 200u);
+  EXPECT_LT(size.width, 2u * 200u + 400u);
+  EXPECT_LT(size.height, 2u * 200u + 300u);
+
+  // Without cmin/cmax each panel gets its own scale.
+  o.cmin.reset();
+  o.cmax.reset();
+  EXPECT_TRUE(real.heatmap_grid("grid_own", panels, o).rendered);
+  EXPECT_NE(slurp(dir_ / "grid_own.gp").find("cmin = 0.1; cmax = 0.6"), std::string::npos);
+}
+
+// ---- Histograms ---------------------------------------------------------------------------
+
+TEST_F(PlotTest, HistogramBinsMatchAHandCount) {
+  // Range 0..4 in 4 bins of width 1: [0,1) [1,2) [2,3) [3,4], the maximum in the last bin.
+  // NaN and inf are skipped. Counts: 0 -> 1, 1 and 1.5 -> 2, 2.999 -> 1, 3 and 4 -> 2.
+  attn::HistogramPanel a;
+  a.values = {0.0, 1.0, 1.5, 2.999, 3.0, 4.0, std::nan(""),
+              std::numeric_limits<double>::infinity()};
+  a.bins = 4;
+  a.title = "hand";
+  // A second panel: many values, the counts must add up to the finite ones.
+  attn::HistogramPanel b;
+  for (int i = 0; i < 1000; ++i) b.values.push_back(std::sin(0.37 * i) * std::exp(0.001 * i));
+  b.values.push_back(-std::numeric_limits<double>::infinity());
+  b.bins = 30;
+  b.title = "sines";
+  attn::Plotter plot(dir_, true, "/nonexistent/gnuplot");
+  testing::internal::CaptureStdout();
+  const attn::Figure fig = plot.histograms("hist", {a, b}, {.title = "two", .width_px = 900,
+                                                            .height_px = 400});
+  testing::internal::GetCapturedStdout();
+
+  const auto rows = data_rows(fig.dat);
+  ASSERT_EQ(rows.size(), 4u + 30u);
+  const std::vector<std::string> expected = {"0.5 1 1", "1.5 2 1", "2.5 1 1", "3.5 2 1"};
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(rows[i], expected[i]);
+  long long total = 0;
+  for (std::size_t i = 4; i < rows.size(); ++i) {
+    std::istringstream in(rows[i]);
+    double centre = 0, width = 0;
+    long long count = -1;
+    in >> centre >> count >> width;
+    ASSERT_TRUE(in) << rows[i];
+    total += count;
+  }
+  EXPECT_EQ(total, 1000);  // every finite sample, the -inf left out
+  const std::string dat = slurp(fig.dat);
+  EXPECT_NE(dat.find("2 non-finite samples skipped"), std::string::npos);
+  EXPECT_NE(dat.find("1 non-finite samples skipped"), std::string::npos);
+  EXPECT_NE(slurp(fig.gp).find("set multiplot layout 1,2"), std::string::npos);
+}
+
+TEST_F(PlotTest, HistogramRendersPngOfTheRequestedSize) {
+  SKIP_WITHOUT_GNUPLOT();
+  attn::HistogramPanel a{{1, 2, 2, 3, 3, 3}, "a", "value", 3};
+  attn::HistogramPanel b{{5, 5, 5}, "constant", "value", 10};  // one value: unit-wide range
+  attn::Plotter plot(dir_);
+  const attn::Figure fig = plot.histograms("hist", {a, b}, {.title = "", .width_px = 700,
+                                                            .height_px = 300});
+  EXPECT_TRUE(fig.rendered);
+  const PngSize size = png_size(fig.png);
+  EXPECT_EQ(size.width, 700u);
+  EXPECT_EQ(size.height, 300u);
+}
+
+// ---- Line plot ----------------------------------------------------------------------------
+
+std::vector<attn::Series> sample_series() {
+  attn::Series a, b;
+  a.label = "x^2 with W_hh in the label";
+  b.label = "2^-x (dashed, no points)";
+  for (int i = 1; i <= 10; ++i) {
+    a.x.push_back(i);
+    a.y.push_back(i * i);
+    b.x.push_back(i);
+    b.y.push_back(std::pow(2.0, -i));
+  }
+  b.dashed = true;
+  b.points = false;
+  return {a, b};
+}
+
+TEST_F(PlotTest, LogLinePlotRenders) {
+  SKIP_WITHOUT_GNUPLOT();
+  attn::Plotter plot(dir_);
+  const attn::Figure fig = plot.lines(
+      "lines", sample_series(),
+      {.title = "log-log", .xlabel = "x", .ylabel = "y", .logx = true, .logy = true,
+       .width_px = 700, .height_px = 500});
+  EXPECT_TRUE(fig.rendered);
+  EXPECT_EQ(data_rows(fig.dat).size(), 20u);
+  const std::string gp = slurp(fig.gp);
+  EXPECT_NE(gp.find("set logscale x"), std::string::npos);
+  EXPECT_NE(gp.find("set logscale y"), std::string::npos);
+  EXPECT_NE(gp.find("dt 2"), std::string::npos);
+  EXPECT_NE(gp.find("linespoints"), std::string::npos);
+  EXPECT_NE(gp.find("\"lines.dat\""), std::string::npos);
+  const PngSize size = png_size(fig.png);
+  EXPECT_EQ(size.width, 700u);
+  EXPECT_EQ(size.height, 500u);
+}
+
+// ---- Disabled, missing and failing gnuplot ------------------------------------------------
+
+TEST_F(PlotTest, DisabledPlotterWritesNothing) {
+  const fs::path out = dir_ / "not_created";
+  attn::Plotter plot(out, false);
+  EXPECT_FALSE(plot.enabled());
+  testing::internal::CaptureStdout();
+  const attn::Figure a = plot.heatmap("hm", sample_3x4(), sample_heatmap_options());
+  const attn::Figure b = plot.lines("lines", sample_series(), {});
+  const attn::Figure c = plot.histograms("hist", {{{1, 2, 3}, "t", "x", 2}}, {});
+  const attn::Figure d = plot.heatmap_grid("grid", {{sample_3x4(), "p"}}, {});
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
+  for (const attn::Figure& f : {a, b, c, d}) {
+    EXPECT_FALSE(f.rendered);
+    EXPECT_TRUE(f.png.empty());
+  }
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_TRUE(listing().empty());
+  // Still validated: a --no-plots run catches the same mistakes.
+  EXPECT_THROW(plot.heatmap("a/b", sample_3x4(), {}), std::invalid_argument);
+}
+
+TEST_F(PlotTest, MissingGnuplotWritesDataAndScriptAndSaysHowToRender) {
+  attn::Plotter plot(dir_, true, (dir_ / "no-such-gnuplot").string());
+  testing::internal::CaptureStdout();
+  const attn::Figure fig = plot.heatmap("hm", sample_3x4(), sample_heatmap_options());
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_FALSE(fig.rendered);
+  EXPECT_TRUE(fs::exists(dir_ / "hm.dat"));
+  EXPECT_TRUE(fs::exists(dir_ / "hm.gp"));
+  EXPECT_FALSE(fs::exists(dir_ / "hm.png"));
+  EXPECT_EQ(out, "plot: gnuplot not found; render with: cd " + dir_.string() +
+                     " && gnuplot hm.gp\n");
+  EXPECT_EQ(listing(), (std::vector<std::string>{"hm.dat", "hm.gp"}));
+}
+
+TEST_F(PlotTest, FailingGnuplotThrowsWithItsStderrAndLeavesNoPng) {
+  // A stand-in "gnuplot" that reports an error the way gnuplot does and exits non-zero.
+  const fs::path fake = dir_ / "fake-gnuplot.sh";
+  {
+    std::ofstream f(fake);
+    f << "#!/bin/sh\necho 'line 7: undefined variable: oops' >&2\nexit 1\n";
+  }
+  fs::permissions(fake, fs::perms::owner_all);
+  const fs::path out = dir_ / "out";
+  attn::Plotter plot(out, true, fake.string());
+  try {
+    plot.heatmap("hm", sample_3x4(), {});
+    FAIL() << "expected std::runtime_error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("undefined variable: oops"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(fs::exists(out / "hm.gp"));  // complete files, kept for the learner to debug
+  EXPECT_FALSE(fs::exists(out / "hm.png"));
+  EXPECT_FALSE(fs::exists(out / "hm.png.tmp"));
+}
+
+TEST_F(PlotTest, GnuplotRunsInTheOutputFolder) {
+  // A stand-in that proves where it ran and with which arguments, then makes the PNG file.
+  const fs::path fake = dir_ / "fake-gnuplot.sh";
+  {
+    std::ofstream f(fake);
+    f << "#!/bin/sh\npwd > where.txt\necho \"$@\" > args.txt\n: > hm.png.tmp\n";
+  }
+  fs::permissions(fake, fs::perms::owner_all);
+  const fs::path out = dir_ / "out";
+  attn::Plotter plot(out, true, fake.string());
+  EXPECT_TRUE(plot.heatmap("hm", sample_3x4(), {}).rendered);
+  EXPECT_EQ(slurp(out / "where.txt"), fs::canonical(out).string() + "\n");
+  EXPECT_EQ(slurp(out / "args.txt"), "-e outfile='hm.png.tmp' hm.gp\n");
+  EXPECT_TRUE(fs::exists(out / "hm.png"));
+}
+
+// ---- Invalid input ------------------------------------------------------------------------
+
+TEST_F(PlotTest, InvalidInputThrowsInvalidArgument) {
+  attn::Plotter plot(dir_, true, "/nonexistent/gnuplot");
+  const Matrix m = sample_3x4();
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  auto hm = [&](const std::string& name, const Matrix& v, attn::HeatmapOptions o) {
+    return [&plot, name, v, o] { plot.heatmap(name, v, o); };
+  };
+  attn::HeatmapOptions bad_x, bad_y, bad_range, nan_range, bad_precision, tiny;
+  bad_x.xtics = {"a", "b"};
+  bad_y.ytics = {"a", "b", "c", "d"};
+  bad_range.cmin = 1.0;
+  bad_range.cmax = 1.0;
+  nan_range.cmax = nan;
+  bad_precision.value_precision = -1;
+  tiny.width_px = 10;
+  Matrix all_nan(2, 2);
+  all_nan.setConstant(std::nanf(""));
+  Matrix tall(2000, 1);
+  tall.setZero();
+
+  attn::Series mismatch{"m", {1, 2, 3}, {1, 2}, true, false};
+  attn::Series empty_series{"e", {}, {}, true, false};
+  attn::Series nan_y{"n", {1, 2}, {1, nan}, true, false};
+  attn::Series zero_x{"z", {0, 1}, {1, 2}, true, false};
+  attn::Series neg_y{"z", {1, 2}, {-1, 2}, true, false};
+
+  const std::vector<std::pair<std::string, std::function<void()>>> cases = {
+      {"empty name", hm("", m, {})},
+      {"name with /", hm("a/b", m, {})},
+      {"name with space", hm("a b", m, {})},
+      {"name with quote", hm("a'b", m, {})},
+      {"name starting with -", hm("-e", m, {})},
+      {"name starting with .", hm(".hidden", m, {})},
+      {"empty matrix", hm("x", Matrix(0, 3), {})},
+      {"xtics size", hm("x", m, bad_x)},
+      {"ytics size", hm("x", m, bad_y)},
+      {"cmin not below cmax", hm("x", m, bad_range)},
+      {"NaN cmax", hm("x", m, nan_range)},
+      {"no finite value", hm("x", all_nan, {})},
+      {"negative precision", hm("x", m, bad_precision)},
+      {"tiny width", hm("x", m, tiny)},
+      {"no room for cells", hm("x", tall, {})},
+      {"grid without panels", [&] { plot.heatmap_grid("g", {}, {}); }},
+      {"grid empty panel", [&] { plot.heatmap_grid("g", {{m, "a"}, {Matrix(), "b"}}, {}); }},
+      {"grid zero columns", [&] { plot.heatmap_grid("g", {{m, "a"}}, {.columns = 0}); }},
+      {"grid bad name", [&] { plot.heatmap_grid("g/h", {{m, "a"}}, {}); }},
+      {"histograms without panels", [&] { plot.histograms("h", {}, {}); }},
+      {"histogram without values", [&] { plot.histograms("h", {{{}, "a", "", 10}}, {}); }},
+      {"histogram all NaN", [&] { plot.histograms("h", {{{nan, inf}, "a", "", 10}}, {}); }},
+      {"histogram zero bins", [&] { plot.histograms("h", {{{1, 2}, "a", "", 0}}, {}); }},
+      {"lines without series", [&] { plot.lines("l", {}, {}); }},
+      {"lines x/y mismatch", [&] { plot.lines("l", {mismatch}, {}); }},
+      {"lines empty series", [&] { plot.lines("l", {empty_series}, {}); }},
+      {"lines NaN", [&] { plot.lines("l", {nan_y}, {}); }},
+      {"lines log x of 0", [&] { plot.lines("l", {zero_x}, {.logx = true}); }},
+      {"lines log y of -1", [&] { plot.lines("l", {neg_y}, {.logy = true}); }},
+  };
+  for (const auto& [what, call] : cases) EXPECT_THROW(call(), std::invalid_argument) << what;
+  EXPECT_TRUE(listing().empty()) << "nothing is written for invalid input";
+
+  // The message names the function and the problem.
+  try {
+    plot.heatmap("x", m, bad_x);
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "Plotter::heatmap: 2 xtics for a matrix [3 x 4] (one per column)");
+  }
+  try {
+    plot.lines("l", {zero_x}, {.logx = true});
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "Plotter::lines: series 0 (\"z\") point 0 has x = 0, which a log x axis cannot show");
+  }
+}
+
+// ---- Determinism --------------------------------------------------------------------------
+
+TEST_F(PlotTest, RerenderingGivesIdenticalDataAndScript) {
+  attn::Plotter plot(dir_, true, "/nonexistent/gnuplot");
+  testing::internal::CaptureStdout();
+  auto draw = [&] {
+    plot.heatmap("hm", sample_3x4(), sample_heatmap_options());
+    plot.lines("lines", sample_series(), {.logy = true});
+    plot.histograms("hist", {{{0.1, 0.2, 0.25, 0.7}, "h", "x", 5}}, {});
+    plot.heatmap_grid("grid", {{sample_3x4(), "a"}, {sample_3x4() * 2, "b"}}, {});
+  };
+  draw();
+  std::vector<std::string> first;
+  for (const char* f : {"hm.dat", "hm.gp", "lines.dat", "lines.gp", "hist.dat", "hist.gp",
+                        "grid.dat", "grid.gp"})
+    first.push_back(slurp(dir_ / f));
+  draw();
+  testing::internal::GetCapturedStdout();
+  std::size_t i = 0;
+  for (const char* f : {"hm.dat", "hm.gp", "lines.dat", "lines.gp", "hist.dat", "hist.gp",
+                        "grid.dat", "grid.gp"})
+    EXPECT_EQ(slurp(dir_ / f), first[i++]) << f;
+}
+
+// A decimal comma, as German or French number formatting has it: always available as a C++
+// facet, so the test needs no system locale to be installed.
+struct DecimalComma : std::numpunct<char> {
+  char do_decimal_point() const override { return ','; }
+  char do_thousands_sep() const override { return '.'; }
+  std::string do_grouping() const override { return "\3"; }
+};
+
+TEST_F(PlotTest, NumbersIgnoreTheLocale) {
+  // Neither a global C++ locale with a decimal comma (which std::ostream would use) nor a C
+  // locale with one (which printf would use, where de_DE or fr_FR is installed) may leak into
+  // the files: std::to_chars ignores both.
+  const std::locale saved_cpp = std::locale::global(std::locale(std::locale::classic(),
+                                                                new DecimalComma));
+  const char* const saved_c = std::setlocale(LC_ALL, nullptr);
+  const std::string restore_c = saved_c ? saved_c : "C";
+  if (!std::setlocale(LC_ALL, "de_DE.UTF-8")) std::setlocale(LC_ALL, "fr_FR.UTF-8");
+  attn::Plotter plot(dir_, true, "/nonexistent/gnuplot");
+  testing::internal::CaptureStdout();
+  plot.lines("l", {{"a", {0.5, 1.25}, {2.5, 1e-7}, true, false}}, {});
+  testing::internal::GetCapturedStdout();
+  std::setlocale(LC_ALL, restore_c.c_str());
+  std::locale::global(saved_cpp);
+  EXPECT_EQ(data_rows(dir_ / "l.dat"), (std::vector<std::string>{"0.5 2.5", "1.25 1e-07"}));
+}
+
+}  // namespace

@@ -5,6 +5,24 @@
 // When gnuplot is not installed the .dat and .gp are still written and the one command that
 // renders them is printed. Palette: viridis, defined from its nine anchor colours because
 // gnuplot 5.4 has no built-in viridis.
+//
+// Conventions every figure follows:
+// - Text (titles, labels, tics, legend entries) is drawn exactly as written: the terminal is
+//   set `noenhanced`, so "W_hh" and "q^1" are not turned into sub/superscripts. Strings are
+//   escaped for gnuplot's double quotes (backslash, double quote, control characters), and
+//   UTF-8 is passed through (`set encoding utf8`), so "α" works.
+// - Numbers in .dat and .gp files are written with std::to_chars in the shortest form that
+//   reads back to the same value (float for Matrix entries, double otherwise): exact,
+//   locale-independent, and byte-identical from run to run. No dates, no absolute paths.
+// - Every file is written to "<file>.tmp" and renamed into place; gnuplot renders into
+//   "<name>.png.tmp" first. A failed run never leaves half a file.
+// - Invalid input throws std::invalid_argument("Plotter::<function>: <problem>") before
+//   anything is written, also when the plotter is disabled, so a --no-plots run catches the
+//   same mistakes. Figure names must be non-empty and use only [A-Za-z0-9_.-].
+// - Non-finite values: a heat map accepts NaN and +-inf (a masked score is -inf) and leaves
+//   those cells blank, printing "nan"/"-inf" when values are shown; at least one value must be
+//   finite. Histograms skip non-finite samples (the .dat header says how many); a panel needs at
+//   least one finite sample. Line plots reject non-finite x or y: drop the point instead.
 #pragma once
 
 #include "attn/matrix.hpp"
@@ -16,73 +34,90 @@
 
 namespace attn {
 
+// Every member of the structs below has a default (`{}` where no other value fits), so a
+// designated initializer can name only what it changes without -Wmissing-field-initializers.
+
 /// What happened to one figure: the files written and whether the PNG was rendered.
+/// A disabled plotter writes nothing and returns empty paths.
 struct Figure {
-  std::filesystem::path png, gp, dat;
+  std::filesystem::path png{}, gp{}, dat{};
   bool rendered = false;
 };
 
 struct HeatmapOptions {
-  std::string title;
-  std::string xlabel;                  ///< columns of the matrix run along x
-  std::string ylabel;                  ///< rows run along y, row 0 at the top
-  std::vector<std::string> xtics;      ///< one label per column (empty: indices)
-  std::vector<std::string> ytics;      ///< one label per row (empty: indices)
-  bool show_values = false;            ///< print each cell's value inside it
-  int value_precision = 2;
+  std::string title{};
+  std::string xlabel{};                ///< columns of the matrix run along x
+  std::string ylabel{};                ///< rows run along y, row 0 at the top
+  std::vector<std::string> xtics{};    ///< one label per column (empty: indices)
+  std::vector<std::string> ytics{};    ///< one label per row (empty: indices)
+  /// Print each cell's value inside it, white on the dark (low) end of the palette and black
+  /// on the light end. Left out (with a note in the .gp) when cells are too small for text.
+  bool show_values = false;
+  int value_precision = 2;             ///< digits after the point, 0..9
   bool colorbar = true;
-  std::optional<double> cmin, cmax;    ///< fixed colour range (e.g. 0..1 for weights)
+  std::optional<double> cmin{}, cmax{};  ///< fixed colour range (e.g. 0..1 for weights)
   int width_px = 800, height_px = 640;
 };
 
 /// One panel of a heat-map grid.
 struct HeatmapPanel {
-  Matrix values;
-  std::string title;
+  Matrix values{};
+  std::string title{};
 };
 
+/// A grid of heat maps. With cmin and cmax both given, all panels share that colour scale and
+/// one colour bar; otherwise each panel is scaled to its own values and gets its own bar.
 struct GridOptions {
-  std::string title;          ///< over the whole grid
-  std::string xlabel, ylabel;
-  int columns = 4;            ///< panels per row of the grid
-  std::optional<double> cmin, cmax;  ///< one colour scale shared by all panels
+  std::string title{};             ///< over the whole grid
+  std::string xlabel{}, ylabel{};  ///< under / beside every panel
+  int columns = 4;                 ///< panels per row of the grid
+  std::optional<double> cmin{}, cmax{};  ///< one colour scale shared by all panels
   bool show_values = false;
   int value_precision = 2;
-  int panel_px = 320;         ///< size of one panel's square
+  int panel_px = 320;              ///< side of one panel's square plot area, in pixels
 };
 
-/// One histogram panel: the values and the title above it.
+/// One histogram panel: the values and the title above it. The bins are computed here, not
+/// by gnuplot: `bins` equal widths from the smallest to the largest finite value, each bin
+/// [lo, hi) except the last, which also holds the maximum.
 struct HistogramPanel {
-  std::vector<double> values;
-  std::string title;
-  std::string xlabel;
-  int bins = 50;
+  std::vector<double> values{};
+  std::string title{};
+  std::string xlabel{};
+  int bins = 50;  ///< 1..10000
 };
 
 struct HistogramOptions {
-  std::string title;           ///< over all panels
+  std::string title{};  ///< over all panels
   int width_px = 1000, height_px = 450;
 };
 
 /// One curve of a line plot.
 struct Series {
-  std::string label;
-  std::vector<double> x, y;
-  bool points = true;          ///< draw markers at the data points as well as the line
+  std::string label{};
+  std::vector<double> x{}, y{};
+  bool points = true;  ///< draw markers at the data points as well as the line
   bool dashed = false;
 };
 
 struct LineOptions {
-  std::string title, xlabel, ylabel;
+  std::string title{}, xlabel{}, ylabel{};
   bool logx = false, logy = false;
   int width_px = 900, height_px = 560;
 };
 
-/// Writes figures into one folder. Construct it with render = false (the chapters'
-/// --no-plots) to write nothing at all.
+/// Writes figures into one folder (created on the first figure). Construct it with
+/// enabled = false (the chapters' --no-plots) to write nothing at all.
+///
+/// Rendering runs `gnuplot <name>.gp` as a child process in out_dir (no shell). A non-zero
+/// exit throws std::runtime_error with gnuplot's stderr. When the program is not found the
+/// .dat and .gp are still written, rendered is false, and one line is printed to std::cout:
+/// `plot: gnuplot not found; render with: cd <out_dir> && gnuplot <name>.gp`.
 class Plotter {
  public:
-  explicit Plotter(std::filesystem::path out_dir, bool enabled = true);
+  /// `gnuplot` names the program to run: a name looked up on PATH, or a path containing '/'.
+  explicit Plotter(std::filesystem::path out_dir, bool enabled = true,
+                   std::string gnuplot = "gnuplot");
 
   Figure heatmap(const std::string& name, const Matrix& values, const HeatmapOptions& opts);
   Figure heatmap_grid(const std::string& name, const std::vector<HeatmapPanel>& panels,
@@ -94,6 +129,8 @@ class Plotter {
 
   bool enabled() const { return enabled_; }
   const std::filesystem::path& out_dir() const { return out_dir_; }
+  /// The program this plotter runs to render (default "gnuplot").
+  const std::string& gnuplot() const { return gnuplot_; }
   /// Whether a gnuplot executable was found on PATH (checked once).
   static bool gnuplot_available();
 
@@ -102,6 +139,7 @@ class Plotter {
 
   std::filesystem::path out_dir_;
   bool enabled_;
+  std::string gnuplot_;
 };
 
 }  // namespace attn
