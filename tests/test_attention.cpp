@@ -1,0 +1,159 @@
+// attn::attention (row convention): PyTorch fixtures, identities, the reused buffer, views of
+// column blocks, and every shape error.
+#include "attn/attention.hpp"
+#include "attn/column_attention.hpp"
+#include "attn/npy.hpp"
+#include "attn/random.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace {
+
+using attn::Matrix;
+
+Matrix fixture(const std::string& case_name, const std::string& what) {
+  return attn::read_npy(std::string(ATTN_TEST_DATA_DIR) + "/attention_" + case_name + "_" + what +
+                        ".npy")
+      .to_matrix();
+}
+
+class AttentionFixture : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(AttentionFixture, MatchesPyTorchScaledDotProductAttention) {
+  const std::string c = GetParam();
+  const Matrix Q = fixture(c, "Q"), K = fixture(c, "K"), V = fixture(c, "V");
+  const Matrix out = fixture(c, "out"), weights = fixture(c, "weights");
+  const attn::AttentionResult r = attn::attention(Q, K, V);
+  ASSERT_EQ(r.out.rows(), out.rows());
+  ASSERT_EQ(r.out.cols(), out.cols());
+  ASSERT_EQ(r.weights.rows(), weights.rows());
+  ASSERT_EQ(r.weights.cols(), weights.cols());
+  // Both sides are float32 with different summation orders (Eigen's blocked GEMM with FMA vs
+  // PyTorch's reference BLAS) and PyTorch scales q before the product, we scale the product.
+  // The scores (up to ~50 in case "peaked", d_k = 64) differ by a few ulps, ~1e-5; a weight w
+  // moves by w * (that), and out sums n_k such terms times |v| <= ~3. The fixture script found
+  // float32 vs float64 differences up to 1.4e-6, so 1e-5 absolute leaves room for both sides.
+  EXPECT_LT((r.weights - weights).cwiseAbs().maxCoeff(), 1e-5f) << c;
+  EXPECT_LT((r.out - out).cwiseAbs().maxCoeff(), 1e-5f) << c;
+  for (attn::Index i = 0; i < r.weights.rows(); ++i) {
+    EXPECT_NEAR(r.weights.row(i).sum(), 1.0f, 1e-5f);  // n_k <= 16 weights, each to ~1 ulp
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, AttentionFixture, ::testing::Values("square", "cross", "peaked"));
+
+TEST(Attention, HandComputedTwoKeys) {
+  // One query, two keys, d_k = 4 so 1/sqrt(d_k) = 0.5 exactly. Scores q.k = (2 ln 3, 0) / 2
+  // = (ln 3, 0): weights (3/4, 1/4), out = 3/4 * (4, 0) + 1/4 * (0, 8) = (3, 2).
+  const float l = std::log(3.0f);
+  Matrix Q(1, 4), K(2, 4), V(2, 2);
+  Q << 1, 1, 0, 0;
+  K << l, l, 0, 0,  //
+      0, 0, 5, 5;
+  V << 4, 0,  //
+      0, 8;
+  const auto r = attn::attention(Q, K, V);
+  // ln 3 is rounded to float once, exp and the normalisation add a few ulps: 1e-6 on weights,
+  // 1e-5 on out (values up to 8).
+  EXPECT_NEAR(r.weights(0, 0), 0.75f, 1e-6f);
+  EXPECT_NEAR(r.weights(0, 1), 0.25f, 1e-6f);
+  EXPECT_NEAR(r.out(0, 0), 3.0f, 1e-5f);
+  EXPECT_NEAR(r.out(0, 1), 2.0f, 1e-5f);
+}
+
+TEST(Attention, IsTheTransposeOfTheColumnForm) {
+  attn::Rng rng(3);
+  const Matrix Q = attn::random_normal(rng, 5, 8), K = attn::random_normal(rng, 7, 8);
+  const Matrix V = attn::random_normal(rng, 7, 3);
+  for (bool scale : {false, true}) {
+    const auto row = attn::attention(Q, K, V, {.scale = scale ? std::nullopt
+                                                              : std::optional<float>(1.0f)});
+    const Matrix Qc = Q.transpose(), Kc = K.transpose(), Vc = V.transpose();
+    const auto col = attn::column_attend(Qc, Kc, Vc, {.scale = scale});
+    // The two GEMMs may sum the 8 products in different orders (different kernels for
+    // K^T Q and Q K^T): scores agree to a few ulps of ~10, so 1e-5 absolute on weights and out.
+    EXPECT_LT((row.weights - col.A_prime.transpose()).cwiseAbs().maxCoeff(), 1e-5f);
+    EXPECT_LT((row.out - col.Y.transpose()).cwiseAbs().maxCoeff(), 1e-5f);
+  }
+}
+
+TEST(Attention, UniformWhenAllScoresAreEqual) {
+  // Q = 0: every score is 0, every weight 1/n_k exactly, out = the mean of V's rows.
+  Matrix V(4, 2);
+  V << 1, 2,  //
+      3, 4,   //
+      5, 6,   //
+      7, 8;
+  const auto r = attn::attention(Matrix::Zero(3, 5), Matrix::Ones(4, 5), V);
+  for (attn::Index i = 0; i < 3; ++i) {
+    for (attn::Index j = 0; j < 4; ++j) EXPECT_EQ(r.weights(i, j), 0.25f);
+    EXPECT_EQ(r.out(i, 0), 4.0f);  // (1 + 3 + 5 + 7) / 4, exact in float
+    EXPECT_EQ(r.out(i, 1), 5.0f);
+  }
+}
+
+TEST(Attention, IntoReusesTheBuffersAndMatches) {
+  attn::Rng rng(11);
+  const Matrix Q = attn::random_normal(rng, 6, 4), K = attn::random_normal(rng, 9, 4);
+  const Matrix V = attn::random_normal(rng, 9, 5);
+  attn::AttentionResult r;
+  attn::attention_into(Q, K, V, r);
+  const float* weights_buffer = r.weights.data();
+  const float* out_buffer = r.out.data();
+  attn::attention_into(Q, K, V, r);  // same shapes: no reallocation
+  EXPECT_EQ(r.weights.data(), weights_buffer);
+  EXPECT_EQ(r.out.data(), out_buffer);
+  const auto fresh = attn::attention(Q, K, V);
+  EXPECT_EQ(r.weights, fresh.weights);  // the same code on the same data: bit for bit
+  EXPECT_EQ(r.out, fresh.out);
+  // A result with other shapes is resized.
+  attn::attention_into(Q.topRows(2), K, V, r);
+  EXPECT_EQ(r.out.rows(), 2);
+  EXPECT_EQ(r.weights.rows(), 2);
+}
+
+TEST(Attention, AcceptsColumnBlocksWithoutCopies) {
+  // Head h of a [n x d_model] projection is the column block [h*d_k, (h+1)*d_k) (chapter 06).
+  attn::Rng rng(5);
+  const Matrix Q = attn::random_normal(rng, 4, 8), K = attn::random_normal(rng, 6, 8);
+  const Matrix V = attn::random_normal(rng, 6, 8);
+  for (attn::Index h = 0; h < 2; ++h) {
+    const auto from_block = attn::attention(Q.middleCols(h * 4, 4), K.middleCols(h * 4, 4),
+                                            V.middleCols(h * 4, 4));
+    const Matrix Qh = Q.middleCols(h * 4, 4), Kh = K.middleCols(h * 4, 4);
+    const Matrix Vh = V.middleCols(h * 4, 4);
+    const auto from_copy = attn::attention(Qh, Kh, Vh);
+    EXPECT_EQ(from_block.weights, from_copy.weights);
+    // The product's kernel may take another path for a strided view than for a packed
+    // matrix; the sums are the same 6 terms, so agreement is to a few ulps.
+    EXPECT_LT((from_block.out - from_copy.out).cwiseAbs().maxCoeff(), 1e-6f);
+  }
+}
+
+template <typename F>
+void expect_shape_error(F call, const std::string& part) {
+  try {
+    call();
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("attention: ", 0), 0u) << e.what();
+  }
+}
+
+TEST(Attention, ShapeErrorsNameTheShapes) {
+  expect_shape_error([] { attn::attention(Matrix(5, 64), Matrix(5, 32), Matrix(5, 8)); },
+                     "Q is [5 x 64] but K is [5 x 32]");
+  expect_shape_error([] { attn::attention(Matrix(5, 8), Matrix(6, 8), Matrix(5, 8)); },
+                     "K is [6 x 8] but V is [5 x 8]");
+  expect_shape_error([] { attn::attention(Matrix(5, 8), Matrix(0, 8), Matrix(0, 8)); },
+                     "K is [0 x 8]");
+  expect_shape_error([] { attn::attention(Matrix(5, 0), Matrix(3, 0), Matrix(3, 8)); },
+                     "K is [3 x 0]");
+}
+
+}  // namespace
