@@ -35,8 +35,15 @@ ChapterCli::ChapterCli(std::string name, std::string about, std::uint64_t defaul
     : app_(std::move(about), std::move(name)) {
   opts_.seed = default_seed;
   opts_.out_dir = ATTN_PLOTS_DIR;
+  // CLI11 would read "-1" into the unsigned seed as 2^64 - 1; a negative seed is a typo.
   app_.add_option("--seed", opts_.seed, "Random seed (the same seed prints the same numbers)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](const std::string& value) {
+            return value.starts_with('-') ? "the seed must be 0 or more, got " + value
+                                          : std::string();
+          },
+          ""));
   app_.add_option("--out", opts_.out_dir, "Folder for the figures (.png, .gp, .dat)")
       ->capture_default_str();
   app_.add_flag("--no-plots", opts_.no_plots, "Draw no figures");
