@@ -1,2 +1,160 @@
+// Chapter 02 as a program: note 000's numbers in the printed walk-through, a --dump whose
+// arrays obey the chapter's formulas, identical bytes on every run, and usage errors.
+#include "attn/npy.hpp"
+
 #include <gtest/gtest.h>
-TEST(Placeholder, BeingWritten) { SUCCEED(); }
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+using attn::MatrixD;
+
+struct Output {
+  int code = -1;
+  std::string out, err;
+};
+
+// A fresh folder per test and process, so ctest -j can run these side by side.
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() /
+                       ("attn_test_02_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// Runs the chapter with `args`; stdout and stderr go through files in `dir`.
+Output run(const std::string& args, const fs::path& dir) {
+  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
+  const std::string cmd = std::string("'") + ATTN_BIN_DIR + "/02_attention_by_hand' " + args +
+                          " >'" + out.string() + "' 2>'" + err.string() + "'";
+  const int status = std::system(cmd.c_str());
+  return {(status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1, read_file(out),
+          read_file(err)};
+}
+
+MatrixD load(const fs::path& dir, const std::string& name) {
+  return attn::read_npy(dir / (name + ".npy")).to_matrix_d();
+}
+
+std::string f4(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", v);
+  return buf;
+}
+
+bool contains(const std::string& text, const std::string& piece) {
+  return text.find(piece) != std::string::npos;
+}
+
+TEST(Chapter02, TwoRunsPrintIdenticalBytes) {
+  const fs::path dir = scratch("twice");
+  for (const std::string args : {"--no-plots", "--no-plots --scale --random-weights --seed 9"}) {
+    const Output a = run(args, dir), b = run(args, dir);
+    ASSERT_EQ(a.code, 0) << a.err;
+    ASSERT_EQ(b.code, 0) << b.err;
+    EXPECT_GT(a.out.size(), 2000u);
+    EXPECT_EQ(a.out, b.out) << args;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Chapter02, PrintsNote000sQueries) {
+  const fs::path dir = scratch("queries");
+  const Output r = run("--no-plots", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Note 000: q^1 = (1, 2), q^2 = (3, 1), q^3 = (3, 0), q^4 = (2, 6).
+  const double q[4][2] = {{1, 2}, {3, 1}, {3, 0}, {2, 6}};
+  for (int i = 0; i < 4; ++i) {
+    const std::string line = "q^" + std::to_string(i + 1) + " = (" + f4(q[i][0]) + ", " +
+                             f4(q[i][1]) + ")";
+    EXPECT_TRUE(contains(r.out, line)) << line;
+  }
+  // The written-out product of the note: q^2 = W_q x^2 with x^2 = (3, 2, 1).
+  EXPECT_TRUE(contains(r.out, "q^2 = W_q x^2 = (1*3 + 0*2 + 0*1, 0*3 + 0*2 + 1*1) = (3, 1)"));
+  fs::remove_all(dir);
+}
+
+TEST(Chapter02, PrintsNote000sWeightedSum) {
+  const fs::path dir = scratch("weighted");
+  const Output r = run("--no-plots", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  // y^2 = 0.1 v^1 + 0.2 v^2 + 0.3 v^3 + 0.4 v^4 = (1, 2), term by term.
+  EXPECT_TRUE(contains(r.out, "y^2 = 0.1 v^1 + 0.2 v^2 + 0.3 v^3 + 0.4 v^4"));
+  EXPECT_TRUE(contains(r.out, "= (0.1, 0.0) + (0.0, 0.4) + (0.9, 0.0) + (0.0, 1.6) = (1.0, 2.0)"));
+  // Y = [[0.1, 1, 0.9, 0], [0, 2, 0, 1.6]] under its header, four decimals.
+  const std::string Y = "Y = V weights [2 x 4]\n  " + f4(0.1) + "  " + f4(1) + "  " + f4(0.9) +
+                        "  " + f4(0) + "\n  " + f4(0) + "  " + f4(2) + "  " + f4(0) + "  " +
+                        f4(1.6) + "\n";
+  EXPECT_TRUE(contains(r.out, Y)) << Y;
+  EXPECT_TRUE(contains(r.out, "not softmax outputs"));
+  fs::remove_all(dir);
+}
+
+TEST(Chapter02, DumpObeysTheFormulas) {
+  const fs::path dir = scratch("dump");
+  for (const std::string flags : {"", " --scale"}) {
+    const fs::path d = dir / ("dump" + flags.substr(flags.empty() ? 0 : 3));
+    const Output r = run("--no-plots --dump '" + d.string() + "'" + flags, dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const MatrixD X = load(d, "X"), W_q = load(d, "W_q"), W_k = load(d, "W_k");
+    const MatrixD W_v = load(d, "W_v"), Q = load(d, "Q"), K = load(d, "K"), V = load(d, "V");
+    const MatrixD A = load(d, "A"), Ap = load(d, "A_prime"), Y = load(d, "Y");
+    // The worked example is made of integers and quarters: these products are exact.
+    EXPECT_EQ(Q, W_q * X);
+    EXPECT_EQ(K, W_k * X);
+    EXPECT_EQ(V, W_v * X);
+    const double f = flags.empty() ? 1.0 : 1.0 / std::sqrt(2.0);
+    // Unscaled: exact. Scaled: the float product rounds once, ~6e-8 relative on |A| <= 14.
+    EXPECT_LT((A - K.transpose() * Q * f).cwiseAbs().maxCoeff(), 2e-6) << flags;
+    for (int i = 0; i < 4; ++i) {
+      double denom = 0;
+      for (int j = 0; j < 4; ++j) denom += std::exp(A(j, i));
+      for (int j = 0; j < 4; ++j) {
+        // float softmax vs double formula: a few ulps of weights <= 1.
+        EXPECT_NEAR(Ap(j, i), std::exp(A(j, i)) / denom, 1e-6);
+      }
+    }
+    // Y = V A': four products of values <= 9 and weights <= 1, float rounding ~1e-6.
+    EXPECT_LT((Y - V * Ap).cwiseAbs().maxCoeff(), 1e-5);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Chapter02, DrawsTheWeightsFigure) {
+  const fs::path dir = scratch("figure");
+  const Output r = run("--out '" + (dir / "plots").string() + "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir / "plots" / "02_weights.gp"));
+  EXPECT_TRUE(fs::exists(dir / "plots" / "02_weights.dat"));
+  fs::remove_all(dir);
+}
+
+TEST(Chapter02, BadOptionsAreUsageErrors) {
+  const fs::path dir = scratch("usage");
+  for (const std::string args : {"--no-such-option", "--seed minus-one", "--scale=maybe"}) {
+    const Output r = run(args, dir);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_TRUE(contains(r.err, "Usage")) << args << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << args;
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace

@@ -1,2 +1,183 @@
+// Chapter 03 as a program: every shape printed, loops == products on the worked example, the
+// row form equal to the column form transposed (printed and dumped), the n x n cost table
+// recomputed here, identical bytes on every run, and usage errors.
+#include "attn/npy.hpp"
+
 #include <gtest/gtest.h>
-TEST(Placeholder, BeingWritten) { SUCCEED(); }
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+using attn::MatrixD;
+
+struct Output {
+  int code = -1;
+  std::string out, err;
+};
+
+// A fresh folder per test and process, so ctest -j can run these side by side.
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() /
+                       ("attn_test_03_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+Output run(const std::string& args, const fs::path& dir) {
+  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
+  const std::string cmd = std::string("'") + ATTN_BIN_DIR + "/03_vectorized_qkv' " + args +
+                          " >'" + out.string() + "' 2>'" + err.string() + "'";
+  const int status = std::system(cmd.c_str());
+  return {(status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1, read_file(out),
+          read_file(err)};
+}
+
+MatrixD load(const fs::path& dir, const std::string& name) {
+  return attn::read_npy(dir / (name + ".npy")).to_matrix_d();
+}
+
+bool contains(const std::string& text, const std::string& piece) {
+  return text.find(piece) != std::string::npos;
+}
+
+// The number printed after `label` in the output, e.g. "max |out - Y^T| = " -> 2.4e-07.
+double number_after(const std::string& text, const std::string& label) {
+  const std::size_t at = text.find(label);
+  if (at == std::string::npos) return NAN;
+  return std::strtod(text.c_str() + at + label.size(), nullptr);
+}
+
+// 640000 -> "640,000", written independently of the chapter's own helper.
+std::string grouped(std::uint64_t v) {
+  std::string s = std::to_string(v);
+  for (int k = static_cast<int>(s.size()) - 3; k > 0; k -= 3) s.insert(static_cast<size_t>(k), ",");
+  return s;
+}
+
+TEST(Chapter03, TwoRunsPrintIdenticalBytes) {
+  const fs::path dir = scratch("twice");
+  for (const std::string args : {"--no-plots", "--no-plots --scale --n 6 --d-model 64 --seed 3"}) {
+    const Output a = run(args, dir), b = run(args, dir);
+    ASSERT_EQ(a.code, 0) << a.err;
+    ASSERT_EQ(b.code, 0) << b.err;
+    EXPECT_GT(a.out.size(), 2000u);
+    EXPECT_EQ(a.out, b.out) << args;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Chapter03, PrintsEveryShape) {
+  const fs::path dir = scratch("shapes");
+  const Output r = run("--no-plots --n 6 --d-model 16", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Note 000's shapes: W_q 2x3, X 3x4, Q 2x4, K^T 4x2, A 4x4, V 2x4, Y 2x4.
+  EXPECT_TRUE(contains(r.out, "shapes: W_q [2 x 3], X [3 x 4], Q [2 x 4], K^T [4 x 2]"));
+  EXPECT_TRUE(contains(r.out, "A [4 x 4], A' [4 x 4], V [2 x 4], Y [2 x 4]"));
+  // The row form: tokens as rows, everything transposed.
+  EXPECT_TRUE(contains(r.out, "shapes: X [4 x 3], Q [4 x 2], K [4 x 2], V [4 x 2], "
+                              "weights [4 x 4], out [4 x 2]"));
+  // Note 001 with n = 6 words of d = 16 features: X X^T [n x n], out [n x d].
+  EXPECT_TRUE(contains(r.out, "X X^T (entry i,j = word i . word j) [6 x 6]"));
+  EXPECT_TRUE(contains(r.out, "shapes: X [6 x 16], W^Q [16 x 16], Q [6 x 16], Q K^T [6 x 6], "
+                              "out [6 x 16]"));
+  fs::remove_all(dir);
+}
+
+TEST(Chapter03, LoopsEqualProductsAndRowsEqualColumnsTransposed) {
+  const fs::path dir = scratch("equal");
+  for (const std::string flags : {"", " --scale"}) {
+    const Output r = run("--no-plots" + flags, dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    // Integers and quarters: Q, K, V, A are exact in any order, and A' is the same softmax of
+    // the same floats. Y sums inexact weights, so only a bound: a 4-term sum of values <= 9.
+    EXPECT_TRUE(contains(r.out, "max |loops - products|:  Q 0.0e+00  A 0.0e+00  A' 0.0e+00"))
+        << flags;
+    EXPECT_LT(number_after(r.out, "A' 0.0e+00  Y "), 1e-5) << flags;
+    EXPECT_TRUE(contains(r.out, "max |weights - A'^T| = 0.0e+00")) << flags;
+    EXPECT_LT(number_after(r.out, "max |out - Y^T| = "), 1e-5) << flags;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Chapter03, DumpedRowFormIsTheTransposedColumnForm) {
+  const fs::path dir = scratch("dump");
+  const Output r = run("--no-plots --dump '" + (dir / "d").string() + "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const fs::path d = dir / "d";
+  const MatrixD Q = load(d, "Q"), K = load(d, "K"), V = load(d, "V"), A = load(d, "A");
+  const MatrixD Ap = load(d, "A_prime"), Y = load(d, "Y");
+  EXPECT_EQ(Q, load(d, "W_q") * load(d, "X"));  // exact: small integers
+  EXPECT_EQ(A, K.transpose() * Q);               // exact: integers and quarters
+  EXPECT_EQ(load(d, "row_weights"), Ap.transpose());
+  // out = weights V against Y = V A': the same 4-term sums in another order, ~1e-6.
+  EXPECT_LT((load(d, "row_out") - Y.transpose()).cwiseAbs().maxCoeff(), 1e-5);
+  EXPECT_LT((Y - V * Ap).cwiseAbs().maxCoeff(), 1e-5);
+  // Note 001's section: X X^T of the dumped words, and every weight row sums to 1.
+  const MatrixD Xw = load(d, "words_X");
+  // float products of 512 terms of size ~1: |X X^T| ~ 500, relative float rounding ~1e-6.
+  EXPECT_LT((load(d, "words_XXt") - Xw * Xw.transpose()).cwiseAbs().maxCoeff(), 1e-2);
+  const MatrixD w = load(d, "words_weights_projected");
+  for (int i = 0; i < w.rows(); ++i) EXPECT_NEAR(w.row(i).sum(), 1.0, 1e-6);
+  fs::remove_all(dir);
+}
+
+TEST(Chapter03, CostTableIsComputedNotCopied) {
+  const fs::path dir = scratch("cost");
+  const Output r = run("--no-plots", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (std::uint64_t n : {4ULL, 800ULL, 8192ULL, 65536ULL}) {
+    EXPECT_TRUE(contains(r.out, grouped(n * n))) << n;
+  }
+  EXPECT_TRUE(contains(r.out, "640,000"));  // note 000: 800 x 800
+  // 65536^2 weights x 4 bytes = 2^32 * 2^2 = 2^34 bytes = 16 GiB; float16 half of it.
+  char gib[32];
+  std::snprintf(gib, sizeof gib, "%.2f GiB", std::ldexp(1.0, 34) / std::ldexp(1.0, 30));
+  EXPECT_TRUE(contains(r.out, gib)) << gib;
+  // 800^2 x 4 = 2,560,000 bytes = 2.44 MiB.
+  std::snprintf(gib, sizeof gib, "%.2f MiB", 800.0 * 800.0 * 4.0 / (1024.0 * 1024.0));
+  EXPECT_TRUE(contains(r.out, gib)) << gib;
+  fs::remove_all(dir);
+}
+
+TEST(Chapter03, DrawsItsFigures) {
+  const fs::path dir = scratch("figures");
+  const Output r = run("--out '" + (dir / "plots").string() + "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* name : {"03_weights", "03_attention_memory"}) {
+    EXPECT_TRUE(fs::exists(dir / "plots" / (std::string(name) + ".gp"))) << name;
+    EXPECT_TRUE(fs::exists(dir / "plots" / (std::string(name) + ".dat"))) << name;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Chapter03, BadKnobsAreUsageErrors) {
+  const fs::path dir = scratch("usage");
+  for (const std::string args : {"--no-such-option", "--n 1", "--n 65", "--d-model 0",
+                                 "--d-model many", "--seed -"}) {
+    const Output r = run(args, dir);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_TRUE(contains(r.err, "Usage")) << args << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << args;
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
