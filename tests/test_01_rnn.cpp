@@ -1,18 +1,14 @@
 // Chapter 01 as a program: deterministic output, a --dump that the library reproduces from
 // the dumped weights alone, figures written, and usage errors for knobs out of range.
+#include "chapter_run.hpp"
 #include "attn/npy.hpp"
 #include "attn/rnn.hpp"
 
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 
 namespace {
@@ -22,47 +18,25 @@ using attn::Matrix;
 using attn::MatrixD;
 using attn::RowVector;
 
-// A fresh folder per test and process, so ctest -j can run these side by side.
+using attn_test::Output;
+
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("attn_test_01_rnn_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
+  return attn_test::scratch("01_rnn", name);
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-// Runs the chapter with `args`, capturing stdout and stderr through files in `dir`.
-Result run_chapter(const std::string& args, const fs::path& dir) {
-  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const std::string cmd = std::string("'") + ATTN_BIN_DIR + "/01_rnn' " + args + " >'" +
-                          out.string() + "' 2>'" + err.string() + "'";
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.code = (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+Output run_chapter(const std::string& args, const fs::path& dir) {
+  return attn_test::run_chapter("01_rnn", args, dir);
 }
 
 Matrix load(const fs::path& dir, const std::string& name) {
-  return attn::read_npy(dir / (name + ".npy")).to_matrix();
+  return attn_test::load(dir, name).cast<float>();
 }
 
 TEST(Chapter01, TwoRunsPrintIdenticalBytes) {
   const fs::path dir = scratch("twice");
   for (const std::string args : {"--no-plots", "--no-plots --seed 777 --hidden 7 --steps 9"}) {
-    const Result first = run_chapter(args, dir);
-    const Result second = run_chapter(args, dir);
+    const Output first = run_chapter(args, dir);
+    const Output second = run_chapter(args, dir);
     ASSERT_EQ(first.code, 0) << first.err;
     ASSERT_EQ(second.code, 0) << second.err;
     EXPECT_GT(first.out.size(), 1000u);
@@ -73,7 +47,7 @@ TEST(Chapter01, TwoRunsPrintIdenticalBytes) {
 
 TEST(Chapter01, PrintsTheShapesAndTheCheck) {
   const fs::path dir = scratch("shapes");
-  const Result r = run_chapter("--no-plots --input-size 5 --hidden 7 --steps 9", dir);
+  const Output r = run_chapter("--no-plots --input-size 5 --hidden 7 --steps 9", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* line : {
            "N->1 (classify a sequence): x [9 x 5] -> a<9> [1 x 7] -> y_hat [1 x 2]",
@@ -99,7 +73,7 @@ TEST(Chapter01, PrintsTheShapesAndTheCheck) {
 TEST(Chapter01, DumpIsReproducedFromTheDumpedWeights) {
   const fs::path dir = scratch("dump");
   const fs::path dump = dir / "dump";
-  const Result r = run_chapter(
+  const Output r = run_chapter(
       "--no-plots --seed 777 --input-size 5 --hidden 7 --steps 9 --dump '" + dump.string() + "'",
       dir);
   ASSERT_EQ(r.code, 0) << r.err;
@@ -136,7 +110,7 @@ TEST(Chapter01, DumpIsReproducedFromTheDumpedWeights) {
 
 TEST(Chapter01, WritesBothFigures) {
   const fs::path dir = scratch("plots");
-  const Result r = run_chapter("--distance 20 --seeds 2 --out '" + (dir / "plots").string() + "'",
+  const Output r = run_chapter("--distance 20 --seeds 2 --out '" + (dir / "plots").string() + "'",
                             dir);
   ASSERT_EQ(r.code, 0) << r.err;
   // The data and the script are written even where gnuplot is missing (then no .png).
@@ -154,12 +128,12 @@ TEST(Chapter01, KnobsOutOfRangeAreUsageErrors) {
         "--steps 1001", "--experiment-hidden 0", "--experiment-hidden 257", "--distance 0",
         "--distance 201", "--seeds 0", "--seeds 65", "--scales 0", "--scales 0.5,11",
         "--scales 1,1,1,1,1,1,1", "--hidden seven", "--steps", "--no-such-option"}) {
-    const Result r = run_chapter("--no-plots " + bad, dir);
+    const Output r = run_chapter("--no-plots " + bad, dir);
     EXPECT_EQ(r.code, 2) << bad;
     EXPECT_NE(r.err.find("Usage:"), std::string::npos) << bad << "\n" << r.err;
     EXPECT_TRUE(r.out.empty()) << bad << ": nothing may run before the options are valid";
   }
-  const Result help = run_chapter("--help", dir);
+  const Output help = run_chapter("--help", dir);
   EXPECT_EQ(help.code, 0);
   EXPECT_NE(help.out.find("--hidden"), std::string::npos);
   fs::remove_all(dir);

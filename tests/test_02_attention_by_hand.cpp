@@ -1,18 +1,14 @@
 // Chapter 02 as a program: note 000's numbers in the printed walk-through, a --dump whose
 // arrays obey the chapter's formulas, identical bytes on every run, and usage errors.
+#include "chapter_run.hpp"
 #include "attn/npy.hpp"
 
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 
 namespace {
@@ -20,37 +16,16 @@ namespace {
 namespace fs = std::filesystem;
 using attn::MatrixD;
 
-struct Output {
-  int code = -1;
-  std::string out, err;
-};
+using attn_test::load;
+using attn_test::Output;
+using attn_test::read_file;
 
-// A fresh folder per test and process, so ctest -j can run these side by side.
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("attn_test_02_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
+  return attn_test::scratch("02_attention_by_hand", name);
 }
 
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-// Runs the chapter with `args`; stdout and stderr go through files in `dir`.
 Output run(const std::string& args, const fs::path& dir) {
-  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const std::string cmd = std::string("'") + ATTN_BIN_DIR + "/02_attention_by_hand' " + args +
-                          " >'" + out.string() + "' 2>'" + err.string() + "'";
-  const int status = std::system(cmd.c_str());
-  return {(status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1, read_file(out),
-          read_file(err)};
-}
-
-MatrixD load(const fs::path& dir, const std::string& name) {
-  return attn::read_npy(dir / (name + ".npy")).to_matrix_d();
+  return attn_test::run_chapter("02_attention_by_hand", args, dir);
 }
 
 std::string f4(double v) {
@@ -59,9 +34,7 @@ std::string f4(double v) {
   return buf;
 }
 
-bool contains(const std::string& text, const std::string& piece) {
-  return text.find(piece) != std::string::npos;
-}
+using attn_test::contains;
 
 TEST(Chapter02, TwoRunsPrintIdenticalBytes) {
   const fs::path dir = scratch("twice");

@@ -1,20 +1,16 @@
 // Chapter 03 as a program: every shape printed, loops == products on the worked example, the
 // row form equal to the column form transposed (printed and dumped), the n x n cost table
 // recomputed here, identical bytes on every run, and usage errors.
+#include "chapter_run.hpp"
 #include "attn/npy.hpp"
 
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 
 namespace {
@@ -22,41 +18,19 @@ namespace {
 namespace fs = std::filesystem;
 using attn::MatrixD;
 
-struct Output {
-  int code = -1;
-  std::string out, err;
-};
+using attn_test::load;
+using attn_test::Output;
+using attn_test::read_file;
 
-// A fresh folder per test and process, so ctest -j can run these side by side.
 fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("attn_test_03_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  return attn_test::scratch("03_vectorized_qkv", name);
 }
 
 Output run(const std::string& args, const fs::path& dir) {
-  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const std::string cmd = std::string("'") + ATTN_BIN_DIR + "/03_vectorized_qkv' " + args +
-                          " >'" + out.string() + "' 2>'" + err.string() + "'";
-  const int status = std::system(cmd.c_str());
-  return {(status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1, read_file(out),
-          read_file(err)};
+  return attn_test::run_chapter("03_vectorized_qkv", args, dir);
 }
 
-MatrixD load(const fs::path& dir, const std::string& name) {
-  return attn::read_npy(dir / (name + ".npy")).to_matrix_d();
-}
-
-bool contains(const std::string& text, const std::string& piece) {
-  return text.find(piece) != std::string::npos;
-}
+using attn_test::contains;
 
 // The number printed after `label` in the output, e.g. "max |out - Y^T| = " -> 2.4e-07.
 double number_after(const std::string& text, const std::string& label) {

@@ -24,20 +24,13 @@
 #include <string>
 #include <vector>
 
+using attn::fmt;
 using attn::Index;
 using attn::Matrix;
 using attn::MatrixD;
 using attn::RowVector;
 
 namespace {
-
-// printf into a std::string: the tables below are easier to read as format strings.
-template <typename... Args>
-std::string fmt(const char* format, Args... args) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, format, args...);
-  return buf;
-}
 
 // The largest |eigenvalue| of W_hh: above 1 some direction grows step after step, below 1
 // every direction shrinks (before tanh' <= 1 shrinks it further).

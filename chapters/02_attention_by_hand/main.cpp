@@ -23,19 +23,12 @@
 #include <string>
 #include <vector>
 
+using attn::fmt;
 using attn::Index;
 using attn::Matrix;
 using attn::Vector;
 
 namespace {
-
-// printf into a std::string: the expansions below read best as format strings.
-template <typename... Args>
-std::string fmt(const char* format, Args... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, format, args...);
-  return buf;
-}
 
 // Column i of M as "(2.0000, 6.0000)".
 std::string vec(const Matrix& M, Index i, int precision = 4) {

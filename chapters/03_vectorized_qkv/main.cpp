@@ -30,17 +30,11 @@
 #include <string>
 #include <vector>
 
+using attn::fmt;
 using attn::Index;
 using attn::Matrix;
 
 namespace {
-
-template <typename... Args>
-std::string fmt(const char* format, Args... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, format, args...);
-  return buf;
-}
 
 // 640000 -> "640,000": the note writes the count this way.
 std::string with_commas(std::uint64_t v) {

@@ -2,6 +2,7 @@
 #include "attn/print.hpp"
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -60,6 +61,18 @@ std::string format_matrix(std::string_view name, const MatrixD& m, const PrintOp
     }
     out += "\n";
   }
+  return out;
+}
+
+std::string fmt(const char* format, ...) {
+  std::va_list args, again;
+  va_start(args, format);
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);  // the length first, then the text
+  va_end(args);
+  std::string out(n > 0 ? static_cast<std::size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(out.data(), out.size() + 1, format, again);
+  va_end(again);
   return out;
 }
 

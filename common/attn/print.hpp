@@ -30,6 +30,11 @@ std::string format_matrix(std::string_view name, const MatrixD& m, const PrintOp
 
 /// Prints format_matrix(name, m, opts) to `os`. Accepts any Eigen matrix or expression; it
 /// is evaluated once and widened to double (exactly, for float input) for printing.
+/// printf into a std::string, any length: `fmt("%.4f", x)`. The walk-throughs' tables and
+/// written-out sums read best as format strings. The compiler checks the arguments against
+/// the format (-Wformat), as it does for printf itself.
+[[gnu::format(printf, 1, 2)]] std::string fmt(const char* format, ...);
+
 /// A section banner, the printed twin of the "// ---- Step N ----" banners in main.cpp:
 ///
 ///   == 2. Scores: alpha_ij = q_i . k_j =============================================

@@ -1,0 +1,64 @@
+// chapter_run.hpp: running a chapter executable from a test, the way a learner does.
+//
+// Every chapter test starts the real program (built into ATTN_BIN_DIR), captures what it prints
+// and reads what it writes. Shared here so that eight chapter suites do it one way.
+#pragma once
+
+#include "attn/npy.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace attn_test {
+
+namespace fs = std::filesystem;
+
+/// What one run of a chapter did: its exit code (-1 when it did not exit normally) and output.
+struct Output {
+  int code = -1;
+  std::string out, err;
+};
+
+/// A fresh, empty folder per test and process, so `ctest -j` can run tests side by side.
+inline fs::path scratch(const std::string& prefix, const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() /
+                       ("attn_test_" + prefix + "_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+/// The whole file as bytes ("" when it cannot be read).
+inline std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+/// Runs `ATTN_BIN_DIR/<chapter> <args>` through the shell; stdout and stderr go through files
+/// in `dir`, so output of any size is captured whole.
+inline Output run_chapter(const std::string& chapter, const std::string& args,
+                          const fs::path& dir) {
+  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
+  const std::string cmd = std::string("'") + ATTN_BIN_DIR + "/" + chapter + "' " + args + " >'" +
+                          out.string() + "' 2>'" + err.string() + "'";
+  const int status = std::system(cmd.c_str());
+  return {(status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1, read_file(out),
+          read_file(err)};
+}
+
+/// DIR/NAME.npy as a double matrix (a 1-D array becomes one row).
+inline attn::MatrixD load(const fs::path& dir, const std::string& name) {
+  return attn::read_npy(dir / (name + ".npy")).to_matrix_d();
+}
+
+inline bool contains(const std::string& text, const std::string& piece) {
+  return text.find(piece) != std::string::npos;
+}
+
+}  // namespace attn_test
