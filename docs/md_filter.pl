@@ -72,6 +72,10 @@ while (my $line = <$in>) {
     }
     next;
   }
+  if ($line =~ /^#+\s.*(?<![\\\w])\$(?!\s)[^\$]+(?<!\s)\$/) {  # Doxygen cannot typeset a heading
+    die "md_filter.pl: $path:$.: no \$formula\$ in a heading (Doxygen cannot typeset one there); "
+      . "write it in plain text: $line";
+  }
   if (!$titled && $line =~ /^#\s+(.*?)\s*$/) {          # the page title gets its label
     $titled = 1;
     my $title = inline($1);
@@ -90,6 +94,14 @@ while (my $line = <$in>) {
     print "\\snippet{lineno} $chapter_dir/$file $name\n";
     next;
   }
-  print inline($line);
+  my $out = inline($line);
+  # A $ left over (not \f$, not \$, not in a code span) is half a formula: GitHub would join
+  # it with the next line's, Doxygen would print TeX. Inline formulas stay on one line.
+  (my $bare = $out) =~ s/`+[^`]*`+//g;
+  if ($bare =~ /(?<!\\f)(?<!\\)\$/) {
+    die "md_filter.pl: $path:$.: a \$ without its partner on this line "
+      . "(keep each \$formula\$ on one line; write \\\$ for a dollar sign): $line";
+  }
+  print $out;
 }
 close $in;
