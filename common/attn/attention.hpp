@@ -18,8 +18,16 @@
 ///
 /// Inputs are Eigen::Ref views, so a head's column block of a bigger projection
 /// (Q.middleCols(h * d_k, d_k), chapter 06) is used in place, without a copy.
+///
+/// Masks (chapter 05): `allowed(i, j) == true` means query i may attend to key j; blocked
+/// scores become -inf after the scaling and before the softmax, so their weights are exactly 0,
+/// and a query with no allowed key gets zero weights and a zero output, never NaN (recent
+/// PyTorch's scaled_dot_product_attention does the same; Debian's PyTorch 1.13 returns NaN
+/// there, which scripts/fixtures/masked_attention.py records).
 #pragma once
 
+#include "attn/batch.hpp"
+#include "attn/masks.hpp"
 #include "attn/matrix.hpp"
 
 #include <optional>
@@ -28,12 +36,19 @@ namespace attn {
 
 /// A read-only view of a row-major float matrix or of a block of one (rows contiguous).
 using MatrixView = Eigen::Ref<const Matrix>;
+/// A read-only view of a mask or of one element of an AllowedBatch.
+using MaskView = Eigen::Ref<const AllowedMask>;
 
 struct AttentionOptions {
   /// The factor on Q K^T. Unset: 1/sqrt(d_k), as in the paper and PyTorch. 1: unscaled.
-  std::optional<float> scale;
-  // Chapter 05 adds the mask here: masked scores become -inf between the scaling and the
-  // softmax (see attention.cpp), which softmax_inplace turns into weights of exactly 0.
+  std::optional<float> scale{};
+  /// [n_q x n_k], true = query i may attend to key j (masks.hpp). Unset: every key.
+  std::optional<MaskView> allowed{};
+  /// What a blocked score becomes before the softmax. -inf (the default) gives blocked keys
+  /// weight exactly 0 and a row with no allowed key all zeros; -1e9, as much older code
+  /// writes it, gives the same weights on ordinary rows but a uniform row (the mean of V)
+  /// when every key is blocked. Chapter 05 shows both.
+  float blocked_score = kBlockedScore;
 };
 
 struct AttentionResult {
@@ -41,8 +56,9 @@ struct AttentionResult {
   Matrix weights;  ///< [n_q x n_k], row i = query i's weights over the keys
 };
 
-/// out = softmax(Q K^T * scale) V. Throws std::invalid_argument naming the shapes when they
-/// do not fit: Q [n_q x d_k], K [n_k x d_k], V [n_k x d_v], n_k >= 1, d_k >= 1.
+/// out = softmax(mask(Q K^T * scale)) V. Throws std::invalid_argument naming the shapes when
+/// they do not fit: Q [n_q x d_k], K [n_k x d_k], V [n_k x d_v], allowed [n_q x n_k],
+/// n_k >= 1, d_k >= 1; and for a scale that is not finite.
 AttentionResult attention(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
                           const AttentionOptions& opts = {});
 
@@ -50,5 +66,25 @@ AttentionResult attention(const MatrixView& Q, const MatrixView& K, const Matrix
 /// caller that keeps one AttentionResult across calls allocates the [n_q x n_k] buffer once.
 void attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
                     AttentionResult& result, const AttentionOptions& opts = {});
+
+// ---- A batch: Q [B, n_q, d_k], K [B, n_k, d_k], V [B, n_k, d_v] ------------------------------
+
+struct BatchAttentionOptions {
+  std::optional<float> scale{};  ///< as AttentionOptions::scale
+  /// [B, n_q, n_k] (one mask per batch element, e.g. padding) or [1, n_q, n_k] (one mask
+  /// shared by the whole batch, e.g. causal); true = may attend. Null: every key.
+  const AllowedBatch* allowed = nullptr;
+  float blocked_score = kBlockedScore;  ///< as AttentionOptions::blocked_score
+};
+
+struct BatchAttentionResult {
+  Batch out;      ///< [B, n_q, d_v]
+  Batch weights;  ///< [B, n_q, n_k]
+};
+
+/// attention() for every batch element b on Q[b], K[b], V[b] with mask element b (or 0 when
+/// the mask is shared). The batch sizes must agree; shapes are checked as for one element.
+BatchAttentionResult attention(const Batch& Q, const Batch& K, const Batch& V,
+                               const BatchAttentionOptions& opts = {});
 
 }  // namespace attn

@@ -19,6 +19,18 @@ void Dumper::operator()(const std::string& name, const MatrixD& m) {
   written_.push_back(name);
 }
 
+void Dumper::operator()(const std::string& name, const Batch& x) {
+  const std::vector<std::size_t> shape = x.shape();
+  (*this)(name, shape, {x.data().data(), static_cast<std::size_t>(x.data().size())});
+}
+
+void Dumper::operator()(const std::string& name, const BatchOf<bool>& allowed) {
+  if (!enabled()) return;
+  const Matrix ones = allowed.data().cast<float>();  // [B*n_q x n_k] of 1 and 0
+  const std::vector<std::size_t> shape = allowed.shape();
+  (*this)(name, shape, {ones.data(), static_cast<std::size_t>(ones.size())});
+}
+
 void Dumper::operator()(const std::string& name, std::span<const std::size_t> shape,
                         std::span<const float> data) {
   if (!enabled()) return;

@@ -4,6 +4,7 @@
 ///   >>> import numpy as np; W = np.load("dump/W_ax.npy")
 #pragma once
 
+#include "attn/batch.hpp"
 #include "attn/matrix.hpp"
 
 #include <cstddef>
@@ -24,6 +25,10 @@ class Dumper {
   /// Writes `DIR/NAME.npy` (float32, C order) and remembers the name for summary().
   void operator()(const std::string& name, const Matrix& m);
   void operator()(const std::string& name, const MatrixD& m);
+  /// A batch as the 3-D array [B, rows, cols] (float32), as PyTorch would save the tensor.
+  void operator()(const std::string& name, const Batch& x);
+  /// A batch of masks as float32 [B, n_q, n_k]: 1 = may attend, 0 = blocked.
+  void operator()(const std::string& name, const BatchOf<bool>& allowed);
   /// An N-d array, e.g. [B, n, d] written from B row-major [n x d] slices laid end to end.
   void operator()(const std::string& name, std::span<const std::size_t> shape,
                   std::span<const float> data);

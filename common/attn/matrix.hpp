@@ -23,6 +23,9 @@ using Vector = Eigen::VectorXf;       // a column vector [n x 1]
 using VectorD = Eigen::VectorXd;
 using RowVector = Eigen::RowVectorXf;  // a row vector [1 x n]
 
+/// Token ids of a batch of sentences, [B x n]: one sentence per row, padded to a common n.
+using TokenIds = Eigen::Matrix<int, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
 /// "[4 x 2]": the shape as the course prints it everywhere.
 inline std::string shape_str(Index rows, Index cols) {
   return "[" + std::to_string(rows) + " x " + std::to_string(cols) + "]";

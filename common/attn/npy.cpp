@@ -421,4 +421,13 @@ Matrix NpyArray::slice(std::size_t b) const {
   return m;
 }
 
+Batch NpyArray::to_batch() const {
+  require(shape.size() == 3, "NpyArray::to_batch",
+          "expected a 3-D array [B, rows, cols], got " + std::to_string(shape.size()) + " dimensions");
+  Batch out(static_cast<Index>(shape[0]), static_cast<Index>(shape[1]),
+            static_cast<Index>(shape[2]));  // [B, rows, cols]: the same C order as the file
+  for (std::size_t i = 0; i < data.size(); ++i) out.data().data()[i] = static_cast<float>(data[i]);
+  return out;
+}
+
 }  // namespace attn

@@ -15,6 +15,7 @@
 /// leaves a half-written .npy behind.
 #pragma once
 
+#include "attn/batch.hpp"
 #include "attn/matrix.hpp"
 
 #include <cstddef>
@@ -52,6 +53,9 @@ struct NpyArray {
 
   /// Slice b of a 3-D array [B, rows, cols] as a [rows x cols] float matrix.
   Matrix slice(std::size_t b) const;
+
+  /// A 3-D array [B, rows, cols] as a float Batch (the same element order, no transpose).
+  Batch to_batch() const;
 };
 
 NpyArray read_npy(const std::filesystem::path& path);

@@ -1,0 +1,77 @@
+// masks.cpp: the allowed-entry masks (true = may attend) and their additive form.
+#include "attn/masks.hpp"
+
+#include <string>
+
+namespace attn {
+
+namespace {
+
+void require_size(Index n, const char* where, const char* what) {
+  require(n >= 0, where, std::string(what) + " is " + std::to_string(n) + ": it must be >= 0");
+}
+
+}  // namespace
+
+AllowedMask full_mask(Index n_q, Index n_k) {
+  require_size(n_q, "full_mask", "n_q");
+  require_size(n_k, "full_mask", "n_k");
+  return AllowedMask::Constant(n_q, n_k, true);  // [n_q x n_k]
+}
+
+AllowedMask causal_mask(Index n) {
+  require_size(n, "causal_mask", "n");
+  AllowedMask m(n, n);  // [n x n]
+  for (Index i = 0; i < n; ++i) {
+    for (Index j = 0; j < n; ++j) m(i, j) = j <= i;  // the past and the present, not the future
+  }
+  return m;
+}
+
+AllowedMask window_mask(Index n, Index window) {
+  require_size(n, "window_mask", "n");
+  require(window >= 0, "window_mask",
+          "window is " + std::to_string(window) + ": it must be >= 0 (0 keeps only the diagonal)");
+  AllowedMask m(n, n);  // [n x n]
+  for (Index i = 0; i < n; ++i) {
+    for (Index j = 0; j < n; ++j) m(i, j) = (i > j ? i - j : j - i) <= window;
+  }
+  return m;
+}
+
+AllowedMask padding_mask(std::span<const int> ids, Index n_q, int pad_id) {
+  require_size(n_q, "padding_mask", "n_q");
+  AllowedMask m(n_q, static_cast<Index>(ids.size()));  // [n_q x n_k]
+  for (Index j = 0; j < m.cols(); ++j) {
+    m.col(j).setConstant(ids[static_cast<std::size_t>(j)] != pad_id);  // a pad key is blocked
+  }
+  return m;
+}
+
+AllowedBatch padding_masks(const TokenIds& ids, int pad_id) {
+  const Index B = ids.rows(), n = ids.cols();
+  AllowedBatch masks(B, n, n);  // [B, n, n]
+  for (Index b = 0; b < B; ++b) {
+    masks[b] = padding_mask({ids.row(b).data(), static_cast<std::size_t>(n)}, n, pad_id);
+  }
+  return masks;
+}
+
+AllowedMask padding_mask_from_blocked(std::span<const bool> blocked, Index n_q) {
+  require_size(n_q, "padding_mask_from_blocked", "n_q");
+  AllowedMask m(n_q, static_cast<Index>(blocked.size()));  // [n_q x n_k]
+  for (Index j = 0; j < m.cols(); ++j) {
+    m.col(j).setConstant(!blocked[static_cast<std::size_t>(j)]);  // PyTorch's True = blocked
+  }
+  return m;
+}
+
+Matrix additive_mask(const AllowedMask& allowed, float fill) {
+  Matrix m(allowed.rows(), allowed.cols());  // [n_q x n_k]
+  for (Index i = 0; i < m.rows(); ++i) {
+    for (Index j = 0; j < m.cols(); ++j) m(i, j) = allowed(i, j) ? 0.0f : fill;
+  }
+  return m;
+}
+
+}  // namespace attn

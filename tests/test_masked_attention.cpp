@@ -1,0 +1,338 @@
+// Masks and batched attention (chapter 05): the masks by hand, masked weights exactly 0, the
+// behaviour a mask promises (the future and the padding cannot reach an output), fully masked
+// rows, the two causal constructions, PyTorch fixtures, and every shape error.
+#include "attn/attention.hpp"
+#include "attn/embedding.hpp"
+#include "attn/masks.hpp"
+#include "attn/npy.hpp"
+#include "attn/positional_encoding.hpp"
+#include "attn/random.hpp"
+#include "attn/softmax.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using attn::AllowedBatch;
+using attn::AllowedMask;
+using attn::Batch;
+using attn::Index;
+using attn::Matrix;
+
+// Bit-for-bit equality, NaN included: the promises below are exact, not approximate.
+bool identical(const Matrix& a, const Matrix& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols() &&
+         std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<std::size_t>(a.size())) == 0;
+}
+
+AllowedMask from_rows(std::initializer_list<std::initializer_list<int>> rows) {
+  AllowedMask m(static_cast<Index>(rows.size()), static_cast<Index>(rows.begin()->size()));
+  Index i = 0;
+  for (const auto& r : rows) {
+    Index j = 0;
+    for (int v : r) m(i, j++) = v != 0;
+    ++i;
+  }
+  return m;
+}
+
+// ---- The masks, by hand ------------------------------------------------------------------------
+
+TEST(Masks, CausalIsTheLowerTriangle) {
+  EXPECT_EQ(attn::causal_mask(4), from_rows({{1, 0, 0, 0}, {1, 1, 0, 0}, {1, 1, 1, 0}, {1, 1, 1, 1}}));
+  EXPECT_EQ(attn::causal_mask(0).size(), 0);
+}
+
+TEST(Masks, WindowKeepsTheBand) {
+  EXPECT_EQ(attn::window_mask(5, 1), from_rows({{1, 1, 0, 0, 0},
+                                                {1, 1, 1, 0, 0},
+                                                {0, 1, 1, 1, 0},
+                                                {0, 0, 1, 1, 1},
+                                                {0, 0, 0, 1, 1}}));
+  EXPECT_EQ(attn::window_mask(3, 0), from_rows({{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}));
+  EXPECT_EQ(attn::window_mask(3, 7), attn::full_mask(3, 3));
+  EXPECT_THROW(attn::window_mask(3, -1), std::invalid_argument);
+}
+
+TEST(Masks, PaddingBlocksThePaddedKeysOfNote001) {
+  // Note 001's batch: [[5,2,1,0,0],[1,3,1,4,0]], id 0 is padding.
+  attn::TokenIds ids(2, 5);
+  ids << 5, 2, 1, 0, 0,  //
+      1, 3, 1, 4, 0;
+  const AllowedBatch m = attn::padding_masks(ids);
+  ASSERT_EQ(m.shape(), (std::vector<std::size_t>{2, 5, 5}));
+  for (Index i = 0; i < 5; ++i) {  // every query row alike: it is the keys that are padded
+    EXPECT_EQ(AllowedMask(m[0].row(i)), from_rows({{1, 1, 1, 0, 0}})) << i;
+    EXPECT_EQ(AllowedMask(m[1].row(i)), from_rows({{1, 1, 1, 1, 0}})) << i;
+  }
+}
+
+TEST(Masks, PyTorchsBlockedConventionIsNegated) {
+  const bool blocked[] = {false, false, true};  // key_padding_mask: True = blocked
+  EXPECT_EQ(attn::padding_mask_from_blocked(blocked, 2), from_rows({{1, 1, 0}, {1, 1, 0}}));
+}
+
+TEST(Masks, AdditiveFormIsZeroOrFill) {
+  const Matrix add = attn::additive_mask(attn::causal_mask(2));
+  EXPECT_EQ(add(0, 0), 0.0f);
+  EXPECT_EQ(add(1, 0), 0.0f);
+  EXPECT_EQ(add(1, 1), 0.0f);
+  EXPECT_EQ(add(0, 1), -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(attn::additive_mask(attn::causal_mask(2), -1e9f)(0, 1), -1e9f);
+}
+
+// ---- Masked attention on one matrix --------------------------------------------------------------
+
+struct Qkv {
+  Matrix Q, K, V;
+};
+
+Qkv random_qkv(std::uint64_t seed, Index n_q, Index n_k, Index d_k, Index d_v) {
+  attn::Rng rng(seed);
+  return {attn::random_normal(rng, n_q, d_k), attn::random_normal(rng, n_k, d_k),
+          attn::random_normal(rng, n_k, d_v)};
+}
+
+TEST(MaskedAttention, BlockedWeightsAreExactlyZeroAndRowsSumToOne) {
+  const Qkv x = random_qkv(1, 6, 6, 8, 4);
+  for (const AllowedMask& mask : {attn::causal_mask(6), attn::window_mask(6, 1)}) {
+    const auto r = attn::attention(x.Q, x.K, x.V, {.allowed = mask});
+    for (Index i = 0; i < 6; ++i) {
+      for (Index j = 0; j < 6; ++j) {
+        if (mask(i, j)) {
+          EXPECT_GT(r.weights(i, j), 0.0f) << i << "," << j;
+        } else {
+          EXPECT_EQ(r.weights(i, j), 0.0f) << i << "," << j;  // exactly
+        }
+      }
+      // At most 6 terms, each rounded once by the normalisation: a few ulps of 1.
+      EXPECT_NEAR(r.weights.row(i).sum(), 1.0f, 1e-6f) << i;
+    }
+  }
+}
+
+TEST(MaskedAttention, HandComputedTwoKeysOneBlocked) {
+  // Key 1 scores higher but is blocked: all weight goes to key 0, out = v_0 exactly.
+  Matrix Q(1, 1), K(2, 1), V(2, 2);
+  Q << 1;
+  K << 1, 5;
+  V << 3, 4,  //
+      100, 200;
+  const auto r = attn::attention(Q, K, V, {.allowed = from_rows({{1, 0}})});
+  EXPECT_EQ(r.weights(0, 0), 1.0f);
+  EXPECT_EQ(r.weights(0, 1), 0.0f);
+  EXPECT_EQ(r.out(0, 0), 3.0f);
+  EXPECT_EQ(r.out(0, 1), 4.0f);
+}
+
+TEST(MaskedAttention, FutureTokensCannotChangeEarlierOutputs) {
+  // Under a causal mask, output i reads q_i and k_j, v_j for j <= i only. Replace every row
+  // after position p by other numbers: outputs 0..p stay the same bit for bit (each score is
+  // its own dot product, and a blocked key adds 0 * v = 0 exactly).
+  const Index n = 7;
+  const Qkv x = random_qkv(2, n, n, 8, 5);
+  const auto before = attn::attention(x.Q, x.K, x.V, {.allowed = attn::causal_mask(n)});
+  for (Index p = 0; p + 1 < n; ++p) {
+    Qkv y = random_qkv(100 + static_cast<std::uint64_t>(p), n, n, 8, 5);
+    y.Q.topRows(p + 1) = x.Q.topRows(p + 1);
+    y.K.topRows(p + 1) = x.K.topRows(p + 1);
+    y.V.topRows(p + 1) = x.V.topRows(p + 1);
+    const auto after = attn::attention(y.Q, y.K, y.V, {.allowed = attn::causal_mask(n)});
+    EXPECT_TRUE(identical(after.out.topRows(p + 1), before.out.topRows(p + 1))) << "p = " << p;
+    EXPECT_TRUE(identical(after.weights.topRows(p + 1), before.weights.topRows(p + 1)));
+    EXPECT_FALSE(identical(after.out.row(p + 1), before.out.row(p + 1)))
+        << "the test must be able to fail: position p+1 sees the change";
+  }
+}
+
+TEST(MaskedAttention, PaddedTokensCannotChangeRealOutputs) {
+  // Note 001's second sentence [1,3,1,4,0]: the last token is padding. Changing its
+  // embedding (the K and V rows it contributes) leaves the four real outputs unchanged.
+  attn::Rng rng(3);
+  const Matrix table = attn::embedding_init(rng, 10, 16);  // [vocab x d_model]
+  attn::TokenIds ids(1, 5), other(1, 5);
+  ids << 1, 3, 1, 4, 0;
+  other << 1, 3, 1, 4, 0;
+  Matrix table2 = table;
+  table2.row(0) = attn::random_normal(rng, 1, 16, 0.0, 10.0);  // a very different pad vector
+  const Matrix pe = attn::sinusoidal_encoding(5, 16);
+  const Matrix X1 = attn::embed(table, ids)[0] + pe;   // [5 x 16]
+  const Matrix X2 = attn::embed(table2, other)[0] + pe;
+  const AllowedMask mask = attn::padding_masks(ids)[0];
+  const auto r1 = attn::attention(X1, X1, X1, {.allowed = mask});
+  const auto r2 = attn::attention(X2, X2, X2, {.allowed = mask});
+  EXPECT_TRUE(identical(r1.out.topRows(4), r2.out.topRows(4)));
+  EXPECT_TRUE(identical(r1.weights.topRows(4), r2.weights.topRows(4)));
+  // Without the mask the pad token leaks into every output: the test could fail.
+  const auto u1 = attn::attention(X1, X1, X1), u2 = attn::attention(X2, X2, X2);
+  EXPECT_FALSE(identical(u1.out.topRows(4), u2.out.topRows(4)));
+}
+
+TEST(MaskedAttention, FullyMaskedRowGivesZerosNeverNaN) {
+  const Qkv x = random_qkv(4, 3, 4, 4, 2);
+  AllowedMask mask = attn::full_mask(3, 4);
+  mask.row(1).setConstant(false);  // query 1 may attend to nothing
+  const auto r = attn::attention(x.Q, x.K, x.V, {.allowed = mask});
+  EXPECT_TRUE(r.weights.row(1).isZero(0.0f));
+  EXPECT_TRUE(r.out.row(1).isZero(0.0f));
+  EXPECT_TRUE(r.out.allFinite());
+  const auto plain = attn::attention(x.Q, x.K, x.V);  // the other rows are untouched
+  EXPECT_TRUE(identical(r.out.row(0), plain.out.row(0)));
+  EXPECT_TRUE(identical(r.out.row(2), plain.out.row(2)));
+}
+
+TEST(MaskedAttention, MinusOneBillionEqualsMinusInfinityExceptOnEmptyRows) {
+  // exp(-1e9 - max) underflows to exactly 0 in float whenever the row has an allowed score
+  // above -1e9 + 104, so ordinary rows agree bit for bit. A row with every key at -1e9 is a
+  // row of equal scores: uniform weights, and the output is the mean of V.
+  const Qkv x = random_qkv(5, 4, 4, 8, 3);
+  AllowedMask mask = attn::causal_mask(4);
+  mask.row(2).setConstant(false);
+  const auto inf = attn::attention(x.Q, x.K, x.V, {.allowed = mask});
+  const auto big = attn::attention(x.Q, x.K, x.V, {.allowed = mask, .blocked_score = -1e9f});
+  for (Index i : {0, 1, 3}) {
+    EXPECT_TRUE(identical(inf.weights.row(i), big.weights.row(i))) << i;
+    EXPECT_TRUE(identical(inf.out.row(i), big.out.row(i))) << i;
+  }
+  for (Index j = 0; j < 4; ++j) EXPECT_EQ(big.weights(2, j), 0.25f);
+  // Four weights of exactly 1/4 times values O(1): the GEMM's rounding, ~1e-7.
+  const Matrix mean = x.V.colwise().mean();
+  EXPECT_LT((big.out.row(2) - mean).cwiseAbs().maxCoeff(), 1e-6f);
+  EXPECT_TRUE(inf.out.row(2).isZero(0.0f));
+}
+
+TEST(MaskedAttention, BothCausalConstructionsAgree) {
+  // Note 004: a lower-triangular 0/1 matrix, its zeros sent to -inf before the softmax.
+  // Note 003: an additive mask (0 or -inf) added to the scores. Same scores, bit for bit.
+  const Index n = 6;
+  const Qkv x = random_qkv(6, n, n, 4, 4);
+  const float scale = 0.5f;  // 1/sqrt(4), exact
+  const Matrix scores = (x.Q * x.K.transpose()) * scale;  // [n x n]
+  Matrix by_tril = scores, by_sum = scores + attn::additive_mask(attn::causal_mask(n));
+  const Matrix tril = Matrix::Ones(n, n).triangularView<Eigen::Lower>();  // [n x n] of 0/1
+  for (Index i = 0; i < n; ++i) {
+    for (Index j = 0; j < n; ++j) {
+      if (tril(i, j) == 0.0f) by_tril(i, j) = -std::numeric_limits<float>::infinity();
+    }
+  }
+  EXPECT_TRUE(identical(by_tril, by_sum));
+  const auto lib = attn::attention(x.Q, x.K, x.V, {.allowed = attn::causal_mask(n)});
+  EXPECT_TRUE(identical(attn::softmax_rows(by_tril), lib.weights));
+}
+
+// ---- Batches ---------------------------------------------------------------------------------------
+
+Batch fixture(const std::string& name, const std::string& what) {
+  return attn::read_npy(std::string(ATTN_TEST_DATA_DIR) + "/masked_" + name + "_" + what + ".npy")
+      .to_batch();
+}
+
+AllowedBatch allowed_fixture(const std::string& name) {
+  const Batch ones = fixture(name, "allowed");  // 1 = may attend
+  AllowedBatch m(ones.batch(), ones.rows(), ones.cols());
+  m.data() = ones.data().array() != 0.0f;
+  return m;
+}
+
+class MaskedFixture : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(MaskedFixture, MatchesPyTorch) {
+  const std::string c = GetParam();
+  const Batch Q = fixture(c, "Q"), K = fixture(c, "K"), V = fixture(c, "V");
+  const Batch out = fixture(c, "out"), weights = fixture(c, "weights");
+  const AllowedBatch allowed = allowed_fixture(c);
+  const auto r = attn::attention(Q, K, V, {.allowed = &allowed});
+  ASSERT_EQ(r.out.shape(), out.shape());
+  ASSERT_EQ(r.weights.shape(), weights.shape());
+  // float32 on both sides with d_k <= 8 and O(1) entries: scores agree to a few ulps (~1e-6),
+  // weights and outputs (<= 7 terms of |v| < 4) to ~1e-6; 1e-5 leaves room for both roundings.
+  EXPECT_LT((r.out.data() - out.data()).cwiseAbs().maxCoeff(), 1e-5f) << c;
+  EXPECT_LT((r.weights.data() - weights.data()).cwiseAbs().maxCoeff(), 1e-5f) << c;
+  // Blocked entries are exactly 0 on both sides (PyTorch's reference too: the script asserts it).
+  for (Index b = 0; b < r.weights.batch(); ++b) {
+    const auto m = allowed[allowed.batch() == 1 ? 0 : b];
+    for (Index i = 0; i < m.rows(); ++i) {
+      for (Index j = 0; j < m.cols(); ++j) {
+        if (!m(i, j)) {
+          EXPECT_EQ(r.weights[b](i, j), 0.0f) << b << "," << i << "," << j;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, MaskedFixture,
+                         ::testing::Values("padding", "causal", "cross_empty_row"));
+
+TEST(BatchAttention, EachElementIsItsOwnAttention) {
+  attn::Rng rng(7);
+  Batch Q(3, 4, 8), K(3, 5, 8), V(3, 5, 2);
+  Q.data() = attn::random_normal(rng, 12, 8);
+  K.data() = attn::random_normal(rng, 15, 8);
+  V.data() = attn::random_normal(rng, 15, 2);
+  const auto r = attn::attention(Q, K, V);
+  for (Index b = 0; b < 3; ++b) {
+    const auto one = attn::attention(Q[b], K[b], V[b]);
+    EXPECT_TRUE(identical(r.out[b], one.out)) << b;
+    EXPECT_TRUE(identical(r.weights[b], one.weights)) << b;
+  }
+}
+
+// ---- Errors name the shapes -------------------------------------------------------------------------
+
+template <typename F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+
+TEST(MaskedAttention, ShapeErrorsNameTheShapes) {
+  const Qkv x = random_qkv(8, 3, 4, 2, 2);
+  EXPECT_EQ(message_of([&] { attn::attention(x.Q, x.K, x.V, {.allowed = attn::causal_mask(4)}); }),
+            "attention: the mask is [4 x 4] but Q is [3 x 2] and K is [4 x 2]: it must be "
+            "[n_q x n_k] = [3 x 4]");
+  EXPECT_NE(message_of([&] { attn::attention(x.Q, x.K, x.V, {.blocked_score = 1.0f}); })
+                .find("blocked_score"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { attn::attention(x.Q, x.K, x.V, {.scale = NAN}); }).find("scale"),
+            std::string::npos);
+  const Batch Q(2, 3, 2), K(3, 4, 2), V(3, 4, 2);
+  EXPECT_EQ(message_of([&] { attn::attention(Q, K, V); }),
+            "attention: Q is [2, 3, 2], K is [3, 4, 2], V is [3, 4, 2]: the batch sizes (first "
+            "dimension) must agree");
+  const Batch Q3(3, 3, 2);
+  const AllowedBatch wrong(2, 3, 4);
+  EXPECT_EQ(message_of([&] { attn::attention(Q3, K, V, {.allowed = &wrong}); }),
+            "attention: the mask is [2, 3, 4] but Q is [3, 3, 2]: the mask's batch must be 3 or 1 "
+            "(shared)");
+  attn::TokenIds ids(1, 2);
+  ids << 0, 10;
+  EXPECT_EQ(message_of([&] { attn::embed(Matrix::Zero(10, 4), ids); }),
+            "embed: ids[0][1] = 10 is outside the vocabulary [0, 10)");
+}
+
+TEST(PositionalEncoding, KnownValues) {
+  const Matrix pe = attn::sinusoidal_encoding(3, 6);
+  // PE(0) = [sin 0, cos 0, ...] = [0, 1, 0, 1, 0, 1].
+  for (Index c = 0; c < 6; ++c) EXPECT_EQ(pe(0, c), c % 2 == 0 ? 0.0f : 1.0f);
+  // PE(1, 0) = sin(1), PE(1, 1) = cos(1): frequency 10000^0 = 1. Rounded once from double.
+  EXPECT_EQ(pe(1, 0), static_cast<float>(std::sin(1.0)));
+  EXPECT_EQ(pe(1, 1), static_cast<float>(std::cos(1.0)));
+  // Columns 2, 3 turn at 10000^(-2/6): PE(2, 2) = sin(2 / 10000^(1/3)).
+  // (Written here through cbrt, not pow: the two may differ in the last bit of the double.)
+  EXPECT_FLOAT_EQ(pe(2, 2), static_cast<float>(std::sin(2.0 / std::cbrt(10000.0))));
+  EXPECT_THROW(attn::sinusoidal_encoding(3, 0), std::invalid_argument);
+}
+
+}  // namespace
