@@ -94,6 +94,10 @@ while (my $line = <$in>) {
     print "\\snippet{lineno} $chapter_dir/$file $name\n";
     next;
   }
+  if ($line =~ /(?:^|\s)(\*\*|__)\$/) {  # Doxygen does not embolden text that opens with a formula
+    die "md_filter.pl: $path:$.: bold text may not start with a \$formula\$ (Doxygen then prints "
+      . "the asterisks); start it with a word: $line";
+  }
   my $out = inline($line);
   # A $ left over (not \f$, not \$, not in a code span) is half a formula: GitHub would join
   # it with the next line's, Doxygen would print TeX. Inline formulas stay on one line.
