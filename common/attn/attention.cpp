@@ -10,17 +10,14 @@
 
 namespace attn {
 
-void attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
-                    AttentionResult& result, const AttentionOptions& opts) {
+void attention_weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
+                            const AttentionOptions& opts) {
   require(Q.cols() == K.cols(), "attention",
           "Q is " + shape_str(Q) + " but K is " + shape_str(K) +
               ": queries and keys must have the same width d_k (columns)");
-  require(K.rows() == V.rows(), "attention",
-          "K is " + shape_str(K) + " but V is " + shape_str(V) +
-              ": every key needs a value (same number of rows)");
   require(K.rows() >= 1 && K.cols() >= 1, "attention",
           "K is " + shape_str(K) + ": need at least one key and d_k >= 1");
-  const Index n_q = Q.rows(), n_k = K.rows(), d_k = K.cols(), d_v = V.cols();
+  const Index n_q = Q.rows(), n_k = K.rows(), d_k = K.cols();
   if (opts.allowed) {
     require(opts.allowed->rows() == n_q && opts.allowed->cols() == n_k, "attention",
             "the mask is " + shape_str(*opts.allowed) + " but Q is " + shape_str(Q) + " and K is " +
@@ -31,12 +28,8 @@ void attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& 
   require(!std::isnan(opts.blocked_score) && opts.blocked_score < 0.0f, "attention",
           "blocked_score must be negative (-inf or a large negative number)");
 
-  // resize() is a no-op when the shape is unchanged: the buffers are reused across calls.
-  Matrix& W = result.weights;
-  W.resize(n_q, n_k);
-  result.out.resize(n_q, d_v);
-
   // ---- scores: W = Q K^T ---------------------------------------------------------------------
+  W.resize(n_q, n_k);               // a no-op when the shape is unchanged: the buffer is reused
   W.noalias() = Q * K.transpose();  // [n_q x n_k] = [n_q x d_k] [d_k x n_k]
 
   // ---- one row at a time: scale, mask, softmax -----------------------------------------------
@@ -59,9 +52,16 @@ void attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& 
     }
     softmax_inplace(std::span<float>(row, cols));
   }
+}
 
-  // ---- out = W V -----------------------------------------------------------------------------
-  result.out.noalias() = W * V;  // [n_q x d_v] = [n_q x n_k] [n_k x d_v]
+void attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
+                    AttentionResult& result, const AttentionOptions& opts) {
+  require(K.rows() == V.rows(), "attention",
+          "K is " + shape_str(K) + " but V is " + shape_str(V) +
+              ": every key needs a value (same number of rows)");
+  attention_weights_into(Q, K, result.weights, opts);  // [n_q x n_k]
+  result.out.resize(Q.rows(), V.cols());
+  result.out.noalias() = result.weights * V;  // [n_q x d_v] = [n_q x n_k] [n_k x d_v]
 }
 
 AttentionResult attention(const MatrixView& Q, const MatrixView& K, const MatrixView& V,

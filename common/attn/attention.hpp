@@ -62,6 +62,12 @@ struct AttentionResult {
 AttentionResult attention(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
                           const AttentionOptions& opts = {});
 
+/// The weights alone, softmax(mask(Q K^T * scale)), into W [n_q x n_k] (resized only when its
+/// shape changes). Multi-head attention uses it to write each head's W V straight into that
+/// head's columns of the concatenation. Checks as attention(), less V.
+void attention_weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
+                            const AttentionOptions& opts = {});
+
 /// The same, into `result`: its two matrices are resized only when their shapes change, so a
 /// caller that keeps one AttentionResult across calls allocates the [n_q x n_k] buffer once.
 void attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,

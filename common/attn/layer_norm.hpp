@@ -1,0 +1,32 @@
+/// @file
+/// Layer normalisation exactly as torch.nn.LayerNorm(d) defines it, over each row (token):
+///
+///   mean = (1/d) sum_c x_c
+///   var  = (1/d) sum_c (x_c - mean)^2          the biased variance: 1/d, not 1/(d-1)
+///   y_c  = (x_c - mean) / sqrt(var + eps) * gamma_c + beta_c,   eps = 1e-5 inside the root
+///
+/// gamma (PyTorch's `weight`) starts at 1 and beta (`bias`) at 0, so a fresh layer only
+/// standardises. The mean and variance are accumulated in double and the result rounded once
+/// to float: a few ulps from the exact value, for any row length.
+#pragma once
+
+#include "attn/matrix.hpp"
+
+namespace attn {
+
+struct LayerNorm {
+  RowVector gamma;     ///< [1 x d], PyTorch's weight
+  RowVector beta;      ///< [1 x d], PyTorch's bias
+  float eps = 1e-5f;   ///< inside the square root, PyTorch's default
+
+  Index size() const { return gamma.size(); }
+};
+
+/// nn.LayerNorm(d)'s initial state: gamma = 1, beta = 0, eps = 1e-5.
+LayerNorm layer_norm_init(Index d);
+
+/// Normalises each row of x [n x d] -> [n x d]. Throws std::invalid_argument naming the
+/// shapes when x, gamma and beta disagree, or when eps is negative or not finite.
+Matrix layer_norm_forward(const LayerNorm& norm, const Eigen::Ref<const Matrix>& x);
+
+}  // namespace attn

@@ -1,0 +1,98 @@
+/// @file
+/// Multi-head attention, as torch.nn.MultiheadAttention computes it (batch_first):
+///
+///   Q = query W_Q^T + b_Q,  K = key W_K^T + b_K,  V = value W_V^T + b_V     [n x d_model]
+///   head_h = softmax(mask(Q_h K_h^T / sqrt(d_k))) V_h                        [n_q x d_k]
+///   out    = Concat(head_1 .. head_H) W_O^T + b_O                           [n_q x d_model]
+///
+/// with d_k = d_model / H and Q_h the columns [h d_k, (h+1) d_k) of Q.
+///
+/// **Heads are column blocks.** W_Q is [d_model x d_model] in PyTorch's [out x in] layout,
+/// and its rows [h d_k, (h+1) d_k) are head h's own [d_k x d_model] projection W_Q^h, so
+/// one big product makes every head's queries at once: Q_h = query (W_Q^h)^T. In PyTorch the
+/// split is a reshape, [B, n, d_model] -> [B, n, H, d_k] -> [B, H, n, d_k]; here it is
+/// Q.middleCols(h d_k, d_k), a view of the same memory. Each head writes its output straight
+/// into its own columns of the concatenation, so splitting and concatenating copy nothing.
+///
+/// Masks are shared by every head (PyTorch broadcasts [B, n_q, n_k] to [B, H, n_q, n_k]);
+/// true = may attend (masks.hpp). A query with no allowed key gets zeros from its heads,
+/// so its output is b_O (PyTorch 1.13 returns NaN there).
+#pragma once
+
+#include "attn/attention.hpp"
+#include "attn/batch.hpp"
+#include "attn/linear.hpp"
+#include "attn/masks.hpp"
+#include "attn/random.hpp"
+
+#include <optional>
+#include <vector>
+
+namespace attn {
+
+struct MultiHeadAttention {
+  Index heads = 1;
+  Linear q_proj, k_proj, v_proj;  ///< each [d_model x d_model]; head h = rows [h d_k, (h+1) d_k)
+  Linear out_proj;                ///< W_O [d_model x d_model], applied to the concatenation
+
+  Index d_model() const { return q_proj.out_features(); }
+  Index d_k() const { return d_model() / heads; }
+  /// 4 d_model^2 (+ 4 d_model with biases), whatever the number of heads.
+  Index parameter_count() const {
+    return q_proj.parameter_count() + k_proj.parameter_count() + v_proj.parameter_count() +
+           out_proj.parameter_count();
+  }
+};
+
+/// nn.MultiheadAttention's initialisation: the stacked [3 d_model x d_model] input projection
+/// ~ xavier_uniform (bound sqrt(6 / (4 d_model))), its bias 0; out_proj's weight as nn.Linear
+/// (bound 1/sqrt(d_model)), its bias 0. Throws unless heads divides d_model.
+MultiHeadAttention multi_head_init(Rng& rng, Index d_model, Index heads, bool bias = true);
+
+/// Loads nn.MultiheadAttention's parameters: in_proj_weight [3E x E] (rows: W_Q, W_K, W_V in
+/// that order), in_proj_bias [1 x 3E] (empty: no bias), out_proj.weight [E x E],
+/// out_proj.bias [1 x E] (empty: no bias).
+MultiHeadAttention multi_head_from_pytorch(const Matrix& in_proj_weight,
+                                           const RowVector& in_proj_bias,
+                                           const Matrix& out_proj_weight,
+                                           const RowVector& out_proj_bias, Index heads);
+
+/// Throws std::invalid_argument unless the four projections are [d_model x d_model] with
+/// matching biases and heads divides d_model.
+void check_multi_head(const MultiHeadAttention& mha, const char* where);
+
+/// Everything one forward pass makes, named as the chapter prints it.
+struct MultiHeadResult {
+  Matrix Q, K, V;               ///< [n_q x d_model], [n_k x d_model], [n_k x d_model]
+  std::vector<Matrix> weights;  ///< one [n_q x n_k] per head
+  Matrix concat;                ///< [n_q x d_model], head h in columns [h d_k, (h+1) d_k)
+  Matrix out;                   ///< [n_q x d_model] = concat W_O^T + b_O
+
+  /// The mean of the heads' weights, [n_q x n_k]: what nn.MultiheadAttention returns with
+  /// need_weights=True (average_attn_weights=True).
+  Matrix average_weights() const;
+};
+
+/// One sequence: query [n_q x d_model], key and value [n_k x d_model], allowed [n_q x n_k].
+MultiHeadResult multi_head_forward(const MultiHeadAttention& mha, const MatrixView& query,
+                                   const MatrixView& key, const MatrixView& value,
+                                   const std::optional<MaskView>& allowed = {});
+
+struct MultiHeadBatchResult {
+  Batch out;      ///< [B, n_q, d_model]
+  Batch weights;  ///< [B * H, n_q, n_k]: element b H + h, PyTorch's [B, H, n_q, n_k] layout
+  Index heads = 1;
+
+  /// Head h of batch element b, [n_q x n_k].
+  auto head_weights(Index b, Index h) const { return weights[b * heads + h]; }
+  /// The mean over heads, [B, n_q, n_k].
+  Batch average_weights() const;
+};
+
+/// A batch: query [B, n_q, d_model], key and value [B, n_k, d_model], allowed [B, n_q, n_k]
+/// or [1, n_q, n_k] (shared) or null.
+MultiHeadBatchResult multi_head_forward(const MultiHeadAttention& mha, const Batch& query,
+                                        const Batch& key, const Batch& value,
+                                        const AllowedBatch* allowed = nullptr);
+
+}  // namespace attn

@@ -1,0 +1,277 @@
+// Multi-head attention, Linear and LayerNorm (chapter 06): torch.nn.MultiheadAttention and
+// torch.nn.LayerNorm fixtures, the equivalences the chapter claims (heads are column blocks of
+// one projection, one head is chapter 05's attention, heads do not see each other's columns),
+// LayerNorm by hand, and every shape error.
+#include "attn/layer_norm.hpp"
+#include "attn/linear.hpp"
+#include "attn/multi_head.hpp"
+#include "attn/npy.hpp"
+#include "attn/random.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+namespace {
+
+using attn::Batch;
+using attn::Index;
+using attn::Matrix;
+using attn::MatrixD;
+using attn::RowVector;
+
+std::string data(const std::string& file) { return std::string(ATTN_TEST_DATA_DIR) + "/" + file; }
+
+bool identical(const Matrix& a, const Matrix& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols() &&
+         std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<std::size_t>(a.size())) == 0;
+}
+
+// ---- torch.nn.MultiheadAttention -------------------------------------------------------------
+
+struct MhaCase {
+  const char* name;
+  Index heads;
+  bool bias;
+};
+
+class MhaFixture : public ::testing::TestWithParam<MhaCase> {};
+
+TEST_P(MhaFixture, MatchesTorchMultiheadAttention) {
+  const MhaCase c = GetParam();
+  const std::string p = std::string("mha_") + c.name + "_";
+  const auto load = [&](const std::string& what) {
+    return attn::read_npy(data(p + what + ".npy"));
+  };
+  const Matrix in_w = load("in_proj_weight").to_matrix();    // [3E x E]
+  const Matrix out_w = load("out_proj_weight").to_matrix();  // [E x E]
+  const RowVector in_b = c.bias ? RowVector(load("in_proj_bias").to_matrix()) : RowVector();
+  const RowVector out_b = c.bias ? RowVector(load("out_proj_bias").to_matrix()) : RowVector();
+  const attn::MultiHeadAttention mha =
+      attn::multi_head_from_pytorch(in_w, in_b, out_w, out_b, c.heads);
+  const Batch query = load("query").to_batch(), key = load("key").to_batch(),
+              value = load("value").to_batch(), allowed_f = load("allowed").to_batch();
+  attn::AllowedBatch allowed(allowed_f.batch(), allowed_f.rows(), allowed_f.cols());
+  allowed.data() = allowed_f.data().array() != 0.0f;  // the fixture stores 1 = may attend
+
+  const attn::MultiHeadBatchResult r = attn::multi_head_forward(mha, query, key, value, &allowed);
+  const Batch out = load("out").to_batch(), avg = load("weights_avg").to_batch();
+  const attn::NpyArray heads = load("weights_heads");  // [B, H, n_q, n_k]
+  ASSERT_EQ(r.out.shape(), out.shape());
+  ASSERT_EQ(heads.size(), static_cast<std::size_t>(r.weights.data().size()));
+  // float32 on both sides, E <= 16: projections sum <= 16 products of O(1) numbers (~1e-6
+  // rounding each way), PyTorch scales q before its product and we scale the product (a few
+  // ulps more), and W_O sums 16 more. The fixture script found PyTorch within 1e-6 of the
+  // float64 formula; 1e-5 leaves room for both sides' rounding.
+  EXPECT_LT((r.out.data() - out.data()).cwiseAbs().maxCoeff(), 1e-5f) << c.name;
+  EXPECT_LT((r.average_weights().data() - avg.data()).cwiseAbs().maxCoeff(), 1e-5f) << c.name;
+  // [B, H, n_q, n_k] in C order is exactly our [B*H, n_q, n_k] stack: compare element by element.
+  double worst = 0.0;
+  for (std::size_t i = 0; i < heads.size(); ++i) {
+    const double ours = r.weights.data().data()[i];
+    worst = std::max(worst, std::abs(heads.data[i] - ours));
+  }
+  EXPECT_LT(worst, 1e-5) << c.name;
+  // Padded keys get exactly 0 in every head.
+  for (Index b = 0; b < query.batch(); ++b) {
+    for (Index h = 0; h < c.heads; ++h) {
+      const Matrix w = r.head_weights(b, h);  // [n_q x n_k]
+      EXPECT_TRUE((allowed[b].array() || w.array() == 0.0f).all()) << c.name << " " << b << h;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, MhaFixture,
+                         ::testing::Values(MhaCase{"pad", 4, true}, MhaCase{"cross", 3, true},
+                                           MhaCase{"nobias", 2, false},
+                                           MhaCase{"one_head", 1, true}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// ---- The equivalences --------------------------------------------------------------------------
+
+struct Layer {
+  attn::MultiHeadAttention mha;
+  Matrix X;  // [n x E]
+};
+
+Layer random_setup(std::uint64_t seed, Index E, Index H, Index n) {
+  attn::Rng rng(seed);
+  Layer s{attn::multi_head_init(rng, E, H), attn::random_normal(rng, n, E)};
+  // Non-zero biases, so they are part of every check.
+  for (attn::Linear* l : {&s.mha.q_proj, &s.mha.k_proj, &s.mha.v_proj, &s.mha.out_proj}) {
+    l->bias = attn::random_uniform(rng, 1, E, -0.5, 0.5);
+  }
+  return s;
+}
+
+TEST(MultiHead, EightSmallProjectionsAreOneBigOne) {
+  // W_Q [512 x 512] is eight [64 x 512] projections stacked by rows; their outputs side by
+  // side are Q's column blocks. The small and the big product add the same 512 terms per
+  // entry, possibly grouped differently by Eigen's blocking, so compare both to double:
+  // |error| <= 512 * 2^-24 * sum|terms| ~ 1e-4 for these N(0,1) inputs; 2e-4 is the bound.
+  const Layer s = random_setup(1, 512, 8, 5);
+  const Matrix Q = attn::linear_forward(s.mha.q_proj, s.X);  // [5 x 512]
+  MatrixD Qd = s.X.cast<double>() * s.mha.q_proj.weight.cast<double>().transpose();  // [5 x 512]
+  Qd.rowwise() += s.mha.q_proj.bias.cast<double>();
+  for (Index h = 0; h < 8; ++h) {
+    attn::Linear head{s.mha.q_proj.weight.middleRows(h * 64, 64),   // W_Q^h [64 x 512]
+                      s.mha.q_proj.bias.segment(h * 64, 64)};        // [1 x 64]
+    const Matrix Qh = attn::linear_forward(head, s.X);               // [5 x 64]
+    EXPECT_LT((Qh.cast<double>() - Qd.middleCols(h * 64, 64)).cwiseAbs().maxCoeff(), 2e-4) << h;
+    EXPECT_LT((Q.middleCols(h * 64, 64) - Qh).cwiseAbs().maxCoeff(), 2e-4f) << h;
+  }
+}
+
+TEST(MultiHead, OneHeadIsChapter05sAttentionWithProjections) {
+  const Layer s = random_setup(2, 16, 1, 6);
+  const attn::AllowedMask causal = attn::causal_mask(6);
+  const auto mh = attn::multi_head_forward(s.mha, s.X, s.X, s.X, causal);
+  const Matrix Q = attn::linear_forward(s.mha.q_proj, s.X);  // [6 x 16]
+  const Matrix K = attn::linear_forward(s.mha.k_proj, s.X);  // [6 x 16]
+  const Matrix V = attn::linear_forward(s.mha.v_proj, s.X);  // [6 x 16]
+  const auto one = attn::attention(Q, K, V, {.allowed = causal});
+  EXPECT_TRUE(identical(mh.weights[0], one.weights));
+  EXPECT_TRUE(identical(mh.concat, one.out));
+  EXPECT_TRUE(identical(mh.out, attn::linear_forward(s.mha.out_proj, one.out)));
+}
+
+TEST(MultiHead, EachHeadWritesOnlyItsOwnColumns) {
+  // Change head 2's rows of W_V: the concatenation changes in head 2's columns only, bit for
+  // bit, and every head's weights stay the same (V does not enter the weights).
+  Layer s = random_setup(3, 32, 4, 5);
+  const auto before = attn::multi_head_forward(s.mha, s.X, s.X, s.X);
+  attn::Rng rng(99);
+  s.mha.v_proj.weight.middleRows(16, 8) = attn::random_normal(rng, 8, 32);
+  const auto after = attn::multi_head_forward(s.mha, s.X, s.X, s.X);
+  for (Index h = 0; h < 4; ++h) {
+    EXPECT_TRUE(identical(after.weights[static_cast<std::size_t>(h)],
+                          before.weights[static_cast<std::size_t>(h)]));
+    const bool same =
+        identical(after.concat.middleCols(h * 8, 8), before.concat.middleCols(h * 8, 8));
+    EXPECT_EQ(same, h != 2) << "head " << h;
+  }
+}
+
+TEST(MultiHead, ParametersDoNotDependOnTheNumberOfHeads) {
+  for (Index H : {1, 2, 4, 8, 16}) {
+    attn::Rng rng(4);
+    EXPECT_EQ(attn::multi_head_init(rng, 512, H).parameter_count(), 4 * 512 * 512 + 4 * 512) << H;
+  }
+}
+
+TEST(MultiHead, InitialisationMatchesPyTorchsRanges) {
+  attn::Rng rng(5);
+  const auto mha = attn::multi_head_init(rng, 64, 4);
+  const float xavier = std::sqrt(6.0f / (4 * 64)), linear = 1.0f / 8.0f;
+  for (const attn::Linear* l : {&mha.q_proj, &mha.k_proj, &mha.v_proj}) {
+    EXPECT_LE(l->weight.cwiseAbs().maxCoeff(), xavier);
+    EXPECT_GT(l->weight.cwiseAbs().maxCoeff(), 0.9f * xavier);  // 4096 draws reach the edge
+    EXPECT_TRUE(l->bias.isZero(0.0f));
+  }
+  EXPECT_LE(mha.out_proj.weight.cwiseAbs().maxCoeff(), linear);
+  EXPECT_TRUE(mha.out_proj.bias.isZero(0.0f));
+}
+
+TEST(MultiHead, AQueryWithNothingToSeeGetsTheOutputBias) {
+  const Layer s = random_setup(6, 8, 2, 3);
+  attn::AllowedMask mask = attn::full_mask(3, 3);
+  mask.row(1).setConstant(false);
+  const auto r = attn::multi_head_forward(s.mha, s.X, s.X, s.X, mask);
+  EXPECT_TRUE(r.concat.row(1).isZero(0.0f));
+  EXPECT_TRUE(identical(r.out.row(1), s.mha.out_proj.bias));  // 0 W_O^T + b_O, exactly
+  EXPECT_TRUE(r.out.allFinite());
+}
+
+// ---- Linear and LayerNorm ------------------------------------------------------------------------
+
+TEST(Linear, HandComputed) {
+  attn::Linear l{Matrix(2, 3), RowVector(2)};
+  l.weight << 1, 0, -1,  //
+      2, 1, 0;
+  l.bias << 0.5f, -1;
+  Matrix x(1, 3);
+  x << 3, 4, 5;
+  const Matrix y = attn::linear_forward(l, x);  // x W^T + b = (3 - 5 + 0.5, 6 + 4 - 1)
+  EXPECT_EQ(y(0, 0), -1.5f);
+  EXPECT_EQ(y(0, 1), 9.0f);
+}
+
+TEST(LayerNorm, HandComputed) {
+  // x = (1, 2, 3, 4): mean 2.5, biased variance (2.25 + 0.25 + 0.25 + 2.25) / 4 = 1.25.
+  attn::LayerNorm ln = attn::layer_norm_init(4);
+  Matrix x(2, 4);
+  x << 1, 2, 3, 4,  //
+      7, 7, 7, 7;   // a constant row: variance 0, eps keeps it finite, y = beta
+  ln.beta << 0.5f, 0, 0, -0.5f;
+  const Matrix y = attn::layer_norm_forward(ln, x);
+  const double s = std::sqrt(1.25 + 1e-5);
+  EXPECT_FLOAT_EQ(y(0, 0), static_cast<float>(-1.5 / s + 0.5));
+  EXPECT_FLOAT_EQ(y(0, 1), static_cast<float>(-0.5 / s));
+  EXPECT_FLOAT_EQ(y(0, 3), static_cast<float>(1.5 / s - 0.5));
+  for (Index c = 0; c < 4; ++c) EXPECT_EQ(y(1, c), ln.beta(c));
+  // With the unbiased variance (1/(d-1)) y(0, 0) would be -1.5 / sqrt(5/3): a 13% difference.
+  EXPECT_GT(std::abs(y(0, 0) - static_cast<float>(-1.5 / std::sqrt(5.0 / 3.0) + 0.5)), 0.1f);
+}
+
+TEST(LayerNorm, MatchesTorchLayerNorm) {
+  for (const std::string c : {"small", "shifted"}) {
+    const auto load = [&](const std::string& what) {
+      return attn::read_npy(data("ln_" + c + "_" + what + ".npy")).to_matrix();
+    };
+    attn::LayerNorm ln{RowVector(load("weight")), RowVector(load("bias")), 1e-5f};
+    const Matrix y = attn::layer_norm_forward(ln, load("x"));
+    // Outputs are O(1); PyTorch's float32 statistics were within 3e-7 of float64 (fixture
+    // script), ours are double: 1e-5 is generous for both, and far below any formula error
+    // (an unbiased variance or eps outside the root moves outputs by > 1e-3 here).
+    EXPECT_LT((y - load("y")).cwiseAbs().maxCoeff(), 1e-5f) << c;
+  }
+}
+
+// ---- Errors name the shapes ------------------------------------------------------------------------
+
+template <typename F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+
+TEST(MultiHead, ShapeErrorsNameTheShapes) {
+  attn::Rng rng(7);
+  EXPECT_EQ(message_of([&] { attn::multi_head_init(rng, 10, 3); }),
+            "multi_head_init: 3 heads do not divide d_model = 10");
+  const Layer s = random_setup(8, 8, 2, 3);
+  EXPECT_EQ(message_of([&] { attn::multi_head_forward(s.mha, Matrix(3, 6), s.X, s.X); }),
+            "linear_forward: x is [3 x 6] but the weight is [8 x 8]: x must have 8 columns "
+            "(in_features)");
+  EXPECT_EQ(message_of([&] { attn::multi_head_forward(s.mha, s.X, s.X, Matrix(2, 8)); }),
+            "multi_head_forward: key is [3 x 8] but value is [2 x 8]: every key needs a value "
+            "(same number of rows)");
+  EXPECT_EQ(message_of([&] {
+              attn::multi_head_forward(s.mha, s.X, s.X, s.X, attn::causal_mask(4));
+            }),
+            "attention: the mask is [4 x 4] but Q is [3 x 4] and K is [3 x 4]: it must be "
+            "[n_q x n_k] = [3 x 3]");
+  EXPECT_EQ(message_of([&] {
+              attn::multi_head_from_pytorch(Matrix(8, 4), RowVector(), Matrix(4, 4), RowVector(),
+                                            2);
+            }),
+            "multi_head_from_pytorch: in_proj_weight is [8 x 4]: it must be [3E x E] = [12 x 4] "
+            "(W_Q, W_K, W_V stacked)");
+  EXPECT_EQ(message_of([&] { attn::layer_norm_forward(attn::layer_norm_init(4), Matrix(2, 5)); }),
+            "layer_norm_forward: x is [2 x 5] but gamma is [1 x 4]: each row of x must have d = 4 "
+            "features");
+  const Batch q(2, 3, 8), k(3, 3, 8);
+  EXPECT_EQ(message_of([&] { attn::multi_head_forward(s.mha, q, k, k); }),
+            "multi_head_forward: query is [2, 3, 8], key is [3, 3, 8], value is [3, 3, 8]: the "
+            "batch sizes (first dimension) must agree");
+}
+
+}  // namespace
