@@ -31,7 +31,7 @@ bool identical(const Matrix& a, const Matrix& b) {
          std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<std::size_t>(a.size())) == 0;
 }
 
-// ---- torch.nn.MultiheadAttention -------------------------------------------------------------
+// ---- torch.nn.MultiheadAttention ----------------------------------------------------------------
 
 struct MhaCase {
   const char* name;
@@ -91,7 +91,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, MhaFixture,
                                            MhaCase{"one_head", 1, true}),
                          [](const auto& info) { return std::string(info.param.name); });
 
-// ---- The equivalences --------------------------------------------------------------------------
+// ---- The equivalences ---------------------------------------------------------------------------
 
 struct Layer {
   attn::MultiHeadAttention mha;
@@ -156,6 +156,18 @@ TEST(MultiHead, EachHeadWritesOnlyItsOwnColumns) {
   }
 }
 
+TEST(MultiHead, PyTorchsStackedLayoutRoundTrips) {
+  const Layer s = random_setup(9, 12, 3, 2);
+  const attn::MultiHeadAttention back = attn::multi_head_from_pytorch(
+      attn::in_proj_weight(s.mha), attn::in_proj_bias(s.mha), s.mha.out_proj.weight,
+      s.mha.out_proj.bias, 3);
+  EXPECT_TRUE(identical(back.q_proj.weight, s.mha.q_proj.weight));
+  EXPECT_TRUE(identical(back.k_proj.weight, s.mha.k_proj.weight));
+  EXPECT_TRUE(identical(back.v_proj.weight, s.mha.v_proj.weight));
+  EXPECT_TRUE(identical(back.v_proj.bias, s.mha.v_proj.bias));
+  EXPECT_EQ(attn::in_proj_weight(s.mha).rows(), 36);
+}
+
 TEST(MultiHead, ParametersDoNotDependOnTheNumberOfHeads) {
   for (Index H : {1, 2, 4, 8, 16}) {
     attn::Rng rng(4);
@@ -186,7 +198,7 @@ TEST(MultiHead, AQueryWithNothingToSeeGetsTheOutputBias) {
   EXPECT_TRUE(r.out.allFinite());
 }
 
-// ---- Linear and LayerNorm ------------------------------------------------------------------------
+// ---- Linear and LayerNorm -----------------------------------------------------------------------
 
 TEST(Linear, HandComputed) {
   attn::Linear l{Matrix(2, 3), RowVector(2)};
@@ -231,7 +243,7 @@ TEST(LayerNorm, MatchesTorchLayerNorm) {
   }
 }
 
-// ---- Errors name the shapes ------------------------------------------------------------------------
+// ---- Errors name the shapes ---------------------------------------------------------------------
 
 template <typename F>
 std::string message_of(F&& f) {

@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   std::cout << "06 . Multi-head attention (heads " << H << ", d_model " << E << ", d_k " << d_k
             << ", seq-len " << n << ", mask " << mask_kind << ", seed " << seed << ")\n";
 
-  // ---- 1. The input: note 001's batch ------------------------------------------------------------
+  // ---- 1. The input: note 001's batch -----------------------------------------------------------
   attn::banner(std::cout, "1. The input: note 001's batch, X = table[ids] + PE   [2, " + sn + ", " +
                               sE + "]");
   attn::Rng rng(seed);
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   std::cout << "  X " << X.shape_str() << ": batch, position, feature (chapter 05 built it the "
                "same way)\n";
 
-  // ---- 2. Three projections, every head at once --------------------------------------------------
+  // ---- 2. Three projections, every head at once -------------------------------------------------
   attn::banner(std::cout, "2. Three projections, all " + sH + " heads at once: Q = X W_Q^T + b_Q");
   const attn::MultiHeadAttention mha = attn::multi_head_init(rng, E, H);  // W_* [E x E]
   std::cout << "  W_Q, W_K, W_V, W_O are each " << attn::shape_str(mha.q_proj.weight)
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
   attn::notice(std::cout, "one [" + sE + " x " + sE + "] product makes every head's queries; "
                           "splitting them copies nothing.");
 
-  // ---- 3. The mask, shared by every head ---------------------------------------------------------
+  // ---- 3. The mask, shared by every head --------------------------------------------------------
   attn::banner(std::cout, "3. The mask [2, " + sn + ", " + sn + "], the same for every head: " +
                               shape4(B, H, n, n));
   AllowedBatch allowed = attn::padding_masks(ids);  // [B, n, n], true = may attend
@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
   attn::notice(std::cout, "PyTorch broadcasts [B, n, n] to [B, H, n, n]; the library hands "
                           "the same mask to each head.");
 
-  // ---- 4. One attention per head ------------------------------------------------------------------
+  // ---- 4. One attention per head ----------------------------------------------------------------
   attn::banner(std::cout, "4. One attention per head: softmax(mask(Q_h K_h^T / sqrt(" + sdk +
                               "))) V_h");
   // [forward]
@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
                        .panel_px = 220});
   }
 
-  // ---- 5. Concatenate and mix: W_O -----------------------------------------------------------------
+  // ---- 5. Concatenate and mix: W_O --------------------------------------------------------------
   attn::banner(std::cout, "5. Concatenate and mix: out = Concat(head_1..head_" + sH +
                               ") W_O^T + b_O");
   std::cout << "  each head's output [" << n << " x " << d_k << "] was written straight into its "
@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
   attn::notice(std::cout, "before W_O, column c of concat holds one head's view; W_O lets "
                           "every output feature read all heads.");
 
-  // ---- 6. Add & Norm ---------------------------------------------------------------------------------
+  // ---- 6. Add & Norm ----------------------------------------------------------------------------
   attn::banner(std::cout, "6. Add & Norm: y = LayerNorm(out + X)");
   const attn::LayerNorm norm = attn::layer_norm_init(E);  // gamma = 1, beta = 0, eps = 1e-5
   Batch y(B, n, E);                                        // [B, n, E]
@@ -217,7 +217,7 @@ int main(int argc, char** argv) {
   attn::notice(std::cout, "std is sqrt(var / (var + eps)), a hair under 1: eps = 1e-5 sits "
                           "inside the root (PyTorch's definition).");
 
-  // ---- 7. Why more heads cost nothing ---------------------------------------------------------------
+  // ---- 7. Why more heads cost nothing -----------------------------------------------------------
   attn::banner(std::cout, "7. Why more heads cost nothing: the same parameters and FLOPs");
   {
     // Eight separate [d_k x E] projections against the rows of the one [E x E] W_Q.
@@ -259,14 +259,10 @@ int main(int argc, char** argv) {
   std::cout << "     4 n d^2 + 2 n^2 d multiply-adds. What changes is what they can express: "
                "H separate softmaxes.\n";
 
-  // ---- dump: everything PyTorch needs to replay this run ------------------------------------------
+  // ---- dump: everything PyTorch needs to replay this run ----------------------------------------
   if (dump.enabled()) {
-    Matrix in_proj(3 * E, E);  // [3E x E], PyTorch's stacked in_proj_weight
-    in_proj << mha.q_proj.weight, mha.k_proj.weight, mha.v_proj.weight;
-    Matrix in_bias(1, 3 * E);  // [1 x 3E]
-    in_bias << mha.q_proj.bias, mha.k_proj.bias, mha.v_proj.bias;
-    dump("in_proj_weight", in_proj);
-    dump("in_proj_bias", in_bias);
+    dump("in_proj_weight", attn::in_proj_weight(mha));  // [3E x E], PyTorch's stacked layout
+    dump("in_proj_bias", Matrix(attn::in_proj_bias(mha)));
     dump("out_proj_weight", mha.out_proj.weight);
     dump("out_proj_bias", Matrix(mha.out_proj.bias));
     dump("X", X);
@@ -282,7 +278,7 @@ int main(int argc, char** argv) {
     dump("y", y);
   }
 
-  // ---- What to notice --------------------------------------------------------------------------------
+  // ---- What to notice ---------------------------------------------------------------------------
   attn::banner(std::cout, "What to notice");
   attn::notice(std::cout, "Heads are column blocks of one projection: [B, n, d_model] viewed as "
                           "[B, H, n, d_k], no copy.");

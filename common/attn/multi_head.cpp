@@ -71,6 +71,21 @@ MultiHeadAttention multi_head_from_pytorch(const Matrix& in_proj_weight,
   return mha;
 }
 
+Matrix in_proj_weight(const MultiHeadAttention& mha) {
+  check_multi_head(mha, "in_proj_weight");
+  Matrix w(3 * mha.d_model(), mha.d_model());  // [3E x E]
+  w << mha.q_proj.weight, mha.k_proj.weight, mha.v_proj.weight;
+  return w;
+}
+
+RowVector in_proj_bias(const MultiHeadAttention& mha) {
+  check_multi_head(mha, "in_proj_bias");
+  if (!mha.q_proj.has_bias()) return {};
+  RowVector b(3 * mha.d_model());  // [1 x 3E]
+  b << mha.q_proj.bias, mha.k_proj.bias, mha.v_proj.bias;
+  return b;
+}
+
 Matrix MultiHeadResult::average_weights() const {
   Matrix mean = Matrix::Zero(weights.front().rows(), weights.front().cols());  // [n_q x n_k]
   for (const Matrix& w : weights) mean += w;
@@ -86,11 +101,11 @@ MultiHeadResult multi_head_forward(const MultiHeadAttention& mha, const MatrixVi
           "key is " + shape_str(key) + " but value is " + shape_str(value) +
               ": every key needs a value (same number of rows)");
   MultiHeadResult r;
-  // ---- three projections, all heads at once ---------------------------------------------------
+  // ---- three projections, all heads at once -----------------------------------------------------
   r.Q = linear_forward(mha.q_proj, query);  // [n_q x E]
   r.K = linear_forward(mha.k_proj, key);    // [n_k x E]
   r.V = linear_forward(mha.v_proj, value);  // [n_k x E]
-  // ---- one attention per head, on column blocks ------------------------------------------------
+  // ---- one attention per head, on column blocks -------------------------------------------------
   r.weights.resize(static_cast<std::size_t>(H));
   r.concat.resize(query.rows(), E);  // [n_q x E]
   const AttentionOptions opts{.allowed = allowed};  // scale 1/sqrt(d_k), blocked -> -inf

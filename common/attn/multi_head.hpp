@@ -57,6 +57,11 @@ MultiHeadAttention multi_head_from_pytorch(const Matrix& in_proj_weight,
                                            const Matrix& out_proj_weight,
                                            const RowVector& out_proj_bias, Index heads);
 
+/// The inverse of multi_head_from_pytorch: W_Q, W_K, W_V stacked as PyTorch's in_proj_weight
+/// [3E x E], and their biases as in_proj_bias [1 x 3E] (empty without biases).
+Matrix in_proj_weight(const MultiHeadAttention& mha);
+RowVector in_proj_bias(const MultiHeadAttention& mha);
+
 /// Throws std::invalid_argument unless the four projections are [d_model x d_model] with
 /// matching biases and heads divides d_model.
 void check_multi_head(const MultiHeadAttention& mha, const char* where);

@@ -1,0 +1,28 @@
+// feed_forward.cpp: Linear -> ReLU -> Linear, one token at a time (all at once, as rows).
+#include "attn/feed_forward.hpp"
+
+#include <string>
+
+namespace attn {
+
+FeedForward feed_forward_init(Rng& rng, Index d_model, Index d_ff) {
+  FeedForward ff;
+  ff.linear1 = linear_init(rng, d_model, d_ff);  // [d_ff x d_model]
+  ff.linear2 = linear_init(rng, d_ff, d_model);  // [d_model x d_ff]
+  return ff;
+}
+
+Matrix feed_forward(const FeedForward& ff, const Eigen::Ref<const Matrix>& x) {
+  require(ff.linear2.in_features() == ff.linear1.out_features() &&
+              ff.linear2.out_features() == ff.linear1.in_features(),
+          "feed_forward",
+          "linear1 is " + shape_str(ff.linear1.weight) + " but linear2 is " +
+              shape_str(ff.linear2.weight) + ": linear2 must be [d_model x d_ff] = " +
+              shape_str(ff.linear1.in_features(), ff.linear1.out_features()));
+  Matrix hidden = linear_forward(ff.linear1, x);  // [n x d_ff]
+  // ReLU, written so that NaN stays NaN (as torch.relu) instead of depending on max()'s order.
+  hidden = hidden.unaryExpr([](float v) { return v < 0.0f ? 0.0f : v; });
+  return linear_forward(ff.linear2, hidden);       // [n x d_model]
+}
+
+}  // namespace attn

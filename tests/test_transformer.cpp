@@ -1,0 +1,230 @@
+// The transformer block (chapter 08): nn.TransformerEncoderLayer / TransformerDecoderLayer
+// fixtures (post- and pre-norm, padding and causal masks), the behaviour the masks promise
+// through whole stacks, the feed-forward layer, and shape errors.
+#include "attn/feed_forward.hpp"
+#include "attn/npy.hpp"
+#include "attn/random.hpp"
+#include "attn/transformer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace {
+
+using attn::AllowedBatch;
+using attn::Batch;
+using attn::Index;
+using attn::Matrix;
+using attn::NormPlacement;
+using attn::RowVector;
+
+bool identical(const Matrix& a, const Matrix& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols() &&
+         std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<std::size_t>(a.size())) == 0;
+}
+
+// ---- Loading a PyTorch state_dict written by scripts/fixtures/transformer.py --------------------
+
+struct StateDict {
+  std::string prefix;  // "tf_enc_post_"
+  attn::NpyArray get(const std::string& name) const {
+    return attn::read_npy(std::string(ATTN_TEST_DATA_DIR) + "/" + prefix + name + ".npy");
+  }
+  Matrix matrix(const std::string& name) const { return get(name).to_matrix(); }
+  RowVector row(const std::string& name) const { return RowVector(get(name).to_matrix()); }
+
+  attn::MultiHeadAttention mha(const std::string& name, Index heads) const {
+    return attn::multi_head_from_pytorch(matrix(name + "_in_proj_weight"),
+                                         row(name + "_in_proj_bias"),
+                                         matrix(name + "_out_proj_weight"),
+                                         row(name + "_out_proj_bias"), heads);
+  }
+  attn::FeedForward ff() const {
+    return {{matrix("linear1_weight"), row("linear1_bias")},
+            {matrix("linear2_weight"), row("linear2_bias")}};
+  }
+  attn::LayerNorm norm(const std::string& name) const {
+    return {row(name + "_weight"), row(name + "_bias"), 1e-5f};
+  }
+  AllowedBatch mask(const std::string& name) const {
+    const Batch ones = get(name).to_batch();  // 1 = may attend
+    AllowedBatch m(ones.batch(), ones.rows(), ones.cols());
+    m.data() = ones.data().array() != 0.0f;
+    return m;
+  }
+};
+
+// float32 on both sides with d_model 16: each sub-layer adds a few ulps of O(1) values and
+// LayerNorm divides by stds ~1; the fixture script found PyTorch within 3.6e-7 of float64.
+// 1e-5 leaves room for both; a wrong norm placement or mask moves outputs by > 1e-1.
+constexpr float kTolerance = 1e-5f;
+
+class EncoderFixture : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(EncoderFixture, MatchesTorchTransformerEncoderLayer) {
+  const std::string c = GetParam();
+  const StateDict sd{"tf_" + c + "_"};
+  attn::EncoderLayer layer{sd.mha("self_attn", 4), sd.ff(), sd.norm("norm1"), sd.norm("norm2"),
+                           c == "enc_pre" ? NormPlacement::pre : NormPlacement::post};
+  const AllowedBatch allowed = sd.mask("allowed");
+  const Batch out = attn::encoder_forward({layer}, sd.get("x").to_batch(), &allowed);
+  const Batch expected = sd.get("out").to_batch();
+  ASSERT_EQ(out.shape(), expected.shape());
+  EXPECT_LT((out.data() - expected.data()).cwiseAbs().maxCoeff(), kTolerance) << c;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, EncoderFixture, ::testing::Values("enc_post", "enc_pre"));
+
+class DecoderFixture : public ::testing::TestWithParam<std::pair<const char*, Index>> {};
+
+TEST_P(DecoderFixture, MatchesTorchTransformerDecoderLayer) {
+  const auto [c, heads] = GetParam();
+  const StateDict sd{"tf_" + std::string(c) + "_"};
+  attn::DecoderLayer layer{sd.mha("self_attn", heads), sd.mha("multihead_attn", heads), sd.ff(),
+                           sd.norm("norm1"), sd.norm("norm2"), sd.norm("norm3"),
+                           std::string(c) == "dec_pre" ? NormPlacement::pre : NormPlacement::post};
+  const AllowedBatch self_allowed = sd.mask("allowed"), cross_allowed = sd.mask("cross_allowed");
+  const Batch out = attn::decoder_forward({layer}, sd.get("x").to_batch(),
+                                          sd.get("memory").to_batch(), &self_allowed,
+                                          &cross_allowed);
+  const Batch expected = sd.get("out").to_batch();
+  ASSERT_EQ(out.shape(), expected.shape());
+  EXPECT_LT((out.data() - expected.data()).cwiseAbs().maxCoeff(), kTolerance) << c;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, DecoderFixture,
+                         ::testing::Values(std::pair<const char*, Index>{"dec_post", 4},
+                                           std::pair<const char*, Index>{"dec_pre", 2}));
+
+// ---- What the masks promise, through whole stacks -----------------------------------------------
+
+struct Model {
+  std::vector<attn::EncoderLayer> encoder;
+  std::vector<attn::DecoderLayer> decoder;
+};
+
+Model random_model(std::uint64_t seed, NormPlacement norm) {
+  attn::Rng rng(seed);
+  Model m;
+  for (int l = 0; l < 2; ++l) m.encoder.push_back(attn::encoder_layer_init(rng, 16, 4, 32, norm));
+  for (int l = 0; l < 2; ++l) m.decoder.push_back(attn::decoder_layer_init(rng, 16, 4, 32, norm));
+  return m;
+}
+
+Batch random_batch(attn::Rng& rng, Index B, Index n, Index d) {
+  Batch x(B, n, d);
+  x.data() = attn::random_normal(rng, B * n, d);
+  return x;
+}
+
+class Behaviour : public ::testing::TestWithParam<NormPlacement> {};
+
+TEST_P(Behaviour, FutureTargetTokensCannotChangeEarlierOutputs) {
+  const Model m = random_model(1, GetParam());
+  attn::Rng rng(2);
+  const Batch memory = random_batch(rng, 1, 6, 16);
+  Batch target = random_batch(rng, 1, 5, 16);
+  const AllowedBatch causal(attn::causal_mask(5));
+  const Batch before = attn::decoder_forward(m.decoder, target, memory, &causal);
+  target[0].bottomRows(2) = attn::random_normal(rng, 2, 16, 0.0, 5.0);  // tokens 3 and 4
+  const Batch after = attn::decoder_forward(m.decoder, target, memory, &causal);
+  EXPECT_TRUE(identical(after[0].topRows(3), before[0].topRows(3)));
+  EXPECT_FALSE(identical(after[0].bottomRows(2), before[0].bottomRows(2)));
+}
+
+TEST_P(Behaviour, SourcePaddingDoesNotLeakIntoTheDecoder) {
+  // Source of 6 tokens, the last 2 padding: change them, and neither the encoder's real rows
+  // nor anything the decoder computes may change.
+  const Model m = random_model(3, GetParam());
+  attn::Rng rng(4);
+  Batch source = random_batch(rng, 1, 6, 16);
+  const Batch target = random_batch(rng, 1, 4, 16);
+  attn::TokenIds ids(1, 6);
+  ids << 3, 1, 4, 1, 0, 0;
+  const AllowedBatch src_mask = attn::padding_masks(ids);  // [1, 6, 6]
+  AllowedBatch cross(1, 4, 6);  // [1, 4, 6]: every target query, the 4 real source keys
+  cross[0] = attn::padding_mask({ids.data(), 6}, 4);
+  const AllowedBatch causal(attn::causal_mask(4));
+  const auto run = [&](const Batch& src) {
+    const Batch memory = attn::encoder_forward(m.encoder, src, &src_mask);
+    return std::pair{memory, attn::decoder_forward(m.decoder, target, memory, &causal, &cross)};
+  };
+  const auto [mem1, out1] = run(source);
+  source[0].bottomRows(2) = attn::random_normal(rng, 2, 16, 0.0, 5.0);
+  const auto [mem2, out2] = run(source);
+  EXPECT_TRUE(identical(mem2[0].topRows(4), mem1[0].topRows(4)));
+  EXPECT_TRUE(identical(out2[0], out1[0]));
+  // Without the cross mask the padded memory rows reach the decoder: the test can fail.
+  const Batch leak1 = attn::decoder_forward(m.decoder, target, mem1, &causal);
+  const Batch leak2 = attn::decoder_forward(m.decoder, target, mem2, &causal);
+  EXPECT_FALSE(identical(leak1[0], leak2[0]));
+}
+
+INSTANTIATE_TEST_SUITE_P(Norms, Behaviour,
+                         ::testing::Values(NormPlacement::post, NormPlacement::pre),
+                         [](const auto& info) {
+                           return std::string(info.param == NormPlacement::post ? "post" : "pre");
+                         });
+
+TEST(Transformer, PreNormLayerWithSilentSublayersIsTheIdentity) {
+  // Zero W_O, its bias, and the FFN's second layer: every sub-layer returns 0. Pre-norm adds 0
+  // to x (the residual path is untouched); post-norm still normalises x.
+  attn::Rng rng(5);
+  attn::EncoderLayer pre = attn::encoder_layer_init(rng, 8, 2, 16, NormPlacement::pre);
+  pre.self_attn.out_proj.weight.setZero();
+  pre.self_attn.out_proj.bias.setZero();
+  pre.ff.linear2.weight.setZero();
+  pre.ff.linear2.bias.setZero();
+  attn::EncoderLayer post = pre;
+  post.norm = NormPlacement::post;
+  const Matrix x = attn::random_normal(rng, 5, 8, 3.0, 2.0);
+  EXPECT_TRUE(identical(attn::encoder_layer_forward(pre, x), x));
+  const Matrix y = attn::encoder_layer_forward(post, x);
+  EXPECT_LT(std::abs(y.row(0).mean()), 1e-6f);  // normalised: mean 0 instead of ~3
+}
+
+// ---- The feed-forward layer ---------------------------------------------------------------------
+
+TEST(FeedForward, HandComputedAndPositionWise) {
+  attn::FeedForward ff{{Matrix(3, 2), RowVector(3)}, {Matrix(2, 3), RowVector(2)}};
+  ff.linear1.weight << 1, 0,  //
+      0, 1,                   //
+      1, 1;
+  ff.linear1.bias << 0, -1, -10;
+  ff.linear2.weight << 1, 1, 1,  //
+      0, 2, 0;
+  ff.linear2.bias << 0.5f, 0;
+  Matrix x(2, 2);
+  x << 2, 3,  //
+      -1, 0.5f;
+  // Row 0: hidden = relu(2, 2, -5) = (2, 2, 0): out = (4.5, 4). Row 1: relu(-1, -0.5, -10.5) = 0:
+  // out = b_2 = (0.5, 0). Each row on its own: position-wise.
+  const Matrix y = attn::feed_forward(ff, x);
+  EXPECT_EQ(y(0, 0), 4.5f);
+  EXPECT_EQ(y(0, 1), 4.0f);
+  EXPECT_EQ(y(1, 0), 0.5f);
+  EXPECT_EQ(y(1, 1), 0.0f);
+  EXPECT_TRUE(identical(attn::feed_forward(ff, x.bottomRows(1)), y.bottomRows(1)));
+}
+
+TEST(Transformer, ShapeErrorsNameTheShapes) {
+  attn::Rng rng(6);
+  const attn::DecoderLayer dec = attn::decoder_layer_init(rng, 8, 2, 16);
+  try {
+    attn::decoder_layer_forward(dec, Matrix::Zero(3, 8), Matrix::Zero(4, 6));
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "decoder_layer_forward: x is [3 x 8] but memory is [4 x 6]: the "
+                           "encoder's output must have the decoder's d_model columns");
+  }
+  EXPECT_THROW(attn::encoder_layer_init(rng, 10, 4, 16), std::invalid_argument);
+  attn::FeedForward bad{{Matrix(4, 8), RowVector(4)}, {Matrix(8, 3), RowVector(8)}};
+  EXPECT_THROW(attn::feed_forward(bad, Matrix::Zero(2, 8)), std::invalid_argument);
+  const Batch x(2, 3, 8), memory(3, 4, 8);
+  EXPECT_THROW(attn::decoder_forward({dec}, x, memory), std::invalid_argument);
+}
+
+}  // namespace
