@@ -43,7 +43,7 @@ AllowedMask from_rows(std::initializer_list<std::initializer_list<int>> rows) {
   return m;
 }
 
-// ---- The masks, by hand ------------------------------------------------------------------------
+// ---- The masks, by hand -------------------------------------------------------------------------
 
 TEST(Masks, CausalIsTheLowerTriangle) {
   EXPECT_EQ(attn::causal_mask(4), from_rows({{1, 0, 0, 0}, {1, 1, 0, 0}, {1, 1, 1, 0}, {1, 1, 1, 1}}));
@@ -88,7 +88,7 @@ TEST(Masks, AdditiveFormIsZeroOrFill) {
   EXPECT_EQ(attn::additive_mask(attn::causal_mask(2), -1e9f)(0, 1), -1e9f);
 }
 
-// ---- Masked attention on one matrix --------------------------------------------------------------
+// ---- Masked attention on one matrix -------------------------------------------------------------
 
 struct Qkv {
   Matrix Q, K, V;
@@ -227,7 +227,7 @@ TEST(MaskedAttention, BothCausalConstructionsAgree) {
   EXPECT_TRUE(identical(attn::softmax_rows(by_tril), lib.weights));
 }
 
-// ---- Batches ---------------------------------------------------------------------------------------
+// ---- Batches ------------------------------------------------------------------------------------
 
 Batch fixture(const std::string& name, const std::string& what) {
   return attn::read_npy(std::string(ATTN_TEST_DATA_DIR) + "/masked_" + name + "_" + what + ".npy")
@@ -285,7 +285,7 @@ TEST(BatchAttention, EachElementIsItsOwnAttention) {
   }
 }
 
-// ---- Errors name the shapes -------------------------------------------------------------------------
+// ---- Errors name the shapes ---------------------------------------------------------------------
 
 template <typename F>
 std::string message_of(F&& f) {

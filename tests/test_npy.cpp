@@ -83,7 +83,7 @@ int run_python(const fs::path& script_file, const std::string& script, const fs:
 
 }  // namespace
 
-// ---- Round trips through our own reader ---------------------------------------------------
+// ---- Round trips through our own reader ---------------------------------------------------------
 
 TEST_F(NpyTest, FloatMatrixRoundTripsBitExactly) {
   attn::Matrix m(2, 3);
@@ -207,7 +207,7 @@ TEST_F(NpyTest, EmptyArray) {
   EXPECT_EQ(a.to_matrix().cols(), 3);
 }
 
-// ---- Malformed input: every fault is an NpyError that says what is wrong --------------
+// ---- Malformed input: every fault is an NpyError that says what is wrong ------------------------
 
 TEST(NpyMalformed, RejectsEachFaultWithAClearMessage) {
   const std::string ok_dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
@@ -260,7 +260,7 @@ TEST(NpyMalformed, MissingFileNamesThePath) {
   }
 }
 
-// ---- NumPy is the judge ------------------------------------------------------------------
+// ---- NumPy is the judge -------------------------------------------------------------------------
 
 TEST_F(NpyTest, NumPyReadsWhatWeWriteAndWeReadWhatNumPyWrites) {
   if (!numpy_available()) GTEST_SKIP() << kPython << " has no numpy (scripts/setup.sh installs it)";

@@ -28,7 +28,7 @@ using attn::Matrix;
 
 namespace {
 
-// ---- Helpers ------------------------------------------------------------------------------
+// ---- Helpers ------------------------------------------------------------------------------------
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -124,7 +124,7 @@ attn::HeatmapOptions sample_heatmap_options() {
   return o;
 }
 
-// ---- Heat map -----------------------------------------------------------------------------
+// ---- Heat map -----------------------------------------------------------------------------------
 
 TEST_F(PlotTest, HeatmapWritesDataAndScriptWithRelativeNames) {
   attn::Plotter plot(dir_, true, "/nonexistent/attn-gnuplot");  // files only; PNG tested below
@@ -208,7 +208,7 @@ TEST_F(PlotTest, OneByOneHeatmapRenders) {
   EXPECT_NE(slurp(dir_ / "one.gp").find("cmin = 0\ncmax = 1\n"), std::string::npos);
 }
 
-// ---- Grid ---------------------------------------------------------------------------------
+// ---- Grid ---------------------------------------------------------------------------------------
 
 TEST_F(PlotTest, GridWritesOneBlockPerPanelAndRenders) {
   std::vector<attn::HeatmapPanel> panels;
@@ -252,7 +252,7 @@ TEST_F(PlotTest, GridWritesOneBlockPerPanelAndRenders) {
   EXPECT_NE(slurp(dir_ / "grid_own.gp").find("cmin = 0.1; cmax = 0.6"), std::string::npos);
 }
 
-// ---- Histograms ---------------------------------------------------------------------------
+// ---- Histograms ---------------------------------------------------------------------------------
 
 TEST_F(PlotTest, HistogramBinsMatchAHandCount) {
   // Range 0..4 in 4 bins of width 1: [0,1) [1,2) [2,3) [3,4], the maximum in the last bin.
@@ -307,7 +307,7 @@ TEST_F(PlotTest, HistogramRendersPngOfTheRequestedSize) {
   EXPECT_EQ(size.height, 300u);
 }
 
-// ---- Line plot ----------------------------------------------------------------------------
+// ---- Line plot ----------------------------------------------------------------------------------
 
 std::vector<attn::Series> sample_series() {
   attn::Series a, b;
@@ -344,7 +344,7 @@ TEST_F(PlotTest, LogLinePlotRenders) {
   EXPECT_EQ(size.height, 500u);
 }
 
-// ---- Disabled, missing and failing gnuplot ------------------------------------------------
+// ---- Disabled, missing and failing gnuplot ------------------------------------------------------
 
 TEST_F(PlotTest, DisabledPlotterWritesNothing) {
   const fs::path out = dir_ / "not_created";
@@ -418,7 +418,7 @@ TEST_F(PlotTest, GnuplotRunsInTheOutputFolder) {
   EXPECT_TRUE(fs::exists(out / "hm.png"));
 }
 
-// ---- Invalid input ------------------------------------------------------------------------
+// ---- Invalid input ------------------------------------------------------------------------------
 
 TEST_F(PlotTest, InvalidInputThrowsInvalidArgument) {
   attn::Plotter plot(dir_, true, "/nonexistent/gnuplot");
@@ -495,7 +495,7 @@ TEST_F(PlotTest, InvalidInputThrowsInvalidArgument) {
   }
 }
 
-// ---- Determinism --------------------------------------------------------------------------
+// ---- Determinism --------------------------------------------------------------------------------
 
 TEST_F(PlotTest, RerenderingGivesIdenticalDataAndScript) {
   attn::Plotter plot(dir_, true, "/nonexistent/gnuplot");

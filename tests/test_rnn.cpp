@@ -57,7 +57,7 @@ attn::RnnCell scalar_cell(float w_ih, float w_hh, float b_ih, float b_hh) {
   return cell;
 }
 
-// ---- Against PyTorch ----------------------------------------------------------------------
+// ---- Against PyTorch ----------------------------------------------------------------------------
 
 class RnnFixture : public ::testing::TestWithParam<const char*> {};
 
@@ -111,7 +111,7 @@ TEST(Rnn, JacobiansMatchTorchAutograd) {
   }
 }
 
-// ---- By hand --------------------------------------------------------------------------------
+// ---- By hand ------------------------------------------------------------------------------------
 
 TEST(Rnn, OneStepByHand) {
   // a = tanh(w_ih x + b_ih + w_hh a_prev + b_hh) = tanh(0.5*2 + 0.25 - 1*0.5 - 0.25) = tanh(0.5)
@@ -194,7 +194,7 @@ TEST(Rnn, InitialisationIsPyTorchsUniformRange) {
   EXPECT_EQ(attn::rnn_init(again, 5, 16).weight_hh, cell.weight_hh);
 }
 
-// ---- The Jacobian against finite differences ----------------------------------------------
+// ---- The Jacobian against finite differences ----------------------------------------------------
 
 TEST(Rnn, JacobianMatchesCentralDifferences) {
   for (std::uint64_t seed : {1u, 2u, 3u}) {
@@ -225,7 +225,7 @@ TEST(Rnn, JacobianVanishesWithoutRecurrentWeights) {
   for (std::size_t t = 1; t < J.size(); ++t) EXPECT_EQ(J[t].norm(), 0.0);
 }
 
-// ---- The four shapes ------------------------------------------------------------------------
+// ---- The four shapes ----------------------------------------------------------------------------
 
 class Shapes : public ::testing::Test {
  protected:
@@ -288,7 +288,7 @@ TEST_F(Shapes, Seq2SeqPassesOnlyTheContextVector) {
   EXPECT_EQ(from_context.states, run.decoder_states);
 }
 
-// ---- Shape errors ---------------------------------------------------------------------------
+// ---- Shape errors -------------------------------------------------------------------------------
 
 // Expects std::invalid_argument whose message contains `needle`.
 template <typename F>

@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   std::cout << "01 . The RNN recurrence (seed " << seed << ", I = " << I << ", H = " << H
             << ", T = " << T << ")\n";
 
-  // ---- 1. The recurrence: a<t> = tanh(W_ih x<t> + b_ih + W_hh a<t-1> + b_hh) --------------
+  // ---- 1. The recurrence: a<t> = tanh(W_ih x<t> + b_ih + W_hh a<t-1> + b_hh) --------------------
   attn::banner(std::cout, "1. The recurrence: a<t> = tanh(W_ih x<t> + b_ih + W_hh a<t-1> + b_hh)");
   // PyTorch's default initialisation: all four parameters from U(-k, k), k = 1/sqrt(H).
   attn::Rng rng(seed);
@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
   dump("x", X);
   dump("h0", Matrix(h0));
 
-  // ---- 2. One step by hand: t = 1 ---------------------------------------------------------
+  // ---- 2. One step by hand: t = 1 ---------------------------------------------------------------
   attn::banner(std::cout, "2. One step by hand: t = 1");
   std::cout << "  Tokens are rows here (as in PyTorch), so W_ih x<t> is computed as x<t> W_ih^T.\n"
                "  a<0> is usually zeros; it is random here so the W_hh term shows.\n";
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   attn::notice(std::cout, "tanh squashes every entry into (-1, 1): the state cannot blow up, "
                           "but it saturates.");
 
-  // ---- 3. Unrolled over the sequence: X [T x I] -> A [T x H] ------------------------------
+  // ---- 3. Unrolled over the sequence: X [T x I] -> A [T x H] ------------------------------------
   attn::banner(std::cout, "3. Unrolled over the sequence: X [T x I] -> A [T x H]");
   const Matrix A = attn::rnn_forward(cell, X, h0);  // a<1..T> [T x H]
   attn::print_matrix(std::cout, "X (row t = x<t>)", X);
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
   dump("hidden_states", A);
   dump("h_n", Matrix(A.bottomRows(1)));
 
-  // ---- 4. Four shapes: N->1, N->N, 1->N, seq2seq ------------------------------------------
+  // ---- 4. Four shapes: N->1, N->N, 1->N, seq2seq ------------------------------------------------
   attn::banner(std::cout, "4. Four shapes: N->1, N->N, 1->N, seq2seq");
   const Index O = 2, M = 3;  // classes of the head; length of the decoder's output
   const attn::OutputHead head = attn::head_init(rng, H, O);      // W_y [O x H], b_y [1 x O]
@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
   dump("b_y", Matrix(head.bias));
   dump("y_hat", n_to_n.outputs);
 
-  // ---- 5. What the recurrence costs: sequential steps and long paths ----------------------
+  // ---- 5. What the recurrence costs: sequential steps and long paths ----------------------------
   attn::banner(std::cout, "5. What the recurrence costs: sequential steps and long paths");
   std::cout << "  sequence length T                        5      50     500\n"
                "  RNN: steps that must run in order        5      50     500   a<t> waits for "
@@ -221,7 +221,7 @@ int main(int argc, char** argv) {
   std::cout << "     geometrically; if they stretch them, it can explode. Sections 6-7 "
                "measure it.\n";
 
-  // ---- 6. The chain rule, checked against central differences -----------------------------
+  // ---- 6. The chain rule, checked against central differences -----------------------------------
   const Index Tc = std::min<Index>(T, 5);  // short enough for finite differences to resolve
   const std::string sTc = std::to_string(Tc);
   attn::banner(std::cout, "6. The chain rule, checked against central differences (T = " + sTc +
@@ -244,7 +244,7 @@ int main(int argc, char** argv) {
   attn::notice(std::cout, "(relative to the largest entry; eps is the step added to each "
                           "entry of x<1>)");
 
-  // ---- 7. How much of x<1> reaches a<T>, as the distance T-1 grows ------------------------
+  // ---- 7. How much of x<1> reaches a<T>, as the distance T-1 grows ------------------------------
   attn::banner(std::cout, "7. How much of x<1> reaches a<T>, as the distance T-1 grows");
   // K random models (PyTorch's init, H = H_exp, inputs ~ N(0, 1), a<0> = 0); in each, W_hh is
   // multiplied by every scale s and nothing else changes. Reported: the geometric mean over
@@ -341,7 +341,7 @@ int main(int argc, char** argv) {
               << "           " << (plot.out_dir() / "01_path_length.png").string() << "\n";
   }
 
-  // ---- What to notice ---------------------------------------------------------------------
+  // ---- What to notice ---------------------------------------------------------------------------
   attn::banner(std::cout, "What to notice");
   attn::notice(std::cout, "One cell, reused at every step. PyTorch's two biases only ever act "
                           "as b_a = b_ih + b_hh.");

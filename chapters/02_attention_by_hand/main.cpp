@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
                                : "")
             << ")\n";
 
-  // ---- 1. The inputs: four vectors x^1..x^4, the columns of X -------------------------------
+  // ---- 1. The inputs: four vectors x^1..x^4, the columns of X -----------------------------------
   attn::banner(std::cout, "1. The inputs: four vectors x^1..x^4, the columns of X");
   // Note 000's numbers; the course keeps them in attn::worked_example() for chapter 03 too.
   attn::ColumnExample ex = attn::worked_example();
@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
   attn::notice(std::cout, "tokens are columns here (the notes' convention); from chapter 04 on "
                           "they are rows.");
 
-  // ---- 2. Three projections per token: q^i = W_q x^i, k^i = W_k x^i, v^i = W_v x^i ----------
+  // ---- 2. Three projections per token: q^i = W_q x^i, k^i = W_k x^i, v^i = W_v x^i --------------
   attn::banner(std::cout, "2. Three projections per token: q^i = W_q x^i, k^i, v^i");
   // W_q is note 000's: it picks features 1 and 3. The note gives no W_k or W_v; the course's
   // W_k makes weights that are neither uniform nor one-hot, with entries in quarters so every
@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   dump("K", K);
   dump("V", V);
 
-  // ---- 3. Scores: alpha_{i,j} = q^i . k^j -------------------------------------------------
+  // ---- 3. Scores: alpha_{i,j} = q^i . k^j -------------------------------------------------------
   attn::banner(std::cout, "3. Scores: alpha_{i,j} = q^i . k^j (query i against every key j)");
   const float factor = scale ? 1.0f / std::sqrt(static_cast<float>(d_k)) : 1.0f;
   // [scores]
@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
                                      : "here, as in notes 000/002; try --scale."));
   dump("A", A);
 
-  // ---- 4. The dot product is |a| |b| cos(theta) -------------------------------------------
+  // ---- 4. The dot product is |a| |b| cos(theta) -------------------------------------------------
   attn::banner(std::cout, "4. The dot product is |a| |b| cos(theta)");
   std::cout << "  pair           a . b     |a|     |b|   cos(theta)   theta\n";
   const std::vector<std::pair<Index, Index>> pairs = {{1, 2}, {3, 3}, {2, 0}, {3, 1}};
@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
   attn::notice(std::cout, "a score grows with cos(theta) and with both lengths; chapter 04 "
                           "returns to this.");
 
-  // ---- 5. Weights: alpha'_{i,j} = softmax over the keys j ---------------------------------
+  // ---- 5. Weights: alpha'_{i,j} = softmax over the keys j ---------------------------------------
   attn::banner(std::cout, "5. Weights: alpha'_{i,j} = exp(alpha_{i,j}) / sum_j exp(alpha_{i,j})");
   // [softmax]
   Matrix A_prime(n, n);  // A' [n_k x n_q]: column i = query i's weights, summing to 1
@@ -225,7 +225,7 @@ int main(int argc, char** argv) {
                 .width_px = 640,
                 .height_px = 560});
 
-  // ---- 6. Outputs: y^i = sum_j alpha'_{i,j} v^j -------------------------------------------
+  // ---- 6. Outputs: y^i = sum_j alpha'_{i,j} v^j -------------------------------------------------
   attn::banner(std::cout, "6. Outputs: y^i = sum_j alpha'_{i,j} v^j (a weighted sum of values)");
   std::cout << "  Note 000's own example first, with its values and made-up weights:\n";
   Matrix V_note(2, 4);  // [d_v x n]: v^1 = (1,0), v^2 = (0,2), v^3 = (3,0), v^4 = (0,4)
@@ -281,7 +281,7 @@ int main(int argc, char** argv) {
   std::cout << fmt("  attn::column_attention_loops gives the same Y: max |difference| = %.1e\n",
                    static_cast<double>((lib.Y - Y).cwiseAbs().maxCoeff()));
 
-  // ---- 7. Query, key, value: a search ----------------------------------------------------
+  // ---- 7. Query, key, value: a search -----------------------------------------------------------
   attn::banner(std::cout, "7. Query, key, value: a search");
   std::cout << "  The query is what a token is looking for, each key is what a token offers,\n"
                "  and the value is what it hands over once chosen. Note 004's example: one\n"
@@ -304,7 +304,7 @@ int main(int argc, char** argv) {
   attn::notice(std::cout, "the searcher receives 0.4 of its own value, 0.3 of candidate 2's, "
                           "... all at once.");
 
-  // ---- What to notice ---------------------------------------------------------------------
+  // ---- What to notice ---------------------------------------------------------------------------
   attn::banner(std::cout, "What to notice");
   attn::notice(std::cout, "Three learned matrices turn every x^i into q^i, k^i, v^i; "
                           "q^4 = (2, 6) as in note 000.");

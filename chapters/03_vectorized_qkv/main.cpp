@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
             << ", d_model = " << d_model << ", "
             << (scale ? "scores / sqrt(d_k)" : "unscaled as in the notes") << ")\n";
 
-  // ---- 1. Stack the vectors: the column form in four products ------------------------------
+  // ---- 1. Stack the vectors: the column form in four products -----------------------------------
   attn::banner(std::cout, "1. Stack the vectors: Q = W_q X, A = K^T Q, A' = softmax(A), Y = V A'");
   // Chapter 02's example: note 000's W_q and x^1..x^4, the course's W_k and W_v.
   const attn::ColumnExample ex = attn::worked_example();
@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
   dump("Y", Y);
 
 
-  // ---- 2. The same numbers as chapter 02's loops --------------------------------------------
+  // ---- 2. The same numbers as chapter 02's loops ------------------------------------------------
   attn::banner(std::cout, "2. The same numbers as chapter 02's loops");
   const attn::ColumnAttention loops =
       attn::column_attention_loops(W_q, W_k, W_v, X, {.scale = scale});
@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
   std::cout << "     with fused multiply-adds. The same sums, rounded differently: a few units "
                "in the last\n     place of each entry (float's epsilon is 1.2e-7).\n";
 
-  // ---- 3. Tokens as rows: softmax(Q K^T / sqrt(d_k)) V is the transpose ----------------------
+  // ---- 3. Tokens as rows: softmax(Q K^T / sqrt(d_k)) V is the transpose -------------------------
   attn::banner(std::cout, "3. Tokens as rows: softmax(Q K^T / sqrt(d_k)) V is the transpose");
   const Matrix X_rows = X.transpose();  // [n x d_in] = [4 x 3], row i is x^i
   // [row_form]
@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
                      .show_values = true,
                      .panel_px = 360});
 
-  // ---- 4. Note 001: X X^T measures how alike the words are ---------------------------------
+  // ---- 4. Note 001: X X^T measures how alike the words are --------------------------------------
   const std::string sn = std::to_string(n_words), sd = std::to_string(d_model);
   attn::banner(std::cout, "4. Note 001: X [" + sn + " x " + sd + "], X X^T measures how alike "
                           "the words are");
@@ -260,7 +260,7 @@ int main(int argc, char** argv) {
   attn::notice(std::cout, "one row of weights per word, shared by all " + sd +
                               " features: words are mixed, features are not.");
 
-  // ---- 5. With learned projections: Q = X W^Q, K = X W^K, V = X W^V ------------------------
+  // ---- 5. With learned projections: Q = X W^Q, K = X W^K, V = X W^V -----------------------------
   attn::banner(std::cout, "5. With projections: Q = X W^Q, K = X W^K, V = X W^V, each W [" + sd +
                               " x " + sd + "]");
   // Random stand-ins for learned weights, N(0, 1/d_model): then Q, K, V entries are ~N(0, 1)
@@ -293,7 +293,7 @@ int main(int argc, char** argv) {
   dump("words_weights_projected", proj.weights);
   dump("words_out", proj.out);
 
-  // ---- 6. The cost: an n x n matrix of weights ----------------------------------------------
+  // ---- 6. The cost: an n x n matrix of weights --------------------------------------------------
   attn::banner(std::cout, "6. The cost: an n x n matrix of weights, per head and per layer");
   std::cout << "         n          n x n entries        float32        float16\n";
   for (std::uint64_t n : {4ULL, 800ULL, 8192ULL, 65536ULL}) {
@@ -337,7 +337,7 @@ int main(int argc, char** argv) {
                 .logy = true});
   }
 
-  // ---- What to notice ---------------------------------------------------------------------
+  // ---- What to notice ---------------------------------------------------------------------------
   attn::banner(std::cout, "What to notice");
   attn::notice(std::cout, "Q = W_q X, A = K^T Q, A' = softmax(A), Y = V A': chapter 02's loops, "
                           "as four products.");

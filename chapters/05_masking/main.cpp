@@ -165,7 +165,7 @@ int main(int argc, char** argv) {
   std::cout << "05 . Masks (mask " << mask_kind << ", fill " << fill_name << ", seed " << seed
             << ", d_model " << d_model << ")\n";
 
-  // ---- 1. A batch of sentences, padded to one length -----------------------------------------
+  // ---- 1. A batch of sentences, padded to one length --------------------------------------------
   attn::banner(std::cout, "1. A batch of sentences, padded to one length");
   std::cout << "  Sentences differ in length; a batch is one rectangular tensor, so short ones\n"
                "  are filled with the padding id 0. Vocabulary " << vocab << ", id 0 = <pad>.\n";
@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
   }
   attn::notice(std::cout, "the <pad> tokens are not words: nothing should attend to them.");
 
-  // ---- 2. Embedding + position: X [B, n, d_model] ------------------------------------------------
+  // ---- 2. Embedding + position: X [B, n, d_model] -----------------------------------------------
   attn::banner(std::cout, "2. Embedding + position: X = table[ids] + PE   [" + sB + ", " + sn +
                               ", " + sd + "]");
   attn::Rng rng(seed);
@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
   attn::notice(std::cout, "both <pad> rows of sentence 1 share one embedding; only PE tells them "
                           "apart.");
 
-  // ---- 3. The mask, from the ids -----------------------------------------------------------------
+  // ---- 3. The mask, from the ids ----------------------------------------------------------------
   attn::banner(std::cout, "3. The mask [" + sB + ", " + sn + ", " + sn + "], built from the ids");
   // [padding_mask]
   AllowedBatch allowed = attn::padding_masks(ids, pad);  // [B, n, n]: <pad> keys blocked
@@ -221,7 +221,7 @@ int main(int argc, char** argv) {
   dump("X", X);
   dump("allowed", allowed);
 
-  // ---- 4. Masked attention: Q = K = V = X ---------------------------------------------------------
+  // ---- 4. Masked attention: Q = K = V = X -------------------------------------------------------
   attn::banner(std::cout, "4. Masked attention, Q = K = V = X: softmax(mask(Q K^T / sqrt(d_k))) V");
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_k));
   // [masked_attention]
@@ -281,7 +281,7 @@ int main(int argc, char** argv) {
                        .panel_px = 340});
   }
 
-  // ---- 5. Sidebar: the masked_fill that did nothing -------------------------------------------------
+  // ---- 5. Sidebar: the masked_fill that did nothing ---------------------------------------------
   attn::banner(std::cout, "5. Sidebar: the masked_fill that did nothing");
   std::cout << "  Note 001's code says   scores.masked_fill(mask, -1e9)   and drops the result.\n"
                "  PyTorch's masked_fill returns a new tensor (masked_fill_ is the in-place one),\n"
@@ -302,7 +302,7 @@ int main(int argc, char** argv) {
   std::cout << "     weights are exactly 0 catches it (tests/test_masked_attention.cpp, "
                "BlockedWeightsAreExactlyZero...).\n";
 
-  // ---- 6. The causal mask, built the two ways the notes build it ---------------------------------
+  // ---- 6. The causal mask, built the two ways the notes build it --------------------------------
   const Index nc = 5, dc = 4;  // a small example whose numbers fit on a line
   attn::banner(std::cout, "6. The causal mask: token i sees tokens j <= i, built two ways");
   const Matrix Qc = attn::random_normal(rng, nc, dc);  // [5 x 4]
@@ -350,7 +350,7 @@ int main(int argc, char** argv) {
   dump("causal_weights", causal.weights);
   dump("causal_out", causal.out);
 
-  // ---- 7. A window: attend to neighbours only --------------------------------------------------------
+  // ---- 7. A window: attend to neighbours only ---------------------------------------------------
   attn::banner(std::cout, "7. A local window: token i sees |i - j| <= " + std::to_string(window) +
                               " (note 002's truncated attention)");
   const AllowedMask band = attn::window_mask(nc, window);  // [5 x 5]
@@ -360,7 +360,7 @@ int main(int argc, char** argv) {
   attn::notice(std::cout, fmt("each row keeps at most %d keys: a kernel that skips blocked "
                               "entries does n(2W+1) work, not n^2.", static_cast<int>(2 * window + 1)));
 
-  // ---- 8. -1e9 versus -inf, and a query with nothing to attend to ------------------------------------
+  // ---- 8. -1e9 versus -inf, and a query with nothing to attend to -------------------------------
   attn::banner(std::cout, "8. -1e9 versus -inf, and a query with nothing to attend to");
   AllowedMask holey = attn::causal_mask(nc);  // [5 x 5]
   holey.row(2).setConstant(false);            // query 3 may attend to nothing at all
@@ -393,7 +393,7 @@ int main(int argc, char** argv) {
   std::cout << "     it touches. The library defines the empty row as zeros, as recent PyTorch "
                "does.\n";
 
-  // ---- 9. Four masks on the same scores ----------------------------------------------------------------
+  // ---- 9. Four masks on the same scores ---------------------------------------------------------
   attn::banner(std::cout, "9. Four masks on the same scores (figure)");
   const Index nf = 8;
   const Matrix Qf = attn::random_normal(rng, nf, 16), Kf = attn::random_normal(rng, nf, 16);
@@ -425,7 +425,7 @@ int main(int argc, char** argv) {
   attn::notice(std::cout, "a mask only removes keys; the softmax hands their share to the keys "
                           "left.");
 
-  // ---- What to notice --------------------------------------------------------------------------------
+  // ---- What to notice ---------------------------------------------------------------------------
   attn::banner(std::cout, "What to notice");
   attn::notice(std::cout, "A mask is data, not code: true = may attend, applied as -inf before "
                           "the softmax.");

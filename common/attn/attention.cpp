@@ -28,11 +28,11 @@ void attention_weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
   require(!std::isnan(opts.blocked_score) && opts.blocked_score < 0.0f, "attention",
           "blocked_score must be negative (-inf or a large negative number)");
 
-  // ---- scores: W = Q K^T ---------------------------------------------------------------------
+  // ---- scores: W = Q K^T ------------------------------------------------------------------------
   W.resize(n_q, n_k);               // a no-op when the shape is unchanged: the buffer is reused
   W.noalias() = Q * K.transpose();  // [n_q x n_k] = [n_q x d_k] [d_k x n_k]
 
-  // ---- one row at a time: scale, mask, softmax -----------------------------------------------
+  // ---- one row at a time: scale, mask, softmax --------------------------------------------------
   // A row is contiguous in row-major storage and small enough to stay in L1 across the
   // passes; this is ~2x faster than chained rowwise() expressions (DESIGN.md). The scale is
   // applied to the finished dot product, as the column form does, so both round alike.

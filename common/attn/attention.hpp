@@ -73,7 +73,7 @@ void attention_weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
 void attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
                     AttentionResult& result, const AttentionOptions& opts = {});
 
-// ---- A batch: Q [B, n_q, d_k], K [B, n_k, d_k], V [B, n_k, d_v] ------------------------------
+// ---- A batch: Q [B, n_q, d_k], K [B, n_k, d_k], V [B, n_k, d_v] ---------------------------------
 
 struct BatchAttentionOptions {
   std::optional<float> scale{};  ///< as AttentionOptions::scale

@@ -71,7 +71,7 @@ ColumnExample worked_example() {
   return e;
 }
 
-// ---- One vector at a time ----------------------------------------------------------------------
+// ---- One vector at a time -----------------------------------------------------------------------
 
 Matrix project_loops(const Matrix& W, const Matrix& X) {
   require(W.cols() == X.rows(), "project_loops",
@@ -139,7 +139,7 @@ ColumnAttention column_attention_loops(const Matrix& W_q, const Matrix& W_k, con
                              opts);
 }
 
-// ---- Matrix form -------------------------------------------------------------------------------
+// ---- Matrix form --------------------------------------------------------------------------------
 
 ColumnAttention column_attend(const Matrix& Q, const Matrix& K, const Matrix& V,
                               const ColumnOptions& opts) {

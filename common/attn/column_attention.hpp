@@ -55,7 +55,7 @@ struct ColumnExample {
 };
 ColumnExample worked_example();
 
-// ---- One vector at a time (chapter 02) -----------------------------------------------------
+// ---- One vector at a time (chapter 02) ----------------------------------------------------------
 
 /// Column i of the result is W x^i, each entry an explicit sum: [rows(W) x n].
 Matrix project_loops(const Matrix& W, const Matrix& X);
@@ -77,7 +77,7 @@ ColumnAttention column_attend_loops(const Matrix& Q, const Matrix& K, const Matr
 ColumnAttention column_attention_loops(const Matrix& W_q, const Matrix& W_k, const Matrix& W_v,
                                        const Matrix& X, const ColumnOptions& opts = {});
 
-// ---- Matrix form (chapter 03) ----------------------------------------------------------------
+// ---- Matrix form (chapter 03) -------------------------------------------------------------------
 
 /// A = K^T Q, A' = softmax_cols(A), Y = V A', as three matrix operations. Shapes as
 /// column_attend_loops.

@@ -50,7 +50,7 @@ const char* dtype_descr(NpyDtype t) {
   return "";
 }
 
-// ---- Header parsing ----------------------------------------------------------------------
+// ---- Header parsing -----------------------------------------------------------------------------
 
 // A cursor over the header dict with just the moves the format needs. Every failure
 // throws NpyError naming the source, so callers never see a half-parsed header.
@@ -186,7 +186,7 @@ std::uint32_t read_le(const unsigned char* p, std::size_t n) {
   return v;
 }
 
-// ---- Element decoding --------------------------------------------------------------------
+// ---- Element decoding ---------------------------------------------------------------------------
 
 template <typename T>
 double load_as_double(const unsigned char* p) {
@@ -205,7 +205,7 @@ double load_element(NpyDtype t, const unsigned char* p) {
   return 0.0;
 }
 
-// ---- Writing -----------------------------------------------------------------------------
+// ---- Writing ------------------------------------------------------------------------------------
 
 std::size_t element_count(std::span<const std::size_t> shape) {
   std::size_t n = 1;
@@ -239,7 +239,7 @@ void write_file_atomically(const std::filesystem::path& path,
 
 }  // namespace
 
-// ---- Public API --------------------------------------------------------------------------
+// ---- Public API ---------------------------------------------------------------------------------
 
 NpyArray parse_npy(std::span<const unsigned char> bytes, const std::string& what) {
   if (bytes.size() < kMagicSize + 4 || std::memcmp(bytes.data(), kMagic, kMagicSize) != 0) {
@@ -390,7 +390,7 @@ void write_npy_fortran(const std::filesystem::path& path, const Eigen::MatrixXf&
   write_file_atomically(path, encode_npy(shape, NpyDtype::float32, m.data(), true));
 }
 
-// ---- NpyArray views ----------------------------------------------------------------------
+// ---- NpyArray views -----------------------------------------------------------------------------
 
 MatrixD NpyArray::to_matrix_d() const {
   Index rows = 1, cols = 1;

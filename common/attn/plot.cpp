@@ -32,7 +32,7 @@ namespace attn {
 
 namespace {
 
-// ---- Numbers and strings as gnuplot reads them --------------------------------------------
+// ---- Numbers and strings as gnuplot reads them --------------------------------------------------
 
 // Shortest text that reads back to the same value: exact, locale-independent and the same
 // bytes on every run. gnuplot reads "nan", "inf" and "-inf" in data files.
@@ -114,7 +114,7 @@ std::string section(std::string_view title) {
   return s + "\n";
 }
 
-// ---- Validation ---------------------------------------------------------------------------
+// ---- Validation ---------------------------------------------------------------------------------
 
 [[noreturn]] void invalid(std::string_view where, const std::string& what) {
   throw std::invalid_argument("Plotter::" + std::string(where) + ": " + what);
@@ -151,7 +151,7 @@ void check_limit(std::string_view where, const char* what, const std::optional<d
   if (v && !std::isfinite(*v)) invalid(where, std::string(what) + " must be finite");
 }
 
-// ---- The colour scale ---------------------------------------------------------------------
+// ---- The colour scale ---------------------------------------------------------------------------
 
 struct Range {
   double lo, hi;
@@ -187,7 +187,7 @@ Range colour_range(std::string_view where, const Matrix& m, std::optional<double
   return r;
 }
 
-// ---- Script pieces shared by every figure -------------------------------------------------
+// ---- Script pieces shared by every figure -------------------------------------------------------
 
 constexpr const char* kViridis[9] = {"#440154", "#472c7a", "#3b518b", "#2c718e", "#21908d",
                                      "#27ad81", "#5cc863", "#aadc32", "#fde725"};
@@ -329,7 +329,7 @@ std::string log_axis(char axis, double lo, double hi) {
   return s;
 }
 
-// ---- Histogram bins -----------------------------------------------------------------------
+// ---- Histogram bins -----------------------------------------------------------------------------
 
 struct Bins {
   double lo = 0, width = 1;
@@ -368,7 +368,7 @@ Bins make_bins(const std::vector<double>& values, int bins) {
   return b;
 }
 
-// ---- Files --------------------------------------------------------------------------------
+// ---- Files --------------------------------------------------------------------------------------
 
 // Write to "<path>.tmp" and rename into place: readers never see half a file.
 void write_atomic(const std::filesystem::path& path, const std::string& content) {
@@ -392,7 +392,7 @@ void write_atomic(const std::filesystem::path& path, const std::string& content)
   }
 }
 
-// ---- Running gnuplot ----------------------------------------------------------------------
+// ---- Running gnuplot ----------------------------------------------------------------------------
 
 bool is_executable_file(const std::string& path) {
   struct stat st {};
@@ -498,7 +498,7 @@ std::string shell_word(const std::string& s) {
 
 }  // namespace
 
-// ---- Plotter ------------------------------------------------------------------------------
+// ---- Plotter ------------------------------------------------------------------------------------
 
 Plotter::Plotter(std::filesystem::path out_dir, bool enabled, std::string gnuplot)
     : out_dir_(std::move(out_dir)), enabled_(enabled), gnuplot_(std::move(gnuplot)) {}
@@ -553,7 +553,7 @@ Figure Plotter::render(const std::string& name, const std::string& script,
   return fig;
 }
 
-// ---- Heat map -----------------------------------------------------------------------------
+// ---- Heat map -----------------------------------------------------------------------------------
 
 Figure Plotter::heatmap(const std::string& name, const Matrix& values,
                         const HeatmapOptions& opts) {
@@ -637,7 +637,7 @@ Figure Plotter::heatmap(const std::string& name, const Matrix& values,
   return render(name, s, dat);
 }
 
-// ---- Grid of heat maps --------------------------------------------------------------------
+// ---- Grid of heat maps --------------------------------------------------------------------------
 
 Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapPanel>& panels,
                              const GridOptions& opts) {
@@ -756,7 +756,7 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
   return render(name, s, dat);
 }
 
-// ---- Histograms ---------------------------------------------------------------------------
+// ---- Histograms ---------------------------------------------------------------------------------
 
 Figure Plotter::histograms(const std::string& name, const std::vector<HistogramPanel>& panels,
                            const HistogramOptions& opts) {
@@ -822,7 +822,7 @@ Figure Plotter::histograms(const std::string& name, const std::vector<HistogramP
   return render(name, s, dat);
 }
 
-// ---- Line plot ----------------------------------------------------------------------------
+// ---- Line plot ----------------------------------------------------------------------------------
 
 Figure Plotter::lines(const std::string& name, const std::vector<Series>& series,
                       const LineOptions& opts) {

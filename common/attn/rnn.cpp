@@ -159,7 +159,7 @@ Matrix head_forward(const OutputHead& head, const Matrix& A) {
   return softmax_rows(logits);  // [n x O]
 }
 
-// ---- The four shapes --------------------------------------------------------------------
+// ---- The four shapes ----------------------------------------------------------------------------
 
 RnnRun many_to_one(const RnnCell& cell, const OutputHead& head, const Matrix& X,
                    const RowVector& h0) {
@@ -226,7 +226,7 @@ Seq2SeqRun seq2seq(const RnnCell& encoder, const RnnCell& decoder, const OutputH
   return run;
 }
 
-// ---- Jacobians ---------------------------------------------------------------------------
+// ---- Jacobians ----------------------------------------------------------------------------------
 
 std::vector<MatrixD> input_jacobians(const RnnCell& cell, const Matrix& X, const RowVector& h0) {
   check_cell(cell, "input_jacobians");

@@ -73,7 +73,7 @@ MatrixD rnn_forward_double(const RnnCell& cell, const MatrixD& X, const MatrixD&
 /// y_hat = softmax(A W_y^T + b_y) row by row: A [n x H] -> Y [n x O].
 Matrix head_forward(const OutputHead& head, const Matrix& A);
 
-// ---- The four shapes of a recurrent model -----------------------------------------------
+// ---- The four shapes of a recurrent model -------------------------------------------------------
 
 /// The hidden states a model walked through and what its head said.
 struct RnnRun {
@@ -107,7 +107,7 @@ struct Seq2SeqRun {
 Seq2SeqRun seq2seq(const RnnCell& encoder, const RnnCell& decoder, const OutputHead& head,
                    const Matrix& X, const RowVector& h0, Index out_steps);
 
-// ---- How a<t> depends on x<1> ----------------------------------------------------------
+// ---- How a<t> depends on x<1> -------------------------------------------------------------------
 
 /// The Jacobians J<t> = d a<t> / d x<1> [H x I] for t = 1..T (element t-1), in double, by the
 /// chain rule through the recurrence:
