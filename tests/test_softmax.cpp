@@ -84,6 +84,41 @@ TEST(Softmax, HugeLogitsStayFinite) {
   EXPECT_NEAR(w(1, 0), 1.0f / 3, kTol);  // equal (huge negative) logits still share equally
 }
 
+TEST(Softmax, RandomLogitsUpTo1e30AreFiniteAndOneHot) {
+  // 64 logits spread over +-1e30: the two largest differ by ~1e28, and exp(-1e28) is 0 in
+  // float, so every row is exactly one-hot at its maximum, with no inf or NaN on the way.
+  attn::Matrix z(16, 64);
+  for (int i = 0; i < z.size(); ++i) {
+    z.data()[i] = 1e30f * std::sin(0.7f * static_cast<float>(i * i) + 0.1f);
+  }
+  const attn::Matrix w = attn::softmax_rows(z);
+  ASSERT_TRUE(w.allFinite());
+  for (int r = 0; r < z.rows(); ++r) {
+    attn::Index at = 0;
+    z.row(r).maxCoeff(&at);
+    EXPECT_EQ(w(r, at), 1.0f) << r;
+    EXPECT_EQ(w.row(r).sum(), 1.0f) << r;  // one 1 and 63 exact zeros
+  }
+}
+
+TEST(Softmax, LogitsAtFloatMaxStayFinite) {
+  // The extremes of float: -FLT_MAX - FLT_MAX overflows to -inf, and exp(-inf) = 0 exactly.
+  constexpr float kMax = std::numeric_limits<float>::max();
+  attn::Matrix z(3, 3);
+  z << kMax, -kMax, 0.0f,  //
+      kMax, kMax, kMax,    //
+      -kMax, -kMax, -kMax;
+  const attn::Matrix w = attn::softmax_rows(z);
+  ASSERT_TRUE(w.allFinite());
+  EXPECT_EQ(w(0, 0), 1.0f);
+  EXPECT_EQ(w(0, 1), 0.0f);
+  EXPECT_EQ(w(0, 2), 0.0f);
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_NEAR(w(1, c), 1.0f / 3, kTol);  // equal logits share equally, however large
+    EXPECT_NEAR(w(2, c), 1.0f / 3, kTol);
+  }
+}
+
 TEST(Softmax, NaNMakesTheWholeRowNaNAndOnlyThatRow) {
   attn::Matrix z(2, 3);
   z << 1.0f, std::numeric_limits<float>::quiet_NaN(), 2.0f, 1.0f, 2.0f, 3.0f;
