@@ -5,7 +5,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <exception>
 #include <initializer_list>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -125,6 +127,38 @@ TEST_F(CliTest, NoPlotsSkipsTheOutFolderCheck) {
   attn::ChapterCli cli("01_test", "A test chapter.", 1);
   const Parsed p = parse(cli, {"--no-plots", "--out", (a_file / "sub").string()});
   EXPECT_FALSE(p.exit_code.has_value()) << "nothing will be drawn, so --out does not matter";
+}
+
+}  // namespace
+
+namespace {
+
+// What happens when an exception escapes main(): std::terminate with it as the current exception.
+[[noreturn]] void escape_main() {
+  try {
+    throw std::runtime_error("the knob combination broke");
+  } catch (...) {
+    std::terminate();
+  }
+}
+
+TEST(CliDeathTest, AnEscapedExceptionIsOneClearLineAndExitCodeOne) {
+  // Without ChapterCli's handler this would be std::terminate's abort: exit code 134 and
+  // "terminate called after throwing an instance of ...".
+  EXPECT_EXIT(
+      {
+        attn::ChapterCli cli("01_test", "A test chapter.", 1);
+        escape_main();
+      },
+      ::testing::ExitedWithCode(1), "^01_test: error: the knob combination broke\n$");
+}
+
+TEST(Cli, FiniteRangeRejectsNaNAndOutOfRange) {
+  const CLI::Validator v = attn::finite_range(0.5, 2.0);
+  for (std::string ok : {"0.5", "1", "2", "1e0"}) EXPECT_EQ(v(ok), "") << ok;
+  for (std::string bad : {"nan", "-nan", "NaN", "inf", "0.49", "2.01", "x", ""}) {
+    EXPECT_NE(v(bad), "") << bad;
+  }
 }
 
 }  // namespace

@@ -72,7 +72,8 @@ int main(int argc, char** argv) {
   cli.app().add_option("--seeds", n_seeds, "random models averaged per point of the experiment")
       ->capture_default_str()->check(CLI::Range(1, 64));
   cli.app().add_option("--scales", scales, "W_hh scales (x PyTorch's init), e.g. 0.5,1,3")
-      ->delimiter(',')->expected(1, 6)->capture_default_str()->check(CLI::Range(0.1, 10.0));
+      ->delimiter(',')->expected(1, 6)->capture_default_str()
+      ->check(attn::finite_range(0.1, 10.0));
   if (auto code = cli.parse(argc, argv)) return *code;
   const std::uint64_t seed = cli.options().seed;
   attn::Dumper dump = cli.dumper();

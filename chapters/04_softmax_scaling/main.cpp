@@ -124,15 +124,8 @@ int main(int argc, char** argv) {
   bool no_scale = false;
   cli.app().add_option("--samples", n_samples, "samples in note 001's experiment (sections 1-3)")
       ->capture_default_str()->check(CLI::Range(10, 200000));
-  // CLI::Range compares with < and >, which NaN passes: reject it first.
-  const CLI::Validator not_nan(
-      [](std::string& s) {
-        return std::isnan(std::strtod(s.c_str(), nullptr)) ? "must be a number, not " + s
-                                                            : std::string();
-      },
-      "", "NOT_NAN");
   cli.app().add_option("--std", stddev, "standard deviation of those samples")
-      ->capture_default_str()->check(not_nan)->check(CLI::Range(0.01, 1000.0));
+      ->capture_default_str()->check(attn::finite_range(0.01, 1000.0));
   cli.app().add_option("--d-k", d_k, "width of the query and keys of section 5's attention row")
       ->capture_default_str()->check(CLI::Range(1, 16384));
   cli.app().add_flag("--no-scale", no_scale,

@@ -1,8 +1,12 @@
 // cli.cpp: the shared chapter options, and turning every parse problem into exit code 2.
 #include "attn/cli.hpp"
 
+#include <cmath>
+#include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <iostream>
+#include <string>
 #include <system_error>
 
 #ifndef ATTN_PLOTS_DIR
@@ -29,10 +33,45 @@ std::string check_writable_dir(const std::filesystem::path& dir) {
   return {};
 }
 
+// The program's name for the terminate handler (a chapter has one ChapterCli).
+std::string& program_name() {
+  static std::string name;
+  return name;
+}
+
+[[noreturn]] void report_and_exit() {
+  std::string what = "unknown error";
+  if (const std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      what = ex.what();
+    } catch (...) {
+    }
+  }
+  std::cout.flush();
+  std::cerr << program_name() << ": error: " << what << "\n";
+  std::_Exit(1);
+}
+
 }  // namespace
+
+CLI::Validator finite_range(double lo, double hi) {
+  const std::string range = "[" + CLI::detail::to_string(lo) + ", " + CLI::detail::to_string(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, range](const std::string& text) {
+        double v = 0.0;
+        if (!CLI::detail::lexical_cast(text, v)) return "'" + text + "' is not a number";
+        if (std::isnan(v) || v < lo || v > hi) return text + " is not a number in " + range;
+        return std::string();
+      },
+      "FLOAT in " + range);
+}
 
 ChapterCli::ChapterCli(std::string name, std::string about, std::uint64_t default_seed)
     : app_(std::move(about), std::move(name)) {
+  program_name() = app_.get_name();
+  std::set_terminate(report_and_exit);
   opts_.seed = default_seed;
   opts_.out_dir = ATTN_PLOTS_DIR;
   // CLI11 would read "-1" into the unsigned seed as 2^64 - 1; a negative seed is a typo.

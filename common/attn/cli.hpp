@@ -30,9 +30,16 @@ struct CommonOptions {
   std::filesystem::path dump_dir;  ///< empty: no dump
 };
 
+/// A floating-point knob's check: a number in [lo, hi]. Unlike CLI::Range it also rejects
+/// "nan", which passes every < and > comparison and would reach the chapter unchecked.
+CLI::Validator finite_range(double lo, double hi);
+
 class ChapterCli {
  public:
   /// `name` is the executable ("01_rnn"), `about` the one-line description under the usage.
+  /// Also installs the chapter's last line of defence: an exception that escapes main() is
+  /// printed as "<name>: error: <what>" and ends the program with exit code 1, instead of
+  /// std::terminate's abort (exit code 134 and a core dump).
   ChapterCli(std::string name, std::string about, std::uint64_t default_seed);
 
   /// Add chapter-specific knobs here before parse().
