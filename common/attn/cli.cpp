@@ -1,6 +1,7 @@
 // cli.cpp: the shared chapter options, and turning every parse problem into exit code 2.
 #include "attn/cli.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <exception>
@@ -74,13 +75,17 @@ ChapterCli::ChapterCli(std::string name, std::string about, std::uint64_t defaul
   std::set_terminate(report_and_exit);
   opts_.seed = default_seed;
   opts_.out_dir = ATTN_PLOTS_DIR;
-  // CLI11 would read "-1" into the unsigned seed as 2^64 - 1; a negative seed is a typo.
+  // CLI11 would read "-1" into the unsigned seed as 2^64 - 1 and clamp 2^70 to 2^64 - 1, so
+  // a typo would run with a seed nobody asked for: accept only what fits, digit for digit.
   app_.add_option("--seed", opts_.seed, "Random seed (the same seed prints the same numbers)")
       ->capture_default_str()
       ->check(CLI::Validator(
-          [](const std::string& value) {
-            return value.starts_with('-') ? "the seed must be 0 or more, got " + value
-                                          : std::string();
+          [](const std::string& text) {
+            std::uint64_t v = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            const bool whole = ec == std::errc() && end == text.data() + text.size();
+            return whole ? std::string()
+                         : "the seed must be a whole number from 0 to 2^64 - 1, got " + text;
           },
           ""));
   app_.add_option("--out", opts_.out_dir, "Folder for the figures (.png, .gp, .dat)")
