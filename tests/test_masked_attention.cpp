@@ -227,6 +227,65 @@ TEST(MaskedAttention, BothCausalConstructionsAgree) {
   EXPECT_TRUE(identical(attn::softmax_rows(by_tril), lib.weights));
 }
 
+TEST(MaskedAttention, NonFiniteInputsPropagateAsDocumented) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Qkv x = random_qkv(9, 4, 4, 4, 3);
+  AllowedMask mask = attn::full_mask(4, 4);
+  mask(2, 3) = false;  // query 2 may not see key 3
+  const auto row_is_nan = [](const Matrix& m, Index i) { return m.row(i).array().isNaN().all(); };
+  const auto row_finite = [](const Matrix& m, Index i) { return m.row(i).allFinite(); };
+  {  // NaN in query 1: row 1 only
+    Qkv y = x;
+    y.Q(1, 0) = nan;
+    const auto r = attn::attention(y.Q, y.K, y.V, {.allowed = mask});
+    for (Index i = 0; i < 4; ++i) EXPECT_EQ(row_is_nan(r.out, i), i == 1) << i;
+  }
+  {  // NaN in key 3: every query that may see it, not query 2
+    Qkv y = x;
+    y.K(3, 2) = nan;
+    const auto r = attn::attention(y.Q, y.K, y.V, {.allowed = mask});
+    for (Index i = 0; i < 4; ++i) {
+      EXPECT_EQ(row_is_nan(r.weights, i), i != 2) << i;
+      EXPECT_EQ(row_finite(r.out, i), i == 2) << i;
+    }
+  }
+  {  // NaN in value 3: every output, even query 2's, whose weight on it is exactly 0
+    Qkv y = x;
+    y.V(3, 0) = nan;
+    const auto r = attn::attention(y.Q, y.K, y.V, {.allowed = mask});
+    EXPECT_EQ(r.weights(2, 3), 0.0f);
+    for (Index i = 0; i < 4; ++i) EXPECT_TRUE(std::isnan(r.out(i, 0))) << i;
+    EXPECT_TRUE(r.weights.allFinite());
+  }
+  {  // an infinite key: score +inf where q_i0 > 0 (inf - inf: row NaN), -inf where q_i0 < 0
+     // (that key just gets weight 0, like a blocked one)
+    Qkv y = x;
+    y.K(1, 0) = std::numeric_limits<float>::infinity();
+    const auto r = attn::attention(y.Q, y.K, y.V);
+    int nan_rows = 0, finite_rows = 0;
+    for (Index i = 0; i < 4; ++i) {
+      ASSERT_NE(y.Q(i, 0), 0.0f);  // 0 * inf would be NaN: not the case under test
+      if (y.Q(i, 0) > 0.0f) {
+        EXPECT_TRUE(row_is_nan(r.weights, i)) << i;
+        ++nan_rows;
+      } else {
+        EXPECT_TRUE(row_finite(r.out, i)) << i;
+        EXPECT_EQ(r.weights(i, 1), 0.0f) << i;
+        ++finite_rows;
+      }
+    }
+    EXPECT_GT(nan_rows, 0);  // both cases occur with this seed
+    EXPECT_GT(finite_rows, 0);
+  }
+  {  // huge but finite scores are fine: one-hot weights, no NaN
+    Qkv z = x;
+    z.Q.row(0) *= 1e17f;  // scores ~1e17
+    const auto big = attn::attention(z.Q, z.K, z.V, {.allowed = mask});
+    EXPECT_TRUE(big.weights.allFinite());
+    EXPECT_FLOAT_EQ(big.weights.row(0).maxCoeff(), 1.0f);
+  }
+}
+
 // ---- Batches ------------------------------------------------------------------------------------
 
 Batch fixture(const std::string& name, const std::string& what) {

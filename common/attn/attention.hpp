@@ -24,6 +24,16 @@
 /// and a query with no allowed key gets zero weights and a zero output, never NaN (recent
 /// PyTorch's scaled_dot_product_attention does the same; Debian's PyTorch 1.13 returns NaN
 /// there, which scripts/fixtures/masked_attention.py records).
+///
+/// NaN and infinity in the inputs propagate as the arithmetic dictates, never silently turned
+/// into ordinary numbers (tested in test_masked_attention.cpp, NonFiniteInputs...):
+///   - a NaN in query row i makes row i of the weights and the output NaN, and nothing else;
+///   - a NaN in key row j that query i may attend to makes row i NaN; if key j is blocked for
+///     query i, its score is replaced by -inf before the softmax and row i is untouched;
+///   - a NaN in value row j reaches every output row, blocked or not, because 0 * NaN = NaN in
+///     the product weights V (PyTorch behaves the same): garbage in a padded token is loud;
+///   - an infinite score (from inf in Q or K, or a finite product above 3.4e38) makes its row
+///     NaN (inf - inf in the softmax); finite scores of any size, up to +-3.4e38, are safe.
 #pragma once
 
 #include "attn/batch.hpp"
