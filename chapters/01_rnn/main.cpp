@@ -337,10 +337,6 @@ int main(int argc, char** argv) {
               .xlabel = "distance T - 1 (steps between x<1> and a<T>)",
               .ylabel = "Frobenius norm of d a<T> / d x<1>",
               .logy = true});
-  if (plot.enabled()) {
-    std::cout << "\n  figures: " << (plot.out_dir() / "01_dependence.png").string() << "\n"
-              << "           " << (plot.out_dir() / "01_path_length.png").string() << "\n";
-  }
 
   // ---- What to notice ---------------------------------------------------------------------------
   attn::banner(std::cout, "What to notice");
@@ -355,6 +351,15 @@ int main(int argc, char** argv) {
                               per_step[ref], ref_name.c_str()));
   attn::notice(std::cout, "Self-attention joins x<1> to every output in one step, all outputs "
                           "at once: chapter 02.");
+  attn::try_this(std::cout, "01_rnn",
+                 {{"--scales 1.5,1.75,2,2.5,3", "where does decay turn into growth?"},
+                  {"--experiment-hidden 4", "small H: rho varies a lot between models"},
+                  {"--distance 200 --scales 0.5,1", "how far down does it go?"},
+                  {"--input-size 1 --hidden 1", "a scalar RNN: every matrix is a number"}});
+  if (plot.enabled()) {
+    std::cout << "\n  figures: " << (plot.out_dir() / "01_dependence.png").string() << "\n"
+              << "           " << (plot.out_dir() / "01_path_length.png").string() << "\n";
+  }
   if (const std::string s = dump.summary(); !s.empty()) std::cout << "\n" << s << "\n";
   return 0;
 }

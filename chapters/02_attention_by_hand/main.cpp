@@ -313,6 +313,10 @@ int main(int argc, char** argv) {
   attn::notice(std::cout, "Softmax down each column turns scores into shares that sum to 1.");
   attn::notice(std::cout, "The y^i are independent of each other: chapter 03 stacks them "
                           "into matrix products.");
+  attn::try_this(std::cout, "02_attention_by_hand",
+                 {{"--scale", "scores / sqrt(2): flatter weights"},
+                  {"--random-weights", "other W_k, W_v, drawn from N(0, 0.25)"},
+                  {"--random-weights --seed 7", "and another draw"}});
   if (plot.enabled()) {
     std::cout << "\n  figure: " << (plot.out_dir() / "02_weights.png").string() << "\n";
   }

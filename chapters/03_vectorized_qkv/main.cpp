@@ -349,6 +349,10 @@ int main(int argc, char** argv) {
                           "decide who matches whom.");
   attn::notice(std::cout, "The weights are n x n: 640,000 at n = 800, 16 GiB of float32 at "
                           "n = 65,536.");
+  attn::try_this(std::cout, "03_vectorized_qkv",
+                 {{"--scale", "both forms scaled by 1/sqrt(2)"},
+                  {"--d-model 16", "short vectors: cos is no longer ~0"},
+                  {"--n 8 --d-model 4", "self-attention without projections"}});
   if (plot.enabled()) {
     std::cout << "\n  figures: " << (plot.out_dir() / "03_weights.png").string() << "\n"
               << "           " << (plot.out_dir() / "03_attention_memory.png").string() << "\n";

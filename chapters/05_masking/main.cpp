@@ -437,10 +437,10 @@ int main(int argc, char** argv) {
                           "averages and -inf needs a rule.");
   attn::notice(std::cout, "A dropped masked_fill result passes every shape check: test the "
                           "zeros.");
-  attn::banner(std::cout, "Try this");
-  std::cout << "  05_masking --mask causal            padding and causal together, as a decoder\n"
-               "  05_masking --fill -1e9 --ids 0,0,0/1,2,3   a sentence of padding only\n"
-               "  05_masking --d-model 16 --d-k 16    short vectors: the weights spread out\n";
+  attn::try_this(std::cout, "05_masking",
+                 {{"--mask causal", "padding and causal together, as a decoder"},
+                  {"--fill -1e9 --ids 0,0,0/1,2,3", "a sentence of padding only"},
+                  {"--d-model 16 --d-k 16", "short vectors: the weights spread out"}});
   if (plot.enabled()) {
     std::cout << "\n  figures: " << (plot.out_dir() / "05_batch_weights.png").string() << "\n"
               << "           " << (plot.out_dir() / "05_masks.png").string() << "\n";

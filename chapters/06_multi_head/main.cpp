@@ -289,10 +289,10 @@ int main(int argc, char** argv) {
                           "multiply-adds.");
   attn::notice(std::cout, "Add & Norm keeps the input (residual) and re-centres every token "
                           "(LayerNorm).");
-  attn::banner(std::cout, "Try this");
-  std::cout << "  06_multi_head --heads 1              one wide head: one softmax per query\n"
-               "  06_multi_head --heads 64             64 heads of 8 dimensions each\n"
-               "  06_multi_head --mask causal --seq-len 8   a decoder's self-attention\n";
+  attn::try_this(std::cout, "06_multi_head",
+                 {{"--heads 1", "one wide head: one softmax per query"},
+                  {"--heads 64", "64 heads of 8 dimensions each"},
+                  {"--mask causal --seq-len 8", "a decoder's self-attention"}});
   if (plot.enabled()) {
     std::cout << "\n  figures: " << (plot.out_dir() / "06_heads_sentence1.png").string() << "\n"
               << "           " << (plot.out_dir() / "06_heads_sentence2.png").string() << "\n";

@@ -378,12 +378,10 @@ int main(int argc, char** argv) {
                           "run at once.");
   attn::notice(std::cout, "Against an RNN: 1 step and paths of length 1, paid for with an "
                           "n x n term that wins past n = 2d.");
-  attn::banner(std::cout, "Try this");
-  std::cout << "  08_transformer_block --norm pre         pre-norm: LayerNorm before each "
-               "sub-layer\n"
-               "  08_transformer_block --layers 6 --heads 8 --d-model 64 --d-ff 256\n"
-               "  08_transformer_block --dump /tmp/d && /usr/bin/python3 "
-               "scripts/check_transformer_dump.py /tmp/d\n";
+  attn::try_this(std::cout, "08_transformer_block",
+                 {{"--norm pre", "pre-norm: LayerNorm before each sub-layer"},
+                  {"--layers 6 --heads 8 --d-model 64", "a bigger model, the same shapes"},
+                  {"--dump /tmp/d", "then replay it in PyTorch: scripts/check_transformer_dump.py"}});
   if (plot.enabled()) {
     const char* figures[] = {"08_encoder_attention", "08_decoder_self_attention",
                              "08_cross_attention", "08_rnn_vs_attention", "08_graph_attention"};

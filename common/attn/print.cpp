@@ -84,4 +84,15 @@ void banner(std::ostream& os, std::string_view title) {
 
 void notice(std::ostream& os, std::string_view text) { os << "  -> " << text << "\n"; }
 
+void try_this(std::ostream& os, std::string_view program,
+              const std::vector<std::pair<std::string, std::string>>& commands) {
+  banner(os, "Try this");
+  std::size_t width = 0;
+  for (const auto& [options, what] : commands) width = std::max(width, options.size());
+  for (const auto& [options, what] : commands) {
+    os << "  " << program << " " << options << std::string(width - options.size() + 3, ' ')
+       << what << "\n";
+  }
+}
+
 }  // namespace attn

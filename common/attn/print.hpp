@@ -15,6 +15,8 @@
 #include <iosfwd>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace attn {
 
@@ -42,6 +44,14 @@ void banner(std::ostream& os, std::string_view title);
 
 /// A "what to notice" line, indented under the numbers it comments on:  "  -> text".
 void notice(std::ostream& os, std::string_view text);
+
+/// The closing "Try this" banner: one command per line (the program, then its options) and
+/// what it shows, aligned:
+///
+///   == Try this ==================================================================
+///     01_rnn --scales 1.5,2,3          where does decay turn into growth?
+void try_this(std::ostream& os, std::string_view program,
+              const std::vector<std::pair<std::string, std::string>>& commands);
 
 template <typename Derived>
 void print_matrix(std::ostream& os, std::string_view name, const Eigen::MatrixBase<Derived>& m,
