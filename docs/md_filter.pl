@@ -12,6 +12,7 @@
 #   [t](../03_x/README.md)          ->       [t](@ref ch03)
 #   [t](../../common/attn/a.hpp)    ->       [t](@ref a.hpp)
 #   [t](../../README.md)            ->       [t](@ref index)
+#   [t](docs/glossary.md)           ->       [t](@ref glossary)            (pages of docs/)
 #
 # Code blocks and `code spans` pass through untouched. Only perl-base (Essential on Debian).
 use strict;
@@ -23,6 +24,8 @@ open(my $in, '<:raw', $path) or die "md_filter.pl: cannot read $path: $!\n";
 # The folder of a chapter page, "chapters/02_attention_by_hand", for its snippets and label.
 my ($chapter_dir, $chapter_no) = $path =~ m{(chapters/((\d\d)_[A-Za-z0-9_]+))/README\.md$}
   ? ($1, $3) : (undef, undef);
+# A page of docs/ ("docs/glossary.md") is labelled by its file name: @ref glossary.
+my ($docs_page) = $path =~ m{(?:^|/)docs/([a-z_]+)\.md$};
 
 my $fence = '';        # the fence that opened the current code block ('' outside one)
 my $math = 0;          # inside a ```math block
@@ -34,6 +37,7 @@ sub link_target {
     && $target !~ m{^https?:};
   return '@ref index' if $target =~ m{^(?:\.\./)*README\.md$};
   return '@ref ' . $1 if $target =~ m{(?:^|/)common/attn/([A-Za-z0-9_]+\.hpp)$};
+  return '@ref ' . $1 if $target =~ m{(?:^|/)docs/([a-z_]+)\.md$} || $target =~ m{^([a-z_]+)\.md$};
   return $target;
 }
 
@@ -79,7 +83,8 @@ while (my $line = <$in>) {
   if (!$titled && $line =~ /^#\s+(.*?)\s*$/) {          # the page title gets its label
     $titled = 1;
     my $title = inline($1);
-    print defined $chapter_no ? "# $title {#ch$chapter_no}\n" : "# $title\n";
+    print defined $chapter_no ? "# $title {#ch$chapter_no}\n"
+        : defined $docs_page ? "# $title {#$docs_page}\n" : "# $title\n";
     next;
   }
   if ($line =~ /^\s*!\[([^\]]*)\]\((?:[^)]*\/)?plots\/([A-Za-z0-9_.-]+\.png)\)\s*$/) {
