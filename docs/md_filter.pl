@@ -87,7 +87,9 @@ while (my $line = <$in>) {
         : defined $docs_page ? "# $title {#$docs_page}\n" : "# $title\n";
     next;
   }
-  if ($line =~ /^\s*!\[([^\]]*)\]\((?:[^)]*\/)?plots\/([A-Za-z0-9_.-]+\.png)\)\s*$/) {
+  # A figure of plots/ (or its copy in docs/figures/, which the README uses so that GitHub shows
+  # it): the site copies the file from plots/, where the chapters drew it.
+  if ($line =~ /^\s*!\[([^\]]*)\]\((?:[^)]*\/)?(?:plots|docs\/figures)\/([A-Za-z0-9_.-]+\.png)\)\s*$/) {
     my ($caption, $file) = ($1, $2);
     $caption =~ s/"/\\"/g;
     print "\\image html $file \"" . inline($caption) . "\"\n";
