@@ -381,17 +381,4 @@ TEST(MaskedAttention, ShapeErrorsNameTheShapes) {
             "embed: ids[0][1] = 10 is outside the vocabulary [0, 10)");
 }
 
-TEST(PositionalEncoding, KnownValues) {
-  const Matrix pe = attn::sinusoidal_encoding(3, 6);
-  // PE(0) = [sin 0, cos 0, ...] = [0, 1, 0, 1, 0, 1].
-  for (Index c = 0; c < 6; ++c) EXPECT_EQ(pe(0, c), c % 2 == 0 ? 0.0f : 1.0f);
-  // PE(1, 0) = sin(1), PE(1, 1) = cos(1): frequency 10000^0 = 1. Rounded once from double.
-  EXPECT_EQ(pe(1, 0), static_cast<float>(std::sin(1.0)));
-  EXPECT_EQ(pe(1, 1), static_cast<float>(std::cos(1.0)));
-  // Columns 2, 3 turn at 10000^(-2/6): PE(2, 2) = sin(2 / 10000^(1/3)).
-  // (Written here through cbrt, not pow: the two may differ in the last bit of the double.)
-  EXPECT_FLOAT_EQ(pe(2, 2), static_cast<float>(std::sin(2.0 / std::cbrt(10000.0))));
-  EXPECT_THROW(attn::sinusoidal_encoding(3, 0), std::invalid_argument);
-}
-
 }  // namespace
