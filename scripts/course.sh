@@ -30,8 +30,9 @@ for chapter in "${chapters[@]}"; do
   mv "$logs/$chapter.txt.tmp" "$logs/$chapter.txt"
   ms=$((($(date +%s%N) - t0) / 1000000))
   figures=$(ls plots/"${chapter:0:2}"_*.png 2>/dev/null | wc -l)
-  summary+=("$(printf '  %-24s %6d ms  %2d figures  %5d lines' "$chapter" "$ms" "$figures" \
-                "$(wc -l < "$logs/$chapter.txt")")")
+  plural=s; ((figures == 1)) && plural=""
+  summary+=("$(printf '  %-24s %6d ms  %2d figure%-1s  %5d lines' "$chapter" "$ms" "$figures" \
+                "$plural" "$(wc -l < "$logs/$chapter.txt")")")
 done
 
 step "The site (Doxygen)"
