@@ -1,30 +1,31 @@
 #!/usr/bin/env bash
 # README command 2: set up, then every test: unit tests and chapter smoke tests (release), the
-# whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer, and the site with
-# Doxygen warnings as errors. .ci/run calls exactly this.
+# whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer, 30 s of fuzzing the
+# .npy reader (scripts/fuzz.sh), and the site with Doxygen warnings as errors. .ci/run calls
+# exactly this.
 #
 #   scripts/test.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-jobs=$(nproc)
-started=$SECONDS
-
-step() { printf '\n\033[1m## %s\033[0m (%ds)\n' "$*" $((SECONDS - started)); }
+source scripts/lib.sh
 
 step "Set-up: Debian packages"
 scripts/setup.sh
 
 step "Release: configure, build, test"
-cmake --preset release >/dev/null
-cmake --build --preset release -j "$jobs"
+quietly build/release/logs/configure.log cmake --preset release
+quietly build/release/logs/build.log cmake --build --preset release -j "$jobs"
 ctest --preset release -j "$jobs"
 
 step "Sanitize (ASan + UBSan): configure, build, test"
-cmake --preset sanitize >/dev/null
-cmake --build --preset sanitize -j "$jobs"
+quietly build/sanitize/logs/configure.log cmake --preset sanitize
+quietly build/sanitize/logs/build.log cmake --build --preset sanitize -j "$jobs"
 ctest --preset sanitize -j "$jobs"
 
+step "Fuzz the .npy reader (libFuzzer, 30 s)"
+scripts/fuzz.sh 30
+
 step "Site: Doxygen, warnings are errors"
-cmake --build --preset release --target docs
+quietly build/release/logs/docs.log cmake --build --preset release --target docs
 
 step "All tests passed"

@@ -251,6 +251,106 @@ TEST(NpyMalformed, RejectsEachFaultWithAClearMessage) {
                    "too large");
 }
 
+// Found by tests/fuzz/fuzz_npy.cpp (its first input, a NumPy file missing 'fortran_order'): the
+// message quoted the whole header, NumPy's padding and final '\n' included, and would have
+// quoted any raw bytes of a corrupt file (terminal escapes, NULs, kilobytes of junk) just the same.
+TEST(NpyMalformed, MessageQuotesAShortPrintableExcerptOfTheHeader) {
+  const auto printable = [](const std::string& m) {
+    for (unsigned char c : m) {
+      if (c < 0x20 || c > 0x7E) return false;
+    }
+    return true;
+  };
+  const std::string two = raw_floats({1, 2});
+  try {
+    attn::parse_npy(handmade("{'descr': '<f4', 'shape': (2,), }", two), "case");
+    FAIL();
+  } catch (const attn::NpyError& e) {
+    const std::string m = e.what();
+    EXPECT_TRUE(printable(m)) << m;
+    EXPECT_EQ(m.substr(m.size() - 3), ", }") << "padding quoted: [" << m << "]";
+  }
+
+  try {  // a dtype made of an escape sequence, a NUL and a byte that is not ASCII
+    attn::parse_npy(handmade(std::string("{'descr': '\x1b[2J\0\xff', 'fortran_order': False, "
+                                         "'shape': (1,), }", 56),
+                             two.substr(0, 4)),
+                    "case");
+    FAIL();
+  } catch (const attn::NpyError& e) {
+    const std::string m = e.what();
+    EXPECT_TRUE(printable(m)) << m;
+    EXPECT_NE(m.find("unsupported dtype '\\x1B[2J\\x00\\xFF'"), std::string::npos) << m;
+  }
+
+  // 3,000 bytes of header with every byte value: the message stays a line long. The bound:
+  // 'case' + the fixed text + a 120-character excerpt at up to 4 characters per byte.
+  std::string junk = "{'descr': '<f4', ";
+  for (int i = 0; junk.size() < 3000; ++i) junk += static_cast<char>(i % 256);
+  try {
+    attn::parse_npy(handmade(junk, ""), "case");
+    FAIL();
+  } catch (const attn::NpyError& e) {
+    const std::string m = e.what();
+    EXPECT_TRUE(printable(m)) << m;
+    EXPECT_LT(m.size(), 600u) << m;
+    EXPECT_NE(m.find("... (3"), std::string::npos) << "says how long the header was: " << m;
+  }
+}
+
+// Found by comparing the fuzzer's corpus with numpy.load, then by tests/fuzz/fuzz_npy.cpp once
+// it checked NumPy's sizing rule and the views: a 0 in the shape made the element count 0, and
+// the dimensions after it went unchecked. '(0, 18446744073709551615)' was accepted as an empty
+// array, and to_matrix() turned it into a matrix with -1 columns (Eigen's assert, or worse).
+// NumPy rejects it: the non-zero dimensions times the element size must fit in int64.
+TEST(NpyMalformed, EmptyArrayWithAnOversizedDimensionIsRejected) {
+  expect_npy_error(handmade("{'descr': '<f4', 'fortran_order': False, "
+                            "'shape': (0, 18446744073709551615), }", ""),
+                   "too large");
+  expect_npy_error(handmade("{'descr': '<f8', 'fortran_order': True, "
+                            "'shape': (4294967296, 0, 4294967296), }", ""),
+                   "too large");
+  // 2^60 - 1 doubles are 2^63 - 8 bytes, just inside the limit; 2^60 doubles are not.
+  const auto a = attn::parse_npy(handmade("{'descr': '<f8', 'fortran_order': False, "
+                                          "'shape': (0, 1152921504606846975), }", ""));
+  EXPECT_EQ(a.size(), 0u);
+  EXPECT_EQ(a.to_matrix_d().rows(), 0);
+  EXPECT_EQ(a.to_matrix_d().cols(), 1152921504606846975);
+  expect_npy_error(handmade("{'descr': '<f8', 'fortran_order': False, "
+                            "'shape': (0, 1152921504606846976), }", ""),
+                   "too large");
+}
+
+// Found by review while writing the fuzz target (its inputs are too short to show it): any
+// number of dimensions was accepted, and the Fortran-order walk costs one step per dimension
+// per element, so a few megabytes of '1, 1, 1, ...' and data kept the reader busy for hours.
+// NumPy itself stops at 64 dimensions; so does the reader now.
+TEST(NpyMalformed, MoreThan64DimensionsAreRejectedAnd64AreRead) {
+  std::string dims;
+  for (int i = 0; i < 63; ++i) dims += "1, ";
+  const auto a = attn::parse_npy(handmade(
+      "{'descr': '<f4', 'fortran_order': True, 'shape': (" + dims + "2), }", raw_floats({5, 6})));
+  EXPECT_EQ(a.shape.size(), 64u);
+  EXPECT_EQ(a.shape.back(), 2u);
+  EXPECT_EQ(a.data, (std::vector<double>{5, 6}));
+  expect_npy_error(
+      handmade("{'descr': '<f4', 'fortran_order': True, 'shape': (" + dims + "1, 2), }",
+               raw_floats({5, 6})),
+      "more than 64 dimensions");
+}
+
+// Found by review: libstdc++'s filebuf throws std::ios_base::failure when read(2) fails, and
+// read_npy let it escape instead of an NpyError. Opening a folder succeeds; reading it fails.
+TEST_F(NpyTest, ReadingAFolderIsAnNpyErrorNamingIt) {
+  try {
+    attn::read_npy(dir_);
+    FAIL() << "read_npy accepted a folder";
+  } catch (const attn::NpyError& e) {
+    EXPECT_NE(std::string(e.what()).find(dir_.string()), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("read error"), std::string::npos) << e.what();
+  }
+}
+
 TEST(NpyMalformed, MissingFileNamesThePath) {
   try {
     attn::read_npy("/nonexistent/folder/x.npy");

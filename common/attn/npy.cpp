@@ -27,6 +27,9 @@ namespace {
 constexpr unsigned char kMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 constexpr std::size_t kMagicSize = sizeof(kMagic);
 constexpr std::size_t kAlign = 64;  // data starts on a 64-byte boundary (NumPy >= 1.14 writes this)
+// NumPy's own limit (NPY_MAXDIMS in NumPy 2; 32 before). It also bounds the Fortran-order walk
+// below, which costs rank steps per element.
+constexpr std::size_t kMaxDims = 64;
 
 std::size_t dtype_size(NpyDtype t) {
   switch (t) {
@@ -52,14 +55,36 @@ const char* dtype_descr(NpyDtype t) {
 
 // ---- Header parsing -----------------------------------------------------------------------------
 
+// Header text as it may appear in an error message: at most `limit` characters, anything
+// outside printable ASCII as \xNN, so a corrupt file can neither flood the message nor put
+// control characters into a terminal.
+std::string excerpt(std::string_view s, std::size_t limit) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size() && i < limit; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7F) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02X", static_cast<unsigned>(c));
+      out += hex;
+    }
+  }
+  if (s.size() > limit) out += "... (" + std::to_string(s.size()) + " bytes)";
+  return out;
+}
+
 // A cursor over the header dict with just the moves the format needs. Every failure
 // throws NpyError naming the source, so callers never see a half-parsed header.
 class HeaderParser {
  public:
   HeaderParser(std::string_view text, const std::string& what) : s_(text), what_(what) {}
 
+  // Quotes the header without NumPy's padding (spaces and the final '\n').
   [[noreturn]] void fail(const std::string& why) const {
-    throw NpyError(what_ + ": malformed .npy header (" + why + "): " + std::string(s_));
+    const std::size_t end = s_.find_last_not_of(" \t\n\r\f\v");
+    const std::string_view text = s_.substr(0, end == std::string_view::npos ? 0 : end + 1);
+    throw NpyError(what_ + ": malformed .npy header (" + why + "): " + excerpt(text, 120));
   }
 
   void skip_space() {
@@ -136,8 +161,10 @@ NpyDtype parse_descr(const std::string& d, const HeaderParser& p) {
   if (d == "<f8" || d == "=f8") return NpyDtype::float64;
   if (d == "<i4" || d == "=i4") return NpyDtype::int32;
   if (d == "<i8" || d == "=i8") return NpyDtype::int64;
-  if (!d.empty() && d[0] == '>') p.fail("big-endian dtype '" + d + "' is not supported");
-  p.fail("unsupported dtype '" + d + "' (supported: <f4, <f8, <i4, <i8)");
+  if (!d.empty() && d[0] == '>') {
+    p.fail("big-endian dtype '" + excerpt(d, 20) + "' is not supported");
+  }
+  p.fail("unsupported dtype '" + excerpt(d, 20) + "' (supported: <f4, <f8, <i4, <i8)");
 }
 
 Header parse_header(std::string_view text, const std::string& what) {
@@ -168,10 +195,13 @@ Header parse_header(std::string_view text, const std::string& what) {
       p.expect('(');
       while (!p.consume(')')) {
         shape->push_back(p.integer());
+        if (shape->size() > kMaxDims) {
+          p.fail("more than " + std::to_string(kMaxDims) + " dimensions");
+        }
         if (!p.consume(',') && !p.peek(')')) p.fail("expected ',' or ')' in shape");
       }
     } else {
-      p.fail("unexpected key '" + key + "'");
+      p.fail("unexpected key '" + excerpt(key, 20) + "'");
     }
     if (!p.consume(',') && !p.peek('}')) p.fail("expected ',' or '}'");
   }
@@ -264,16 +294,24 @@ NpyArray parse_npy(std::span<const unsigned char> bytes, const std::string& what
                                      header_len);
   const Header h = parse_header(header_text, what);
 
-  // Count elements with an overflow check: a hostile shape must not wrap around to a small
-  // number and pass the size test below.
-  std::size_t count = 1;
-  for (std::size_t d : h.shape) {
-    if (d != 0 && count > std::numeric_limits<std::size_t>::max() / d) {
-      throw NpyError(what + ": shape is too large");
-    }
-    count *= d;
-  }
+  // Size the array as NumPy does: the non-zero dimensions times the element size must fit in a
+  // signed 64-bit byte count, even when another dimension is 0 and the array is empty. So a
+  // hostile shape cannot wrap around to a small count and pass the size test below, and an
+  // empty (0, 2^64 - 1) array cannot reach Eigen as a matrix with -1 columns.
   const std::size_t esize = dtype_size(h.dtype);
+  const auto max_bytes = static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
+  std::size_t nonzero_bytes = esize;
+  bool empty = false;
+  for (std::size_t d : h.shape) {
+    if (d == 0) {
+      empty = true;
+    } else if (nonzero_bytes > max_bytes / d) {
+      throw NpyError(what + ": shape is too large");
+    } else {
+      nonzero_bytes *= d;
+    }
+  }
+  const std::size_t count = empty ? 0 : nonzero_bytes / esize;
   const std::size_t payload = bytes.size() - data_offset;
   if (count > payload / esize || count * esize != payload) {
     throw NpyError(what + ": shape needs " + std::to_string(count) + " elements of " +
@@ -309,8 +347,14 @@ NpyArray parse_npy(std::span<const unsigned char> bytes, const std::string& what
 NpyArray read_npy(const std::filesystem::path& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw NpyError(path.string() + ": cannot open for reading");
-  const std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(f)),
-                                         std::istreambuf_iterator<char>());
+  std::vector<unsigned char> bytes;
+  try {
+    bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  } catch (const std::ios_base::failure& e) {
+    // libstdc++'s filebuf throws when read(2) fails (a directory, an I/O error); the iterator
+    // does not turn that into badbit the way istream::read would.
+    throw NpyError(path.string() + ": read error (" + e.code().message() + ")");
+  }
   if (f.bad()) throw NpyError(path.string() + ": read error");
   return parse_npy(bytes, path.string());
 }

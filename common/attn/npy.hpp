@@ -9,8 +9,10 @@
 ///   | the raw little-endian elements, in C (row-major) or Fortran (column-major) order.
 ///
 /// Reading accepts float32, float64, int32 and int64 ('<f4', '<f8', '<i4', '<i8'), either order,
-/// and returns the elements in C order. Anything else, or a file that is truncated, too long,
-/// or whose header lies about its size, is rejected with NpyError naming the file and the fault.
+/// and up to 64 dimensions (NumPy's own limit), and returns the elements in C order. Anything
+/// else, or a file that is truncated, too long, or whose header lies about its size, is rejected
+/// with NpyError naming the file and the fault (quoting at most a short, printable excerpt of
+/// the header).
 /// Writing goes to "<path>.tmp" first and is renamed into place, so a failed write never
 /// leaves a half-written .npy behind.
 #pragma once
