@@ -6,6 +6,8 @@
 
 #include "attn/npy.hpp"
 
+#include <gtest/gtest.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,6 +61,21 @@ inline attn::MatrixD load(const fs::path& dir, const std::string& name) {
 
 inline bool contains(const std::string& text, const std::string& piece) {
   return text.find(piece) != std::string::npos;
+}
+
+/// Runs `chapter args` twice and expects exit 0 both times, identical stdout, at least
+/// `min_bytes` of it, and the closing "What to notice" banner. (ctest's deterministic.<chapter>
+/// also compares every file written, with the default options; this covers other knobs.)
+inline void expect_two_identical_runs(const std::string& chapter, const std::string& args,
+                                      std::size_t min_bytes) {
+  const fs::path dir = scratch(chapter, "twice");
+  const Output a = run_chapter(chapter, args, dir), b = run_chapter(chapter, args, dir);
+  ASSERT_EQ(a.code, 0) << args << "\n" << a.err;
+  ASSERT_EQ(b.code, 0) << args << "\n" << b.err;
+  EXPECT_GT(a.out.size(), min_bytes) << args;
+  EXPECT_EQ(a.out, b.out) << args;
+  EXPECT_TRUE(contains(a.out, "== What to notice")) << args;
+  fs::remove_all(dir);
 }
 
 }  // namespace attn_test

@@ -33,16 +33,8 @@ Matrix load(const fs::path& dir, const std::string& name) {
 }
 
 TEST(Chapter01, TwoRunsPrintIdenticalBytes) {
-  const fs::path dir = scratch("twice");
-  for (const std::string args : {"--no-plots", "--no-plots --seed 777 --hidden 7 --steps 9"}) {
-    const Output first = run_chapter(args, dir);
-    const Output second = run_chapter(args, dir);
-    ASSERT_EQ(first.code, 0) << first.err;
-    ASSERT_EQ(second.code, 0) << second.err;
-    EXPECT_GT(first.out.size(), 1000u);
-    EXPECT_EQ(first.out, second.out) << "args: " << args;
-  }
-  fs::remove_all(dir);
+  attn_test::expect_two_identical_runs("01_rnn", "--no-plots", 1000u);
+  attn_test::expect_two_identical_runs("01_rnn", "--no-plots --seed 777 --hidden 7 --steps 9", 1000u);
 }
 
 TEST(Chapter01, PrintsTheShapesAndTheCheck) {

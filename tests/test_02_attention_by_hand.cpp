@@ -37,15 +37,8 @@ std::string f4(double v) {
 using attn_test::contains;
 
 TEST(Chapter02, TwoRunsPrintIdenticalBytes) {
-  const fs::path dir = scratch("twice");
-  for (const std::string args : {"--no-plots", "--no-plots --scale --random-weights --seed 9"}) {
-    const Output a = run(args, dir), b = run(args, dir);
-    ASSERT_EQ(a.code, 0) << a.err;
-    ASSERT_EQ(b.code, 0) << b.err;
-    EXPECT_GT(a.out.size(), 2000u);
-    EXPECT_EQ(a.out, b.out) << args;
-  }
-  fs::remove_all(dir);
+  attn_test::expect_two_identical_runs("02_attention_by_hand", "--no-plots", 2000u);
+  attn_test::expect_two_identical_runs("02_attention_by_hand", "--no-plots --scale --random-weights --seed 9", 2000u);
 }
 
 TEST(Chapter02, PrintsNote000sQueries) {

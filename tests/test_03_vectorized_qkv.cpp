@@ -47,15 +47,8 @@ std::string grouped(std::uint64_t v) {
 }
 
 TEST(Chapter03, TwoRunsPrintIdenticalBytes) {
-  const fs::path dir = scratch("twice");
-  for (const std::string args : {"--no-plots", "--no-plots --scale --n 6 --d-model 64 --seed 3"}) {
-    const Output a = run(args, dir), b = run(args, dir);
-    ASSERT_EQ(a.code, 0) << a.err;
-    ASSERT_EQ(b.code, 0) << b.err;
-    EXPECT_GT(a.out.size(), 2000u);
-    EXPECT_EQ(a.out, b.out) << args;
-  }
-  fs::remove_all(dir);
+  attn_test::expect_two_identical_runs("03_vectorized_qkv", "--no-plots", 2000u);
+  attn_test::expect_two_identical_runs("03_vectorized_qkv", "--no-plots --scale --n 6 --d-model 64 --seed 3", 2000u);
 }
 
 TEST(Chapter03, PrintsEveryShape) {

@@ -326,17 +326,8 @@ TEST(Chapter04, SmallStdDoesNotOverflow) {
 }
 
 TEST(Chapter04, TwoRunsPrintIdenticalBytes) {
-  const fs::path dir = scratch("twice");
-  for (const std::string args :
-       {"--no-plots", "--no-plots --samples 500 --std 3 --d-k 7 --no-scale --seed 9"}) {
-    const Output a = run(args, dir), b = run(args, dir);
-    ASSERT_EQ(a.code, 0) << a.err;
-    ASSERT_EQ(b.code, 0) << b.err;
-    EXPECT_GT(a.out.size(), 4000u);
-    EXPECT_EQ(a.out, b.out) << args;
-    EXPECT_TRUE(contains(a.out, "== What to notice")) << args;
-  }
-  fs::remove_all(dir);
+  attn_test::expect_two_identical_runs("04_softmax_scaling", "--no-plots", 4000u);
+  attn_test::expect_two_identical_runs("04_softmax_scaling", "--no-plots --samples 500 --std 3 --d-k 7 --no-scale --seed 9", 4000u);
 }
 
 TEST(Chapter04, DrawsItsFigures) {
