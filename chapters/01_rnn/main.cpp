@@ -356,10 +356,7 @@ int main(int argc, char** argv) {
                   {"--experiment-hidden 4", "small H: rho varies a lot between models"},
                   {"--distance 200 --scales 0.5,1", "how far down does it go?"},
                   {"--input-size 1 --hidden 1", "a scalar RNN: every matrix is a number"}});
-  if (plot.enabled()) {
-    std::cout << "\n  figures: " << (plot.out_dir() / "01_dependence.png").string() << "\n"
-              << "           " << (plot.out_dir() / "01_path_length.png").string() << "\n";
-  }
+  if (const std::string f = plot.summary(); !f.empty()) std::cout << "\n" << f;
   if (const std::string s = dump.summary(); !s.empty()) std::cout << "\n" << s << "\n";
   return 0;
 }

@@ -317,9 +317,7 @@ int main(int argc, char** argv) {
                  {{"--scale", "scores / sqrt(2): flatter weights"},
                   {"--random-weights", "other W_k, W_v, drawn from N(0, 0.25)"},
                   {"--random-weights --seed 7", "and another draw"}});
-  if (plot.enabled()) {
-    std::cout << "\n  figure: " << (plot.out_dir() / "02_weights.png").string() << "\n";
-  }
+  if (const std::string f = plot.summary(); !f.empty()) std::cout << "\n" << f;
   if (const std::string d = dump.summary(); !d.empty()) std::cout << "\n" << d << "\n";
   return 0;
 }

@@ -353,10 +353,7 @@ int main(int argc, char** argv) {
                  {{"--scale", "both forms scaled by 1/sqrt(2)"},
                   {"--d-model 16", "short vectors: cos is no longer ~0"},
                   {"--n 8 --d-model 4", "self-attention without projections"}});
-  if (plot.enabled()) {
-    std::cout << "\n  figures: " << (plot.out_dir() / "03_weights.png").string() << "\n"
-              << "           " << (plot.out_dir() / "03_attention_memory.png").string() << "\n";
-  }
+  if (const std::string f = plot.summary(); !f.empty()) std::cout << "\n" << f;
   if (const std::string d = dump.summary(); !d.empty()) std::cout << "\n" << d << "\n";
   return 0;
 }

@@ -535,15 +535,7 @@ int main(int argc, char** argv) {
   attn::notice(std::cout, fmt("their Jacobian diag(p) - p p^T is ~0 (median %.1e against %.2f "
                               "scaled): no gradient.",
                               saturation_table(last, 3), saturation_table(last, 6)));
-  if (plot.enabled()) {
-    std::cout << "\n  figures in " << plot.out_dir().string() << ":\n   ";
-    for (const char* f : {"04_histograms", "04_softmax_unscaled", "04_softmax_scaled",
-                          "04_variance_vs_dk", "04_saturation_vs_dk", "04_jacobian_norm"}) {
-      std::cout << " " << f << ".png";
-      if (std::string(f) == "04_softmax_scaled") std::cout << "\n   ";
-    }
-    std::cout << "\n";
-  }
+  if (const std::string f = plot.summary(); !f.empty()) std::cout << "\n" << f;
   if (const std::string d = dump.summary(); !d.empty()) std::cout << "\n" << d << "\n";
   return 0;
 }

@@ -441,10 +441,7 @@ int main(int argc, char** argv) {
                  {{"--mask causal", "padding and causal together, as a decoder"},
                   {"--fill -1e9 --ids 0,0,0/1,2,3", "a sentence of padding only"},
                   {"--d-model 16 --d-k 16", "short vectors: the weights spread out"}});
-  if (plot.enabled()) {
-    std::cout << "\n  figures: " << (plot.out_dir() / "05_batch_weights.png").string() << "\n"
-              << "           " << (plot.out_dir() / "05_masks.png").string() << "\n";
-  }
+  if (const std::string f = plot.summary(); !f.empty()) std::cout << "\n" << f;
   if (const std::string d = dump.summary(); !d.empty()) std::cout << "\n" << d << "\n";
   return 0;
 }

@@ -293,10 +293,7 @@ int main(int argc, char** argv) {
                  {{"--heads 1", "one wide head: one softmax per query"},
                   {"--heads 64", "64 heads of 8 dimensions each"},
                   {"--mask causal --seq-len 8", "a decoder's self-attention"}});
-  if (plot.enabled()) {
-    std::cout << "\n  figures: " << (plot.out_dir() / "06_heads_sentence1.png").string() << "\n"
-              << "           " << (plot.out_dir() / "06_heads_sentence2.png").string() << "\n";
-  }
+  if (const std::string f = plot.summary(); !f.empty()) std::cout << "\n" << f;
   if (const std::string d = dump.summary(); !d.empty()) std::cout << "\n" << d << "\n";
   return 0;
 }

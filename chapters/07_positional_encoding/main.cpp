@@ -569,13 +569,7 @@ int main(int argc, char** argv) {
   std::cout << "  07_positional_encoding --max-offset 4096    far offsets: similarity sinks to ~0\n"
                "  07_positional_encoding --d-model 8          4 pairs: k = 63 nearly repeats k = 0\n"
                "  07_positional_encoding --d-model 512 --positions 512   the paper's width\n";
-  if (plot.enabled()) {
-    const char* lead = "\n  figures: ";
-    for (const char* name : {"07_permutation", "07_encoding", "07_frequencies", "07_dot_product"}) {
-      std::cout << lead << (plot.out_dir() / (std::string(name) + ".png")).string() << "\n";
-      lead = "           ";
-    }
-  }
+  if (const std::string f = plot.summary(); !f.empty()) std::cout << "\n" << f;
   if (const std::string d = dump.summary(); !d.empty()) std::cout << "\n" << d << "\n";
   return 0;
 }

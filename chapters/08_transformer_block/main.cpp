@@ -382,15 +382,7 @@ int main(int argc, char** argv) {
                  {{"--norm pre", "pre-norm: LayerNorm before each sub-layer"},
                   {"--layers 6 --heads 8 --d-model 64", "a bigger model, the same shapes"},
                   {"--dump /tmp/d", "then replay it in PyTorch: scripts/check_transformer_dump.py"}});
-  if (plot.enabled()) {
-    const char* figures[] = {"08_encoder_attention", "08_decoder_self_attention",
-                             "08_cross_attention", "08_rnn_vs_attention", "08_graph_attention"};
-    std::cout << "\n";
-    for (const char* f : figures) {
-      std::cout << (f == figures[0] ? "  figures: " : "           ")
-                << (plot.out_dir() / (std::string(f) + ".png")).string() << "\n";
-    }
-  }
+  if (const std::string f = plot.summary(); !f.empty()) std::cout << "\n" << f;
   if (const std::string dsum = dump.summary(); !dsum.empty()) std::cout << "\n" << dsum << "\n";
   return 0;
 }

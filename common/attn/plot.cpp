@@ -550,7 +550,17 @@ Figure Plotter::render(const std::string& name, const std::string& script,
                              fig.png.string());
   }
   fig.rendered = true;
+  rendered_.push_back(fig.png);
   return fig;
+}
+
+std::string Plotter::summary() const {
+  std::string s;
+  for (std::size_t i = 0; i < rendered_.size(); ++i) {
+    s += (i == 0 ? (rendered_.size() == 1 ? "  figure: " : "  figures: ") : "           ") +
+         rendered_[i].string() + "\n";
+  }
+  return s;
 }
 
 // ---- Heat map -----------------------------------------------------------------------------------

@@ -128,6 +128,10 @@ class Plotter {
   Figure lines(const std::string& name, const std::vector<Series>& series, const LineOptions& opts);
 
   bool enabled() const { return enabled_; }
+  /// The PNGs rendered so far, one per line, for the end of a walk-through:
+  ///   "  figures: plots/05_batch_weights.png\n           plots/05_masks.png\n"
+  /// ("  figure: " for one; empty when nothing was rendered, e.g. with --no-plots).
+  std::string summary() const;
   const std::filesystem::path& out_dir() const { return out_dir_; }
   /// The program this plotter runs to render (default "gnuplot").
   const std::string& gnuplot() const { return gnuplot_; }
@@ -140,6 +144,7 @@ class Plotter {
   std::filesystem::path out_dir_;
   bool enabled_;
   std::string gnuplot_;
+  std::vector<std::filesystem::path> rendered_;  // in the order they were drawn
 };
 
 }  // namespace attn
