@@ -10,7 +10,7 @@
 #   ![caption](../../plots/a.png)   ->       \image html a.png "caption"   (copied from plots/)
 #   <!-- snippet: main.cpp step -->  ->      \snippet{lineno} chapters/NN_x/main.cpp step
 #   [t](../03_x/README.md)          ->       [t](@ref ch03)
-#   [t](../../common/attn/a.hpp)    ->       [t](@ref a.hpp)
+#   [t](../../common/attn/a.hpp)    ->       [t](@ref a.hpp)   (also common/course/)
 #   [t](../../README.md)            ->       [t](@ref index)
 #   [t](docs/glossary.md)           ->       [t](@ref glossary)            (pages of docs/)
 #
@@ -36,7 +36,7 @@ sub link_target {
   return '@ref ch' . $1 if $target =~ m{(?:^|/)(?:chapters/)?(\d\d)_[A-Za-z0-9_]+/README\.md$}
     && $target !~ m{^https?:};
   return '@ref index' if $target =~ m{^(?:\.\./)*README\.md$};
-  return '@ref ' . $1 if $target =~ m{(?:^|/)common/attn/([A-Za-z0-9_]+\.hpp)$};
+  return '@ref ' . $1 if $target =~ m{(?:^|/)common/(?:attn|course)/([A-Za-z0-9_]+\.hpp)$};
   return '@ref ' . $1 if $target =~ m{(?:^|/)docs/([a-z_]+)\.md$} || $target =~ m{^([a-z_]+)\.md$};
   return $target;
 }

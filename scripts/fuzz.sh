@@ -2,7 +2,7 @@
 # Fuzzes the .npy reader (attn::parse_npy) with libFuzzer under ASan + UBSan for SECONDS.
 #
 #   scripts/fuzz.sh          30 s: the short run that scripts/test.sh does every time
-#   scripts/fuzz.sh 600      the longer run: after any change to common/attn/npy.cpp, and before
+#   scripts/fuzz.sh 600      the longer run: after any change to common/course/npy.cpp, and before
 #                            a release (repeat it; each run starts from what the last one found)
 #
 # Builds the `fuzz` preset (clang++, build/fuzz; logs in build/fuzz/logs), copies the seed

@@ -9,7 +9,7 @@ set -euo pipefail
 packages=(
   cmake g++ make                  # the build
   libeigen3-dev                   # all linear algebra
-  libcli11-dev                    # command-line options of every chapter
+  libcli11-dev libfmt-dev         # options and formatted text of every chapter
   libgtest-dev libbenchmark-dev   # tests and the performance measurements
   gnuplot-nox                     # every figure
   doxygen graphviz libjs-mathjax  # the site, with formulas typeset offline

@@ -4,7 +4,7 @@
 // and reads what it writes. Shared here so that eight chapter suites do it one way.
 #pragma once
 
-#include "attn/npy.hpp"
+#include "course/npy.hpp"
 
 #include <gtest/gtest.h>
 
@@ -56,7 +56,7 @@ inline Output run_chapter(const std::string& chapter, const std::string& args,
 
 /// DIR/NAME.npy as a double matrix (a 1-D array becomes one row).
 inline attn::MatrixD load(const fs::path& dir, const std::string& name) {
-  return attn::read_npy(dir / (name + ".npy")).to_matrix_d();
+  return course::read_npy(dir / (name + ".npy")).to_matrix_d();
 }
 
 inline bool contains(const std::string& text, const std::string& piece) {

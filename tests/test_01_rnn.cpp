@@ -1,7 +1,7 @@
 // Chapter 01 as a program: deterministic output, a --dump that the library reproduces from
 // the dumped weights alone, figures written, and usage errors for knobs out of range.
 #include "chapter_run.hpp"
-#include "attn/npy.hpp"
+#include "course/npy.hpp"
 #include "attn/rnn.hpp"
 
 #include <gtest/gtest.h>
@@ -72,7 +72,7 @@ TEST(Chapter01, DumpIsReproducedFromTheDumpedWeights) {
   EXPECT_NE(r.out.find("arrays to " + dump.string()), std::string::npos);
 
   // PyTorch's names and shapes: biases are 1-D [H] as in nn.RNN's state_dict.
-  const attn::NpyArray b_ih = attn::read_npy(dump / "bias_ih_l0.npy");
+  const course::NpyArray b_ih = course::read_npy(dump / "bias_ih_l0.npy");
   ASSERT_EQ(b_ih.shape, std::vector<std::size_t>{7});
   attn::RnnCell cell;
   cell.weight_ih = load(dump, "weight_ih_l0");  // [7 x 5]
@@ -95,7 +95,7 @@ TEST(Chapter01, DumpIsReproducedFromTheDumpedWeights) {
   const attn::OutputHead head{load(dump, "W_y"), load(dump, "b_y")};
   EXPECT_EQ(attn::head_forward(head, A), load(dump, "y_hat"));
   // The Jacobian is dumped as float64 from the chapter's first min(T, 5) = 5 steps.
-  const MatrixD J = attn::read_npy(dump / "d_aT_d_x1.npy").to_matrix_d();  // [7 x 5]
+  const MatrixD J = course::read_npy(dump / "d_aT_d_x1.npy").to_matrix_d();  // [7 x 5]
   EXPECT_EQ(J, attn::input_jacobians(cell, X.topRows(5), h0).back());
   fs::remove_all(dir);
 }

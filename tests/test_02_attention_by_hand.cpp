@@ -1,7 +1,7 @@
 // Chapter 02 as a program: note 000's numbers in the printed walk-through, a --dump whose
 // arrays obey the chapter's formulas, identical bytes on every run, and usage errors.
 #include "chapter_run.hpp"
-#include "attn/npy.hpp"
+#include "course/npy.hpp"
 
 #include <gtest/gtest.h>
 

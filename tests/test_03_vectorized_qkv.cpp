@@ -2,7 +2,7 @@
 // row form equal to the column form transposed (printed and dumped), the n x n cost table
 // recomputed here, identical bytes on every run, and usage errors.
 #include "chapter_run.hpp"
-#include "attn/npy.hpp"
+#include "course/npy.hpp"
 
 #include <gtest/gtest.h>
 

@@ -4,8 +4,8 @@
 // in an independent simulation here), saturation as d_k grows, the Jacobian's dumps, identical
 // bytes on every run, and usage errors.
 #include "chapter_run.hpp"
-#include "attn/plot.hpp"
-#include "attn/print.hpp"
+#include "course/plot.hpp"
+#include "course/print.hpp"
 #include "attn/random.hpp"
 
 #include <gtest/gtest.h>
@@ -90,7 +90,7 @@ TEST_F(Chapter04Dump, NoteSamplesHaveTheNotesDistribution) {
   EXPECT_NEAR(std, 100.0, 5.0 * 100.0 / std::sqrt(2.0 * n));
   // The printed 1/N of the uniform row and ln N - 1/2.
   EXPECT_TRUE(contains(out(), "uniform     0.000050"));
-  EXPECT_TRUE(contains(out(), attn::fmt("ln N - 1/2 = %.4f", std::log(n) - 0.5)));
+  EXPECT_TRUE(contains(out(), course::fmt("ln N - 1/2 = %.4f", std::log(n) - 0.5)));
 }
 
 TEST_F(Chapter04Dump, SoftmaxOfBothMatchesADoubleReference) {
@@ -172,7 +172,7 @@ TEST_F(Chapter04Dump, NaiveSoftmaxOverflowsEntryByEntryAndStableDoesNot) {
   EXPECT_TRUE(stable.allFinite());
   // 20,000 weights each within the worst-case relative error of its sum: the sum is 1 to that.
   EXPECT_NEAR(stable.sum(), 1.0, 2.0 * worst_sum_error(20000.0));
-  EXPECT_TRUE(contains(out(), attn::fmt("exp(a_j) is inf for %d of the 20000 a_j", overflowing)));
+  EXPECT_TRUE(contains(out(), course::fmt("exp(a_j) is inf for %d of the 20000 a_j", overflowing)));
   // Where the naive formula is safe (|b_j| < 6), it equals the stable one: both are within the
   // worst-case sum error of the same exact weights, so within twice that of each other.
   const MatrixD nb = get("naive_softmax_b"), sb = get("softmax_b");
@@ -198,7 +198,7 @@ TEST_F(Chapter04Dump, DotProductVarianceIsDkWithinItsSamplingError) {
     EXPECT_NEAR(t(r, 3) / d, 1.0, 5.0 * std::sqrt((2.0 + 6.0 / d) / n)) << "d_k " << d;
     EXPECT_NEAR(t(r, 2), 0.0, 5.0 * std::sqrt(d / n)) << "d_k " << d;
     // The printed "expected sd" column is the same formula.
-    EXPECT_TRUE(contains(out(), attn::fmt("   %.4f\n", std::sqrt((2.0 + 6.0 / d) / n)))) << d;
+    EXPECT_TRUE(contains(out(), course::fmt("   %.4f\n", std::sqrt((2.0 + 6.0 / d) / n)))) << d;
   }
 }
 
@@ -338,7 +338,7 @@ TEST(Chapter04, DrawsItsFigures) {
                            "04_variance_vs_dk", "04_saturation_vs_dk", "04_jacobian_norm"}) {
     EXPECT_TRUE(fs::exists(dir / "plots" / (std::string(name) + ".gp"))) << name;
     EXPECT_TRUE(fs::exists(dir / "plots" / (std::string(name) + ".dat"))) << name;
-    if (attn::Plotter::gnuplot_available()) {
+    if (course::Plotter::gnuplot_available()) {
       EXPECT_TRUE(fs::exists(dir / "plots" / (std::string(name) + ".png"))) << name;
     }
   }

@@ -4,7 +4,7 @@
 #include "chapter_run.hpp"
 
 #include "attn/batch.hpp"
-#include "attn/npy.hpp"
+#include "course/npy.hpp"
 
 #include <gtest/gtest.h>
 
@@ -27,7 +27,7 @@ Output run(const std::string& args, const fs::path& dir) {
 }
 
 Batch load3(const fs::path& dir, const std::string& name) {
-  return attn::read_npy(dir / (name + ".npy")).to_batch();
+  return course::read_npy(dir / (name + ".npy")).to_batch();
 }
 
 // Note 001's batch and which keys are padding (id 0).

@@ -4,7 +4,7 @@
 #include "chapter_run.hpp"
 
 #include "attn/batch.hpp"
-#include "attn/npy.hpp"
+#include "course/npy.hpp"
 
 #include <gtest/gtest.h>
 
@@ -26,7 +26,7 @@ Output run(const std::string& args, const fs::path& dir) {
   return attn_test::run_chapter("06_multi_head", args, dir);
 }
 
-MatrixD slice(const attn::NpyArray& a, std::size_t b) { return a.slice(b).cast<double>(); }
+MatrixD slice(const course::NpyArray& a, std::size_t b) { return a.slice(b).cast<double>(); }
 
 // Multi-head attention and LayerNorm(out + x) in double, straight from the definitions.
 struct Reference {
@@ -80,13 +80,13 @@ void check_against_reference(const std::string& args, double tolerance) {
   const Output r = run("--no-plots " + args + " --dump " + d.string(), dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto load = [&](const char* name) {
-    return attn::read_npy(d / (std::string(name) + ".npy"));
+    return course::read_npy(d / (std::string(name) + ".npy"));
   };
   const MatrixD in_w = load("in_proj_weight").to_matrix_d();    // [3E x E]
   const MatrixD in_b = load("in_proj_bias").to_matrix_d();      // [1 x 3E]
   const MatrixD out_w = load("out_proj_weight").to_matrix_d();  // [E x E]
   const MatrixD out_b = load("out_proj_bias").to_matrix_d();    // [1 x E]
-  const attn::NpyArray X = load("X"), allowed = load("allowed"), out = load("out"), y = load("y"),
+  const course::NpyArray X = load("X"), allowed = load("allowed"), out = load("out"), y = load("y"),
                        heads = load("weights_heads");
   const Index E = in_w.cols(), H = static_cast<Index>(heads.shape[1]);
   ASSERT_EQ(heads.shape.size(), 4u);

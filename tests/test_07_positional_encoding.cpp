@@ -5,7 +5,7 @@
 #include "chapter_run.hpp"
 
 #include "attn/attention.hpp"
-#include "attn/npy.hpp"
+#include "course/npy.hpp"
 #include "attn/positional_encoding.hpp"
 #include "attn/random.hpp"
 
@@ -256,11 +256,11 @@ TEST(Chapter07, Float32RecipeMatchesPyTorchsInSize) {
   ASSERT_EQ(r.code, 0) << r.err;
   const MatrixD at = attn_test::load(dir / "d", "recipe_positions");     // [1 x 5]
   const MatrixD ours = attn_test::load(dir / "d", "pe_float32_recipe");  // [5 x 64]
-  const MatrixD fixture_pos = attn::read_npy(fs::path(ATTN_TEST_DATA_DIR) / "pe_positions.npy")
+  const MatrixD fixture_pos = course::read_npy(fs::path(ATTN_TEST_DATA_DIR) / "pe_positions.npy")
                                   .to_matrix_d();
-  const MatrixD truth = attn::read_npy(fs::path(ATTN_TEST_DATA_DIR) / "pe_f64.npy").to_matrix_d();
+  const MatrixD truth = course::read_npy(fs::path(ATTN_TEST_DATA_DIR) / "pe_f64.npy").to_matrix_d();
   const MatrixD torch32 =
-      attn::read_npy(fs::path(ATTN_TEST_DATA_DIR) / "pe_torch_f32.npy").to_matrix_d();
+      course::read_npy(fs::path(ATTN_TEST_DATA_DIR) / "pe_torch_f32.npy").to_matrix_d();
   ASSERT_EQ(ours.rows(), at.cols());
   for (Index r5 = 0; r5 < at.cols(); ++r5) {
     Index row = -1;

@@ -4,7 +4,7 @@
 #include "chapter_run.hpp"
 
 #include "attn/batch.hpp"
-#include "attn/npy.hpp"
+#include "course/npy.hpp"
 #include "attn/transformer.hpp"
 
 #include <gtest/gtest.h>
@@ -35,8 +35,8 @@ Output run(const std::string& args, const fs::path& dir) {
 
 struct Dump {
   fs::path dir;
-  attn::NpyArray get(const std::string& name) const {
-    return attn::read_npy(dir / (name + ".npy"));
+  course::NpyArray get(const std::string& name) const {
+    return course::read_npy(dir / (name + ".npy"));
   }
   Matrix matrix(const std::string& name) const { return get(name).to_matrix(); }
   RowVector row(const std::string& name) const { return RowVector(get(name).to_matrix()); }

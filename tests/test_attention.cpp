@@ -2,7 +2,7 @@
 // column blocks, and every shape error.
 #include "attn/attention.hpp"
 #include "attn/column_attention.hpp"
-#include "attn/npy.hpp"
+#include "course/npy.hpp"
 #include "attn/random.hpp"
 
 #include <gtest/gtest.h>
@@ -16,7 +16,7 @@ namespace {
 using attn::Matrix;
 
 Matrix fixture(const std::string& case_name, const std::string& what) {
-  return attn::read_npy(std::string(ATTN_TEST_DATA_DIR) + "/attention_" + case_name + "_" + what +
+  return course::read_npy(std::string(ATTN_TEST_DATA_DIR) + "/attention_" + case_name + "_" + what +
                         ".npy")
       .to_matrix();
 }

@@ -1,5 +1,5 @@
-// attn::ChapterCli: the options every chapter shares, and exit code 2 for every bad input.
-#include "attn/cli.hpp"
+// course::ChapterCli: the options every chapter shares, and exit code 2 for every bad input.
+#include "course/cli.hpp"
 
 #include <gtest/gtest.h>
 
@@ -21,7 +21,7 @@ struct Parsed {
   std::string out, err;
 };
 
-Parsed parse(attn::ChapterCli& cli, std::initializer_list<std::string> words) {
+Parsed parse(course::ChapterCli& cli, std::initializer_list<std::string> words) {
   std::vector<std::string> storage = {"01_test"};
   storage.insert(storage.end(), words.begin(), words.end());
   std::vector<char*> argv;
@@ -50,7 +50,7 @@ class CliTest : public ::testing::Test {
 };
 
 TEST_F(CliTest, DefaultsRunTheChapter) {
-  attn::ChapterCli cli("01_test", "A test chapter.", 1234);
+  course::ChapterCli cli("01_test", "A test chapter.", 1234);
   const Parsed p = parse(cli, {"--out", in_dir("plots")});
   EXPECT_FALSE(p.exit_code.has_value());
   EXPECT_EQ(cli.options().seed, 1234u);
@@ -63,7 +63,7 @@ TEST_F(CliTest, DefaultsRunTheChapter) {
 }
 
 TEST_F(CliTest, HelpPrintsUsageToStdoutAndExitsZero) {
-  attn::ChapterCli cli("01_test", "A test chapter.", 1);
+  course::ChapterCli cli("01_test", "A test chapter.", 1);
   const Parsed p = parse(cli, {"--help"});
   EXPECT_EQ(p.exit_code, 0);
   for (const char* option : {"--seed", "--out", "--no-plots", "--dump", "A test chapter."}) {
@@ -73,7 +73,7 @@ TEST_F(CliTest, HelpPrintsUsageToStdoutAndExitsZero) {
 }
 
 TEST_F(CliTest, EveryOptionIsRead) {
-  attn::ChapterCli cli("01_test", "A test chapter.", 1);
+  course::ChapterCli cli("01_test", "A test chapter.", 1);
   int hidden = 4;
   cli.app().add_option("--hidden", hidden)->check(CLI::Range(1, 64));
   const Parsed p = parse(cli, {"--seed", "99", "--no-plots", "--dump", in_dir("dump"), "--hidden", "16"});
@@ -101,7 +101,7 @@ TEST_F(CliTest, BadInputExitsTwoWithTheProblemAndTheUsage) {
       {{"positional"}, "positional"},
   };
   for (const auto& [words, mention] : cases) {
-    attn::ChapterCli cli("01_test", "A test chapter.", 1);
+    course::ChapterCli cli("01_test", "A test chapter.", 1);
     int hidden = 4;
     cli.app().add_option("--hidden", hidden)->check(CLI::Range(1, 64));
     std::vector<std::string> storage = {"01_test", "--out", in_dir("plots")};
@@ -124,7 +124,7 @@ TEST_F(CliTest, BadInputExitsTwoWithTheProblemAndTheUsage) {
 TEST_F(CliTest, NoPlotsSkipsTheOutFolderCheck) {
   fs::path a_file = dir_ / "a_file";
   std::ofstream(a_file) << "x";
-  attn::ChapterCli cli("01_test", "A test chapter.", 1);
+  course::ChapterCli cli("01_test", "A test chapter.", 1);
   const Parsed p = parse(cli, {"--no-plots", "--out", (a_file / "sub").string()});
   EXPECT_FALSE(p.exit_code.has_value()) << "nothing will be drawn, so --out does not matter";
 }
@@ -147,14 +147,14 @@ TEST(CliDeathTest, AnEscapedExceptionIsOneClearLineAndExitCodeOne) {
   // "terminate called after throwing an instance of ...".
   EXPECT_EXIT(
       {
-        attn::ChapterCli cli("01_test", "A test chapter.", 1);
+        course::ChapterCli cli("01_test", "A test chapter.", 1);
         escape_main();
       },
       ::testing::ExitedWithCode(1), "^01_test: error: the knob combination broke\n$");
 }
 
 TEST(Cli, FiniteRangeRejectsNaNAndOutOfRange) {
-  const CLI::Validator v = attn::finite_range(0.5, 2.0);
+  const CLI::Validator v = course::finite_range(0.5, 2.0);
   for (std::string ok : {"0.5", "1", "2", "1e0"}) EXPECT_EQ(v(ok), "") << ok;
   for (std::string bad : {"nan", "-nan", "NaN", "inf", "0.49", "2.01", "x", ""}) {
     EXPECT_NE(v(bad), "") << bad;

@@ -4,7 +4,7 @@
 #include "attn/attention.hpp"
 #include "attn/embedding.hpp"
 #include "attn/masks.hpp"
-#include "attn/npy.hpp"
+#include "course/npy.hpp"
 #include "attn/positional_encoding.hpp"
 #include "attn/random.hpp"
 #include "attn/softmax.hpp"
@@ -289,7 +289,7 @@ TEST(MaskedAttention, NonFiniteInputsPropagateAsDocumented) {
 // ---- Batches ------------------------------------------------------------------------------------
 
 Batch fixture(const std::string& name, const std::string& what) {
-  return attn::read_npy(std::string(ATTN_TEST_DATA_DIR) + "/masked_" + name + "_" + what + ".npy")
+  return course::read_npy(std::string(ATTN_TEST_DATA_DIR) + "/masked_" + name + "_" + what + ".npy")
       .to_batch();
 }
 

@@ -5,7 +5,7 @@
 #include "attn/layer_norm.hpp"
 #include "attn/linear.hpp"
 #include "attn/multi_head.hpp"
-#include "attn/npy.hpp"
+#include "course/npy.hpp"
 #include "attn/random.hpp"
 
 #include <gtest/gtest.h>
@@ -45,7 +45,7 @@ TEST_P(MhaFixture, MatchesTorchMultiheadAttention) {
   const MhaCase c = GetParam();
   const std::string p = std::string("mha_") + c.name + "_";
   const auto load = [&](const std::string& what) {
-    return attn::read_npy(data(p + what + ".npy"));
+    return course::read_npy(data(p + what + ".npy"));
   };
   const Matrix in_w = load("in_proj_weight").to_matrix();    // [3E x E]
   const Matrix out_w = load("out_proj_weight").to_matrix();  // [E x E]
@@ -60,7 +60,7 @@ TEST_P(MhaFixture, MatchesTorchMultiheadAttention) {
 
   const attn::MultiHeadBatchResult r = attn::multi_head_forward(mha, query, key, value, &allowed);
   const Batch out = load("out").to_batch(), avg = load("weights_avg").to_batch();
-  const attn::NpyArray heads = load("weights_heads");  // [B, H, n_q, n_k]
+  const course::NpyArray heads = load("weights_heads");  // [B, H, n_q, n_k]
   ASSERT_EQ(r.out.shape(), out.shape());
   ASSERT_EQ(heads.size(), static_cast<std::size_t>(r.weights.data().size()));
   // float32 on both sides, E <= 16: projections sum <= 16 products of O(1) numbers (~1e-6
@@ -232,7 +232,7 @@ TEST(LayerNorm, HandComputed) {
 TEST(LayerNorm, MatchesTorchLayerNorm) {
   for (const std::string c : {"small", "shifted"}) {
     const auto load = [&](const std::string& what) {
-      return attn::read_npy(data("ln_" + c + "_" + what + ".npy")).to_matrix();
+      return course::read_npy(data("ln_" + c + "_" + what + ".npy")).to_matrix();
     };
     attn::LayerNorm ln{RowVector(load("weight")), RowVector(load("bias")), 1e-5f};
     const Matrix y = attn::layer_norm_forward(ln, load("x"));

@@ -1,6 +1,6 @@
 // The .npy reader and writer: exact round trips, NumPy itself as the judge of the format,
 // and a clear NpyError for every kind of malformed file.
-#include "attn/npy.hpp"
+#include "course/npy.hpp"
 
 #include <gtest/gtest.h>
 
@@ -57,9 +57,9 @@ std::string raw_floats(std::initializer_list<float> v) {
 
 void expect_npy_error(const std::vector<unsigned char>& bytes, const std::string& fragment) {
   try {
-    attn::parse_npy(bytes, "case");
+    course::parse_npy(bytes, "case");
     FAIL() << "expected NpyError mentioning '" << fragment << "'";
-  } catch (const attn::NpyError& e) {
+  } catch (const course::NpyError& e) {
     EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("case"), std::string::npos)
         << "the error must name the source: " << e.what();
@@ -88,9 +88,9 @@ int run_python(const fs::path& script_file, const std::string& script, const fs:
 TEST_F(NpyTest, FloatMatrixRoundTripsBitExactly) {
   attn::Matrix m(2, 3);
   m << 1.0f, -2.5f, 3.25f, std::numeric_limits<float>::denorm_min(), 1e30f, -0.0f;
-  attn::write_npy(dir_ / "m.npy", m);
-  const attn::NpyArray a = attn::read_npy(dir_ / "m.npy");
-  EXPECT_EQ(a.dtype, attn::NpyDtype::float32);
+  course::write_npy(dir_ / "m.npy", m);
+  const course::NpyArray a = course::read_npy(dir_ / "m.npy");
+  EXPECT_EQ(a.dtype, course::NpyDtype::float32);
   EXPECT_EQ(a.shape, (std::vector<std::size_t>{2, 3}));
   EXPECT_FALSE(a.fortran_order);
   const attn::Matrix back = a.to_matrix();
@@ -104,16 +104,16 @@ TEST_F(NpyTest, FloatMatrixRoundTripsBitExactly) {
 TEST_F(NpyTest, DoubleMatrixRoundTripsExactly) {
   attn::MatrixD m(3, 2);
   m << 0.1, 0.2, 1.0 / 3.0, -1e-300, 1e300, 2.0;
-  attn::write_npy(dir_ / "d.npy", m);
-  const attn::NpyArray a = attn::read_npy(dir_ / "d.npy");
-  EXPECT_EQ(a.dtype, attn::NpyDtype::float64);
+  course::write_npy(dir_ / "d.npy", m);
+  const course::NpyArray a = course::read_npy(dir_ / "d.npy");
+  EXPECT_EQ(a.dtype, course::NpyDtype::float64);
   EXPECT_EQ(a.to_matrix_d(), m);
 }
 
 TEST_F(NpyTest, HeaderIsPaddedTo64BytesAndEndsInNewline) {
   const std::size_t shape[] = {4, 2};
   const float data[8] = {};
-  const auto bytes = attn::encode_npy(shape, attn::NpyDtype::float32, data);
+  const auto bytes = course::encode_npy(shape, course::NpyDtype::float32, data);
   const std::size_t header_len = bytes[8] | (bytes[9] << 8);
   EXPECT_EQ((10 + header_len) % 64, 0u);
   EXPECT_EQ(bytes[10 + header_len - 1], '\n');
@@ -125,10 +125,10 @@ TEST_F(NpyTest, HeaderIsPaddedTo64BytesAndEndsInNewline) {
 TEST_F(NpyTest, OneDimensionalShapeIsAPythonOneTuple) {
   const std::size_t shape[] = {3};
   const float data[3] = {1, 2, 3};
-  const auto bytes = attn::encode_npy(shape, attn::NpyDtype::float32, data);
+  const auto bytes = course::encode_npy(shape, course::NpyDtype::float32, data);
   const std::string text(bytes.begin(), bytes.end());
   EXPECT_NE(text.find("'shape': (3,)"), std::string::npos);
-  const attn::NpyArray a = attn::parse_npy(bytes);
+  const course::NpyArray a = course::parse_npy(bytes);
   EXPECT_EQ(a.to_matrix().rows(), 1);  // documented: 1-D becomes [1 x n]
   EXPECT_EQ(a.to_matrix().cols(), 3);
 }
@@ -136,8 +136,8 @@ TEST_F(NpyTest, OneDimensionalShapeIsAPythonOneTuple) {
 TEST_F(NpyTest, FortranOrderIsReadBackInCOrder) {
   Eigen::MatrixXf col_major(2, 3);  // column-major storage: 1 4 2 5 3 6 in memory
   col_major << 1, 2, 3, 4, 5, 6;
-  attn::write_npy_fortran(dir_ / "f.npy", col_major);
-  const attn::NpyArray a = attn::read_npy(dir_ / "f.npy");
+  course::write_npy_fortran(dir_ / "f.npy", col_major);
+  const course::NpyArray a = course::read_npy(dir_ / "f.npy");
   EXPECT_TRUE(a.fortran_order);
   EXPECT_EQ(a.data, (std::vector<double>{1, 2, 3, 4, 5, 6}));
 }
@@ -149,7 +149,7 @@ TEST_F(NpyTest, ThreeDimensionalFortranOrderScattersEveryIndex) {
   for (int k = 0; k < 3; ++k)
     for (int j = 0; j < 2; ++j)
       for (int i = 0; i < 2; ++i) payload += raw_floats({float(100 * i + 10 * j + k)});
-  const auto a = attn::parse_npy(
+  const auto a = course::parse_npy(
       handmade("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2, 3), }", payload));
   std::vector<double> expected;
   for (int i = 0; i < 2; ++i)
@@ -162,8 +162,8 @@ TEST_F(NpyTest, ThreeDimensionalFortranOrderScattersEveryIndex) {
 TEST_F(NpyTest, NdimWriteAndSlices) {
   const std::size_t shape[] = {2, 2, 2};
   const std::vector<float> data = {0, 1, 2, 3, 4, 5, 6, 7};
-  attn::write_npy(dir_ / "t.npy", shape, data);
-  const attn::NpyArray a = attn::read_npy(dir_ / "t.npy");
+  course::write_npy(dir_ / "t.npy", shape, data);
+  const course::NpyArray a = course::read_npy(dir_ / "t.npy");
   attn::Matrix expected(2, 2);
   expected << 4, 5, 6, 7;
   EXPECT_EQ(a.slice(1), expected);
@@ -174,18 +174,18 @@ TEST_F(NpyTest, NdimWriteAndSlices) {
 TEST_F(NpyTest, WriteRejectsShapeThatDisagreesWithData) {
   const std::size_t shape[] = {2, 3};
   const std::vector<float> five(5);
-  EXPECT_THROW(attn::write_npy(dir_ / "x.npy", shape, five), std::invalid_argument);
+  EXPECT_THROW(course::write_npy(dir_ / "x.npy", shape, five), std::invalid_argument);
   EXPECT_FALSE(fs::exists(dir_ / "x.npy"));
 }
 
 TEST_F(NpyTest, FailedWriteLeavesNothingBehind) {
   attn::Matrix m = attn::Matrix::Zero(1, 1);
-  EXPECT_THROW(attn::write_npy(dir_ / "no_such_folder" / "m.npy", m), attn::NpyError);
+  EXPECT_THROW(course::write_npy(dir_ / "no_such_folder" / "m.npy", m), course::NpyError);
   EXPECT_TRUE(fs::is_empty(dir_));
 }
 
 TEST_F(NpyTest, HeaderVersion2AndOddSpacingAreAccepted) {
-  const auto a = attn::parse_npy(
+  const auto a = course::parse_npy(
       handmade("{ \"shape\" :(2,),'fortran_order':False ,'descr':'<f4'}", raw_floats({7, 8}), 2));
   EXPECT_EQ(a.data, (std::vector<double>{7, 8}));
 }
@@ -194,14 +194,14 @@ TEST_F(NpyTest, IntegerAndScalarArrays) {
   std::string payload(8, '\0');
   const std::int64_t v = -(std::int64_t{1} << 40);
   std::memcpy(payload.data(), &v, 8);
-  const auto a = attn::parse_npy(handmade("{'descr': '<i8', 'fortran_order': False, 'shape': (), }", payload));
+  const auto a = course::parse_npy(handmade("{'descr': '<i8', 'fortran_order': False, 'shape': (), }", payload));
   EXPECT_TRUE(a.shape.empty());
   EXPECT_EQ(a.data, (std::vector<double>{-1099511627776.0}));
   EXPECT_EQ(a.to_matrix_d()(0, 0), -1099511627776.0);
 }
 
 TEST_F(NpyTest, EmptyArray) {
-  const auto a = attn::parse_npy(handmade("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 3), }", ""));
+  const auto a = course::parse_npy(handmade("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 3), }", ""));
   EXPECT_EQ(a.size(), 0u);
   EXPECT_EQ(a.to_matrix().rows(), 0);
   EXPECT_EQ(a.to_matrix().cols(), 3);
@@ -263,21 +263,21 @@ TEST(NpyMalformed, MessageQuotesAShortPrintableExcerptOfTheHeader) {
   };
   const std::string two = raw_floats({1, 2});
   try {
-    attn::parse_npy(handmade("{'descr': '<f4', 'shape': (2,), }", two), "case");
+    course::parse_npy(handmade("{'descr': '<f4', 'shape': (2,), }", two), "case");
     FAIL();
-  } catch (const attn::NpyError& e) {
+  } catch (const course::NpyError& e) {
     const std::string m = e.what();
     EXPECT_TRUE(printable(m)) << m;
     EXPECT_EQ(m.substr(m.size() - 3), ", }") << "padding quoted: [" << m << "]";
   }
 
   try {  // a dtype made of an escape sequence, a NUL and a byte that is not ASCII
-    attn::parse_npy(handmade(std::string("{'descr': '\x1b[2J\0\xff', 'fortran_order': False, "
+    course::parse_npy(handmade(std::string("{'descr': '\x1b[2J\0\xff', 'fortran_order': False, "
                                          "'shape': (1,), }", 56),
                              two.substr(0, 4)),
                     "case");
     FAIL();
-  } catch (const attn::NpyError& e) {
+  } catch (const course::NpyError& e) {
     const std::string m = e.what();
     EXPECT_TRUE(printable(m)) << m;
     EXPECT_NE(m.find("unsupported dtype '\\x1B[2J\\x00\\xFF'"), std::string::npos) << m;
@@ -288,9 +288,9 @@ TEST(NpyMalformed, MessageQuotesAShortPrintableExcerptOfTheHeader) {
   std::string junk = "{'descr': '<f4', ";
   for (int i = 0; junk.size() < 3000; ++i) junk += static_cast<char>(i % 256);
   try {
-    attn::parse_npy(handmade(junk, ""), "case");
+    course::parse_npy(handmade(junk, ""), "case");
     FAIL();
-  } catch (const attn::NpyError& e) {
+  } catch (const course::NpyError& e) {
     const std::string m = e.what();
     EXPECT_TRUE(printable(m)) << m;
     EXPECT_LT(m.size(), 600u) << m;
@@ -311,7 +311,7 @@ TEST(NpyMalformed, EmptyArrayWithAnOversizedDimensionIsRejected) {
                             "'shape': (4294967296, 0, 4294967296), }", ""),
                    "too large");
   // 2^60 - 1 doubles are 2^63 - 8 bytes, just inside the limit; 2^60 doubles are not.
-  const auto a = attn::parse_npy(handmade("{'descr': '<f8', 'fortran_order': False, "
+  const auto a = course::parse_npy(handmade("{'descr': '<f8', 'fortran_order': False, "
                                           "'shape': (0, 1152921504606846975), }", ""));
   EXPECT_EQ(a.size(), 0u);
   EXPECT_EQ(a.to_matrix_d().rows(), 0);
@@ -328,7 +328,7 @@ TEST(NpyMalformed, EmptyArrayWithAnOversizedDimensionIsRejected) {
 TEST(NpyMalformed, MoreThan64DimensionsAreRejectedAnd64AreRead) {
   std::string dims;
   for (int i = 0; i < 63; ++i) dims += "1, ";
-  const auto a = attn::parse_npy(handmade(
+  const auto a = course::parse_npy(handmade(
       "{'descr': '<f4', 'fortran_order': True, 'shape': (" + dims + "2), }", raw_floats({5, 6})));
   EXPECT_EQ(a.shape.size(), 64u);
   EXPECT_EQ(a.shape.back(), 2u);
@@ -343,9 +343,9 @@ TEST(NpyMalformed, MoreThan64DimensionsAreRejectedAnd64AreRead) {
 // read_npy let it escape instead of an NpyError. Opening a folder succeeds; reading it fails.
 TEST_F(NpyTest, ReadingAFolderIsAnNpyErrorNamingIt) {
   try {
-    attn::read_npy(dir_);
+    course::read_npy(dir_);
     FAIL() << "read_npy accepted a folder";
-  } catch (const attn::NpyError& e) {
+  } catch (const course::NpyError& e) {
     EXPECT_NE(std::string(e.what()).find(dir_.string()), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("read error"), std::string::npos) << e.what();
   }
@@ -353,9 +353,9 @@ TEST_F(NpyTest, ReadingAFolderIsAnNpyErrorNamingIt) {
 
 TEST(NpyMalformed, MissingFileNamesThePath) {
   try {
-    attn::read_npy("/nonexistent/folder/x.npy");
+    course::read_npy("/nonexistent/folder/x.npy");
     FAIL();
-  } catch (const attn::NpyError& e) {
+  } catch (const course::NpyError& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/folder/x.npy"), std::string::npos);
   }
 }
@@ -368,16 +368,16 @@ TEST_F(NpyTest, NumPyReadsWhatWeWriteAndWeReadWhatNumPyWrites) {
   // Ours -> NumPy: NumPy loads each file and checks dtype, shape, order and every value.
   attn::Matrix f(2, 3);
   f << 1.5f, -2.0f, 3.0f, 4.0f, 0.1f, -0.0f;
-  attn::write_npy(dir_ / "ours_f4.npy", f);
+  course::write_npy(dir_ / "ours_f4.npy", f);
   attn::MatrixD d(1, 2);
   d << 0.1, 1.0 / 3.0;
-  attn::write_npy(dir_ / "ours_f8.npy", d);
+  course::write_npy(dir_ / "ours_f8.npy", d);
   Eigen::MatrixXf fo(2, 2);
   fo << 1, 2, 3, 4;
-  attn::write_npy_fortran(dir_ / "ours_fortran.npy", fo);
+  course::write_npy_fortran(dir_ / "ours_fortran.npy", fo);
   const std::size_t shape3[] = {2, 1, 3};
   const std::vector<float> d3 = {0, 1, 2, 3, 4, 5};
-  attn::write_npy(dir_ / "ours_3d.npy", shape3, d3);
+  course::write_npy(dir_ / "ours_3d.npy", shape3, d3);
 
   const std::string script = R"PY(
 import numpy as np, sys
@@ -408,15 +408,15 @@ with open("np_v3.npy", "wb") as f:
 
   attn::MatrixD m(2, 3);
   m << 1.25, -2.5, 3.0, 4.0, 5.5, -6.0;
-  EXPECT_EQ(attn::read_npy(dir_ / "np_f4_c.npy").to_matrix_d(), m);
-  const auto fortran = attn::read_npy(dir_ / "np_f8_f.npy");
+  EXPECT_EQ(course::read_npy(dir_ / "np_f4_c.npy").to_matrix_d(), m);
+  const auto fortran = course::read_npy(dir_ / "np_f8_f.npy");
   EXPECT_TRUE(fortran.fortran_order);
   EXPECT_EQ(fortran.to_matrix_d(), m);
-  EXPECT_EQ(attn::read_npy(dir_ / "np_i4.npy").data, (std::vector<double>{-7, 8, 9}));
-  const auto i8 = attn::read_npy(dir_ / "np_i8_3d.npy");
+  EXPECT_EQ(course::read_npy(dir_ / "np_i4.npy").data, (std::vector<double>{-7, 8, 9}));
+  const auto i8 = course::read_npy(dir_ / "np_i8_3d.npy");
   EXPECT_EQ(i8.shape, (std::vector<std::size_t>{2, 3, 2}));
   EXPECT_EQ(i8.data[11], 11.0);
-  EXPECT_EQ(attn::read_npy(dir_ / "np_scalar.npy").data, (std::vector<double>{2.75}));
-  EXPECT_EQ(attn::read_npy(dir_ / "np_v2.npy").to_matrix_d(), m);
-  EXPECT_EQ(attn::read_npy(dir_ / "np_v3.npy").to_matrix_d(), m);
+  EXPECT_EQ(course::read_npy(dir_ / "np_scalar.npy").data, (std::vector<double>{2.75}));
+  EXPECT_EQ(course::read_npy(dir_ / "np_v2.npy").to_matrix_d(), m);
+  EXPECT_EQ(course::read_npy(dir_ / "np_v3.npy").to_matrix_d(), m);
 }

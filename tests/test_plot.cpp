@@ -2,7 +2,7 @@
 // the files themselves: the .dat numbers, the .gp script's relative names and palette, the PNG's
 // own header (signature and IHDR size). Tests that need a rendered PNG skip when gnuplot is not
 // installed; everything else runs without it.
-#include "attn/plot.hpp"
+#include "course/plot.hpp"
 
 #include <gtest/gtest.h>
 
@@ -72,7 +72,7 @@ const std::array<const char*, 9> kAnchors = {"#440154", "#472c7a", "#3b518b", "#
                                               "#fde725"};
 
 #define SKIP_WITHOUT_GNUPLOT()                                                  \
-  if (!attn::Plotter::gnuplot_available())                                      \
+  if (!course::Plotter::gnuplot_available())                                      \
   GTEST_SKIP() << "gnuplot is not on PATH: the PNG cannot be rendered here"
 
 // A fresh, empty folder per test, removed afterwards.
@@ -109,8 +109,8 @@ Matrix sample_3x4() {
   return m;
 }
 
-attn::HeatmapOptions sample_heatmap_options() {
-  attn::HeatmapOptions o;
+course::HeatmapOptions sample_heatmap_options() {
+  course::HeatmapOptions o;
   o.title = "Weights \"A'\" (row 0 on top)";
   o.xlabel = "query";
   o.ylabel = "key";
@@ -127,9 +127,9 @@ attn::HeatmapOptions sample_heatmap_options() {
 // ---- Heat map -----------------------------------------------------------------------------------
 
 TEST_F(PlotTest, HeatmapWritesDataAndScriptWithRelativeNames) {
-  attn::Plotter plot(dir_, true, "/nonexistent/attn-gnuplot");  // files only; PNG tested below
+  course::Plotter plot(dir_, true, "/nonexistent/attn-gnuplot");  // files only; PNG tested below
   testing::internal::CaptureStdout();
-  const attn::Figure fig = plot.heatmap("hm", sample_3x4(), sample_heatmap_options());
+  const course::Figure fig = plot.heatmap("hm", sample_3x4(), sample_heatmap_options());
   testing::internal::GetCapturedStdout();
   EXPECT_EQ(fig.dat, dir_ / "hm.dat");
   EXPECT_EQ(fig.gp, dir_ / "hm.gp");
@@ -162,8 +162,8 @@ TEST_F(PlotTest, HeatmapWritesDataAndScriptWithRelativeNames) {
 
 TEST_F(PlotTest, HeatmapRendersPngOfTheRequestedSize) {
   SKIP_WITHOUT_GNUPLOT();
-  attn::Plotter plot(dir_);
-  const attn::Figure fig = plot.heatmap("hm", sample_3x4(), sample_heatmap_options());
+  course::Plotter plot(dir_);
+  const course::Figure fig = plot.heatmap("hm", sample_3x4(), sample_heatmap_options());
   EXPECT_TRUE(fig.rendered);
   const PngSize size = png_size(fig.png);
   EXPECT_EQ(size.width, 640u);
@@ -178,10 +178,10 @@ TEST_F(PlotTest, HeatmapWithoutOptionsAndWithMaskedCellsRenders) {
   const float inf = std::numeric_limits<float>::infinity();
   m << 1.5f, -inf, -inf,  //
       std::nanf(""), 2.0f, -3.0f;
-  attn::Plotter plot(dir_);
-  attn::HeatmapOptions o;
+  course::Plotter plot(dir_);
+  course::HeatmapOptions o;
   o.show_values = true;
-  const attn::Figure fig = plot.heatmap("masked", m, o);
+  const course::Figure fig = plot.heatmap("masked", m, o);
   EXPECT_TRUE(fig.rendered);
   const auto rows = data_rows(fig.dat);
   ASSERT_EQ(rows.size(), 6u);
@@ -199,8 +199,8 @@ TEST_F(PlotTest, OneByOneHeatmapRenders) {
   SKIP_WITHOUT_GNUPLOT();
   Matrix m(1, 1);
   m << 0.5f;  // a constant: the colour range is widened to 0..1 around it
-  attn::Plotter plot(dir_);
-  attn::HeatmapOptions o;
+  course::Plotter plot(dir_);
+  course::HeatmapOptions o;
   o.show_values = true;
   o.width_px = 200;
   o.height_px = 200;
@@ -211,22 +211,22 @@ TEST_F(PlotTest, OneByOneHeatmapRenders) {
 // ---- Grid ---------------------------------------------------------------------------------------
 
 TEST_F(PlotTest, GridWritesOneBlockPerPanelAndRenders) {
-  std::vector<attn::HeatmapPanel> panels;
+  std::vector<course::HeatmapPanel> panels;
   for (int h = 0; h < 3; ++h) {
     Matrix m(2, 3);  // [2 x 3]
     m << 0.1f * h, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f;
     panels.push_back({m, "head " + std::to_string(h)});
   }
-  attn::GridOptions o;
+  course::GridOptions o;
   o.title = "Three heads";
   o.columns = 2;
   o.cmin = 0.0;
   o.cmax = 1.0;
   o.show_values = true;
   o.panel_px = 200;
-  attn::Plotter plot(dir_, true, "attn-no-such-gnuplot-program");
+  course::Plotter plot(dir_, true, "attn-no-such-gnuplot-program");
   testing::internal::CaptureStdout();
-  attn::Figure fig = plot.heatmap_grid("grid", panels, o);
+  course::Figure fig = plot.heatmap_grid("grid", panels, o);
   testing::internal::GetCapturedStdout();
   EXPECT_EQ(data_rows(fig.dat).size(), 18u);  // 3 panels x 6 cells
   const std::string gp = slurp(fig.gp);
@@ -235,8 +235,8 @@ TEST_F(PlotTest, GridWritesOneBlockPerPanelAndRenders) {
   EXPECT_NE(gp.find("set multiplot title \"Three heads\""), std::string::npos);
   for (const char* anchor : kAnchors) EXPECT_NE(gp.find(anchor), std::string::npos) << anchor;
 
-  if (!attn::Plotter::gnuplot_available()) GTEST_SKIP() << "gnuplot is not on PATH";
-  attn::Plotter real(dir_);
+  if (!course::Plotter::gnuplot_available()) GTEST_SKIP() << "gnuplot is not on PATH";
+  course::Plotter real(dir_);
   fig = real.heatmap_grid("grid", panels, o);
   EXPECT_TRUE(fig.rendered);
   const PngSize size = png_size(fig.png);
@@ -257,20 +257,20 @@ TEST_F(PlotTest, GridWritesOneBlockPerPanelAndRenders) {
 TEST_F(PlotTest, HistogramBinsMatchAHandCount) {
   // Range 0..4 in 4 bins of width 1: [0,1) [1,2) [2,3) [3,4], the maximum in the last bin.
   // NaN and inf are skipped. Counts: 0 -> 1, 1 and 1.5 -> 2, 2.999 -> 1, 3 and 4 -> 2.
-  attn::HistogramPanel a;
+  course::HistogramPanel a;
   a.values = {0.0, 1.0, 1.5, 2.999, 3.0, 4.0, std::nan(""),
               std::numeric_limits<double>::infinity()};
   a.bins = 4;
   a.title = "hand";
   // A second panel: many values, the counts must add up to the finite ones.
-  attn::HistogramPanel b;
+  course::HistogramPanel b;
   for (int i = 0; i < 1000; ++i) b.values.push_back(std::sin(0.37 * i) * std::exp(0.001 * i));
   b.values.push_back(-std::numeric_limits<double>::infinity());
   b.bins = 30;
   b.title = "sines";
-  attn::Plotter plot(dir_, true, "/nonexistent/gnuplot");
+  course::Plotter plot(dir_, true, "/nonexistent/gnuplot");
   testing::internal::CaptureStdout();
-  const attn::Figure fig = plot.histograms("hist", {a, b}, {.title = "two", .width_px = 900,
+  const course::Figure fig = plot.histograms("hist", {a, b}, {.title = "two", .width_px = 900,
                                                             .height_px = 400});
   testing::internal::GetCapturedStdout();
 
@@ -296,10 +296,10 @@ TEST_F(PlotTest, HistogramBinsMatchAHandCount) {
 
 TEST_F(PlotTest, HistogramRendersPngOfTheRequestedSize) {
   SKIP_WITHOUT_GNUPLOT();
-  attn::HistogramPanel a{{1, 2, 2, 3, 3, 3}, "a", "value", 3};
-  attn::HistogramPanel b{{5, 5, 5}, "constant", "value", 10};  // one value: unit-wide range
-  attn::Plotter plot(dir_);
-  const attn::Figure fig = plot.histograms("hist", {a, b}, {.title = "", .width_px = 700,
+  course::HistogramPanel a{{1, 2, 2, 3, 3, 3}, "a", "value", 3};
+  course::HistogramPanel b{{5, 5, 5}, "constant", "value", 10};  // one value: unit-wide range
+  course::Plotter plot(dir_);
+  const course::Figure fig = plot.histograms("hist", {a, b}, {.title = "", .width_px = 700,
                                                             .height_px = 300});
   EXPECT_TRUE(fig.rendered);
   const PngSize size = png_size(fig.png);
@@ -309,8 +309,8 @@ TEST_F(PlotTest, HistogramRendersPngOfTheRequestedSize) {
 
 // ---- Line plot ----------------------------------------------------------------------------------
 
-std::vector<attn::Series> sample_series() {
-  attn::Series a, b;
+std::vector<course::Series> sample_series() {
+  course::Series a, b;
   a.label = "x^2 with W_hh in the label";
   b.label = "2^-x (dashed, no points)";
   for (int i = 1; i <= 10; ++i) {
@@ -326,8 +326,8 @@ std::vector<attn::Series> sample_series() {
 
 TEST_F(PlotTest, LogLinePlotRenders) {
   SKIP_WITHOUT_GNUPLOT();
-  attn::Plotter plot(dir_);
-  const attn::Figure fig = plot.lines(
+  course::Plotter plot(dir_);
+  const course::Figure fig = plot.lines(
       "lines", sample_series(),
       {.title = "log-log", .xlabel = "x", .ylabel = "y", .logx = true, .logy = true,
        .width_px = 700, .height_px = 500});
@@ -348,15 +348,15 @@ TEST_F(PlotTest, LogLinePlotRenders) {
 
 TEST_F(PlotTest, DisabledPlotterWritesNothing) {
   const fs::path out = dir_ / "not_created";
-  attn::Plotter plot(out, false);
+  course::Plotter plot(out, false);
   EXPECT_FALSE(plot.enabled());
   testing::internal::CaptureStdout();
-  const attn::Figure a = plot.heatmap("hm", sample_3x4(), sample_heatmap_options());
-  const attn::Figure b = plot.lines("lines", sample_series(), {});
-  const attn::Figure c = plot.histograms("hist", {{{1, 2, 3}, "t", "x", 2}}, {});
-  const attn::Figure d = plot.heatmap_grid("grid", {{sample_3x4(), "p"}}, {});
+  const course::Figure a = plot.heatmap("hm", sample_3x4(), sample_heatmap_options());
+  const course::Figure b = plot.lines("lines", sample_series(), {});
+  const course::Figure c = plot.histograms("hist", {{{1, 2, 3}, "t", "x", 2}}, {});
+  const course::Figure d = plot.heatmap_grid("grid", {{sample_3x4(), "p"}}, {});
   EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
-  for (const attn::Figure& f : {a, b, c, d}) {
+  for (const course::Figure& f : {a, b, c, d}) {
     EXPECT_FALSE(f.rendered);
     EXPECT_TRUE(f.png.empty());
   }
@@ -367,9 +367,9 @@ TEST_F(PlotTest, DisabledPlotterWritesNothing) {
 }
 
 TEST_F(PlotTest, MissingGnuplotWritesDataAndScriptAndSaysHowToRender) {
-  attn::Plotter plot(dir_, true, (dir_ / "no-such-gnuplot").string());
+  course::Plotter plot(dir_, true, (dir_ / "no-such-gnuplot").string());
   testing::internal::CaptureStdout();
-  const attn::Figure fig = plot.heatmap("hm", sample_3x4(), sample_heatmap_options());
+  const course::Figure fig = plot.heatmap("hm", sample_3x4(), sample_heatmap_options());
   const std::string out = testing::internal::GetCapturedStdout();
   EXPECT_FALSE(fig.rendered);
   EXPECT_TRUE(fs::exists(dir_ / "hm.dat"));
@@ -389,7 +389,7 @@ TEST_F(PlotTest, FailingGnuplotThrowsWithItsStderrAndLeavesNoPng) {
   }
   fs::permissions(fake, fs::perms::owner_all);
   const fs::path out = dir_ / "out";
-  attn::Plotter plot(out, true, fake.string());
+  course::Plotter plot(out, true, fake.string());
   try {
     plot.heatmap("hm", sample_3x4(), {});
     FAIL() << "expected std::runtime_error";
@@ -411,7 +411,7 @@ TEST_F(PlotTest, GnuplotRunsInTheOutputFolder) {
   }
   fs::permissions(fake, fs::perms::owner_all);
   const fs::path out = dir_ / "out";
-  attn::Plotter plot(out, true, fake.string());
+  course::Plotter plot(out, true, fake.string());
   EXPECT_TRUE(plot.heatmap("hm", sample_3x4(), {}).rendered);
   EXPECT_EQ(slurp(out / "where.txt"), fs::canonical(out).string() + "\n");
   EXPECT_EQ(slurp(out / "args.txt"), "-e outfile='hm.png.tmp' hm.gp\n");
@@ -421,13 +421,13 @@ TEST_F(PlotTest, GnuplotRunsInTheOutputFolder) {
 // ---- Invalid input ------------------------------------------------------------------------------
 
 TEST_F(PlotTest, InvalidInputThrowsInvalidArgument) {
-  attn::Plotter plot(dir_, true, "/nonexistent/gnuplot");
+  course::Plotter plot(dir_, true, "/nonexistent/gnuplot");
   const Matrix m = sample_3x4();
   const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
-  auto hm = [&](const std::string& name, const Matrix& v, attn::HeatmapOptions o) {
+  auto hm = [&](const std::string& name, const Matrix& v, course::HeatmapOptions o) {
     return [&plot, name, v, o] { plot.heatmap(name, v, o); };
   };
-  attn::HeatmapOptions bad_x, bad_y, bad_range, nan_range, bad_precision, tiny;
+  course::HeatmapOptions bad_x, bad_y, bad_range, nan_range, bad_precision, tiny;
   bad_x.xtics = {"a", "b"};
   bad_y.ytics = {"a", "b", "c", "d"};
   bad_range.cmin = 1.0;
@@ -440,11 +440,11 @@ TEST_F(PlotTest, InvalidInputThrowsInvalidArgument) {
   Matrix tall(2000, 1);
   tall.setZero();
 
-  attn::Series mismatch{"m", {1, 2, 3}, {1, 2}, true, false};
-  attn::Series empty_series{"e", {}, {}, true, false};
-  attn::Series nan_y{"n", {1, 2}, {1, nan}, true, false};
-  attn::Series zero_x{"z", {0, 1}, {1, 2}, true, false};
-  attn::Series neg_y{"z", {1, 2}, {-1, 2}, true, false};
+  course::Series mismatch{"m", {1, 2, 3}, {1, 2}, true, false};
+  course::Series empty_series{"e", {}, {}, true, false};
+  course::Series nan_y{"n", {1, 2}, {1, nan}, true, false};
+  course::Series zero_x{"z", {0, 1}, {1, 2}, true, false};
+  course::Series neg_y{"z", {1, 2}, {-1, 2}, true, false};
 
   const std::vector<std::pair<std::string, std::function<void()>>> cases = {
       {"empty name", hm("", m, {})},
@@ -498,7 +498,7 @@ TEST_F(PlotTest, InvalidInputThrowsInvalidArgument) {
 // ---- Determinism --------------------------------------------------------------------------------
 
 TEST_F(PlotTest, RerenderingGivesIdenticalDataAndScript) {
-  attn::Plotter plot(dir_, true, "/nonexistent/gnuplot");
+  course::Plotter plot(dir_, true, "/nonexistent/gnuplot");
   testing::internal::CaptureStdout();
   auto draw = [&] {
     plot.heatmap("hm", sample_3x4(), sample_heatmap_options());
@@ -536,7 +536,7 @@ TEST_F(PlotTest, NumbersIgnoreTheLocale) {
   const char* const saved_c = std::setlocale(LC_ALL, nullptr);
   const std::string restore_c = saved_c ? saved_c : "C";
   if (!std::setlocale(LC_ALL, "de_DE.UTF-8")) std::setlocale(LC_ALL, "fr_FR.UTF-8");
-  attn::Plotter plot(dir_, true, "/nonexistent/gnuplot");
+  course::Plotter plot(dir_, true, "/nonexistent/gnuplot");
   testing::internal::CaptureStdout();
   plot.lines("l", {{"a", {0.5, 1.25}, {2.5, 1e-7}, true, false}}, {});
   testing::internal::GetCapturedStdout();

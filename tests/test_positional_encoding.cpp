@@ -1,7 +1,7 @@
 // The sinusoidal position vectors (chapter 07): known values, the table against a 40-digit
 // reference, the rotation R(k) that moves every position by k (in float and in double, with
 // the tolerances derived below), the dot product that depends on the offset only, and errors.
-#include "attn/npy.hpp"
+#include "course/npy.hpp"
 #include "attn/positional_encoding.hpp"
 
 #include <Eigen/LU>  // determinant()
@@ -21,7 +21,7 @@ using attn::MatrixD;
 
 const std::filesystem::path kData = ATTN_TEST_DATA_DIR;
 
-MatrixD load(const std::string& name) { return attn::read_npy(kData / name).to_matrix_d(); }
+MatrixD load(const std::string& name) { return course::read_npy(kData / name).to_matrix_d(); }
 
 // ---- Known values -------------------------------------------------------------------------------
 

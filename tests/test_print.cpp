@@ -1,5 +1,5 @@
-// attn::format_matrix / banner / notice: the exact text the chapters print.
-#include "attn/print.hpp"
+// course::format_matrix / banner / notice: the exact text the chapters print.
+#include "course/print.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@ namespace {
 TEST(FormatMatrix, ShapeHeaderThenAlignedFixedPrecisionRows) {
   attn::MatrixD q(2, 2);
   q << 1, 2, 3, -0.5;
-  EXPECT_EQ(attn::format_matrix("Q", q),
+  EXPECT_EQ(course::format_matrix("Q", q),
             "Q [2 x 2]\n"
             "   1.0000   2.0000\n"  // one width (7, for "-0.5000") for every cell
             "   3.0000  -0.5000\n");
@@ -19,22 +19,22 @@ TEST(FormatMatrix, ShapeHeaderThenAlignedFixedPrecisionRows) {
 TEST(FormatMatrix, PrecisionIndentAndNoHeader) {
   attn::MatrixD m(1, 3);
   m << 0.125, 10, -1;
-  attn::PrintOptions opts;
+  course::PrintOptions opts;
   opts.precision = 1;
   opts.indent = 0;
   // 0.125 rounds to 0.1 (printf's round-half-even on the exact binary value 0.125).
-  EXPECT_EQ(attn::format_matrix("", m, opts), " 0.1  10.0  -1.0\n");
+  EXPECT_EQ(course::format_matrix("", m, opts), " 0.1  10.0  -1.0\n");
 }
 
 TEST(FormatMatrix, BigMatricesShowCornersAndEllipses) {
   attn::MatrixD m(10, 10);
   for (int r = 0; r < 10; ++r)
     for (int c = 0; c < 10; ++c) m(r, c) = r * 10 + c;
-  attn::PrintOptions opts;
+  course::PrintOptions opts;
   opts.precision = 0;
   opts.max_rows = 4;
   opts.max_cols = 4;
-  EXPECT_EQ(attn::format_matrix("M", m, opts),
+  EXPECT_EQ(course::format_matrix("M", m, opts),
             "M [10 x 10]\n"
             "    0    1  ...    8    9\n"
             "   10   11  ...   18   19\n"
@@ -46,25 +46,25 @@ TEST(FormatMatrix, BigMatricesShowCornersAndEllipses) {
 TEST(FormatMatrix, RejectsAbsurdPrecision) {
   attn::MatrixD m(1, 1);
   m << 1;
-  attn::PrintOptions opts;
+  course::PrintOptions opts;
   opts.precision = 40;
-  EXPECT_THROW(attn::format_matrix("m", m, opts), std::invalid_argument);
+  EXPECT_THROW(course::format_matrix("m", m, opts), std::invalid_argument);
 }
 
 TEST(PrintMatrix, AcceptsFloatExpressions) {
   attn::Matrix a(1, 2);
   a << 1.5f, 2.0f;
   std::ostringstream os;
-  attn::print_matrix(os, "2a", 2 * a);
+  course::print_matrix(os, "2a", 2 * a);
   EXPECT_EQ(os.str(), "2a [1 x 2]\n  3.0000  4.0000\n");
 }
 
 TEST(Banner, PadsTheTitleToOneWidth) {
   std::ostringstream os;
-  attn::banner(os, "1. Title");
+  course::banner(os, "1. Title");
   EXPECT_EQ(os.str(), "\n== 1. Title " + std::string(88 - 12, '=') + "\n");
   std::ostringstream note;
-  attn::notice(note, "look here");
+  course::notice(note, "look here");
   EXPECT_EQ(note.str(), "  -> look here\n");
 }
 

@@ -1,6 +1,6 @@
 // attn::Rng: bit-exact against published SplitMix64 values and an independent Python
 // transcription of xoshiro256** (scripts/fixtures/rng.py), plus distribution statistics.
-#include "attn/npy.hpp"
+#include "course/npy.hpp"
 #include "attn/random.hpp"
 
 #include <gtest/gtest.h>
@@ -27,7 +27,7 @@ class RngStream : public ::testing::TestWithParam<int> {};
 
 TEST_P(RngStream, RawWordsMatchIndependentPythonImplementation) {
   const int seed = GetParam();
-  const attn::NpyArray ref = attn::read_npy(kData + "/rng_u64_seed" + std::to_string(seed) + ".npy");
+  const course::NpyArray ref = course::read_npy(kData + "/rng_u64_seed" + std::to_string(seed) + ".npy");
   ASSERT_EQ(ref.shape.size(), 2u);
   attn::Rng rng(static_cast<std::uint64_t>(seed));
   for (std::size_t i = 0; i < ref.shape[0]; ++i) {
@@ -39,8 +39,8 @@ TEST_P(RngStream, RawWordsMatchIndependentPythonImplementation) {
 
 TEST_P(RngStream, UniformsMatchExactly) {
   const int seed = GetParam();
-  const attn::NpyArray ref =
-      attn::read_npy(kData + "/rng_uniform_seed" + std::to_string(seed) + ".npy");
+  const course::NpyArray ref =
+      course::read_npy(kData + "/rng_uniform_seed" + std::to_string(seed) + ".npy");
   attn::Rng rng(static_cast<std::uint64_t>(seed));
   for (std::size_t i = 0; i < ref.size(); ++i) {
     const double u = rng.uniform();
@@ -52,8 +52,8 @@ TEST_P(RngStream, UniformsMatchExactly) {
 
 TEST_P(RngStream, NormalsMatchPythonPolarMethod) {
   const int seed = GetParam();
-  const attn::NpyArray ref =
-      attn::read_npy(kData + "/rng_normal_seed" + std::to_string(seed) + ".npy");
+  const course::NpyArray ref =
+      course::read_npy(kData + "/rng_normal_seed" + std::to_string(seed) + ".npy");
   attn::Rng rng(static_cast<std::uint64_t>(seed));
   for (std::size_t i = 0; i < ref.size(); ++i) {
     // Same operations in the same order; only log comes from the C library, and glibc's is

@@ -2,7 +2,7 @@
 // against autograd and finite differences, the four shapes, and every shape error.
 #include "attn/rnn.hpp"
 
-#include "attn/npy.hpp"
+#include "course/npy.hpp"
 
 #include <gtest/gtest.h>
 
@@ -32,7 +32,7 @@ std::string fixture(const std::string& name) {
   return std::string(ATTN_TEST_DATA_DIR) + "/rnn_" + name + ".npy";
 }
 
-Matrix load(const std::string& name) { return attn::read_npy(fixture(name)).to_matrix(); }
+Matrix load(const std::string& name) { return course::read_npy(fixture(name)).to_matrix(); }
 
 attn::RnnCell load_cell(const std::string& c) {
   attn::RnnCell cell;
@@ -91,7 +91,7 @@ TEST(Rnn, JacobiansMatchTorchAutograd) {
   const attn::RnnCell cell = load_cell("h0");
   const Matrix X = load("h0_x");
   const RowVector h0 = load("h0_h0");
-  const attn::NpyArray ref = attn::read_npy(fixture("h0_jacobians"));  // [T, H, I] float64
+  const course::NpyArray ref = course::read_npy(fixture("h0_jacobians"));  // [T, H, I] float64
   const std::vector<MatrixD> J = attn::input_jacobians(cell, X, h0);
   ASSERT_EQ(ref.shape.size(), 3u);
   ASSERT_EQ(J.size(), ref.shape[0]);

@@ -2,7 +2,7 @@
 // fixtures (post- and pre-norm, padding and causal masks), the behaviour the masks promise
 // through whole stacks, the feed-forward layer, and shape errors.
 #include "attn/feed_forward.hpp"
-#include "attn/npy.hpp"
+#include "course/npy.hpp"
 #include "attn/random.hpp"
 #include "attn/transformer.hpp"
 
@@ -30,8 +30,8 @@ bool identical(const Matrix& a, const Matrix& b) {
 
 struct StateDict {
   std::string prefix;  // "tf_enc_post_"
-  attn::NpyArray get(const std::string& name) const {
-    return attn::read_npy(std::string(ATTN_TEST_DATA_DIR) + "/" + prefix + name + ".npy");
+  course::NpyArray get(const std::string& name) const {
+    return course::read_npy(std::string(ATTN_TEST_DATA_DIR) + "/" + prefix + name + ".npy");
   }
   Matrix matrix(const std::string& name) const { return get(name).to_matrix(); }
   RowVector row(const std::string& name) const { return RowVector(get(name).to_matrix()); }

@@ -10,8 +10,8 @@
 //
 //   01_rnn [--input-size I] [--hidden H] [--steps T] [--experiment-hidden H] [--distance D]
 //          [--seeds K] [--scales s1,s2,...] [--seed N] [--out DIR] [--no-plots] [--dump DIR]
-#include "attn/cli.hpp"
-#include "attn/print.hpp"
+#include "course/cli.hpp"
+#include "course/print.hpp"
 #include "attn/random.hpp"
 #include "attn/rnn.hpp"
 
@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-using attn::fmt;
+using course::fmt;
 using attn::Index;
 using attn::Matrix;
 using attn::MatrixD;
@@ -54,7 +54,7 @@ std::vector<Index> table_distances(Index D) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  attn::ChapterCli cli("01_rnn", "Chapter 01: the RNN recurrence and why attention replaced it",
+  course::ChapterCli cli("01_rnn", "Chapter 01: the RNN recurrence and why attention replaced it",
                        2026);
   Index I = 3, H = 4, T = 5;              // the worked example
   Index H_exp = 32, D = 50, n_seeds = 8;  // the experiment
@@ -73,17 +73,17 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(1, 64));
   cli.app().add_option("--scales", scales, "W_hh scales (x PyTorch's init), e.g. 0.5,1,3")
       ->delimiter(',')->expected(1, 6)->capture_default_str()
-      ->check(attn::finite_range(0.1, 10.0));
+      ->check(course::finite_range(0.1, 10.0));
   if (auto code = cli.parse(argc, argv)) return *code;
   const std::uint64_t seed = cli.options().seed;
-  attn::Dumper dump = cli.dumper();
-  attn::Plotter plot = cli.plotter();
+  course::Dumper dump = cli.dumper();
+  course::Plotter plot = cli.plotter();
 
   std::cout << "01 . The RNN recurrence (seed " << seed << ", I = " << I << ", H = " << H
             << ", T = " << T << ")\n";
 
   // ---- 1. The recurrence: a<t> = tanh(W_ih x<t> + b_ih + W_hh a<t-1> + b_hh) --------------------
-  attn::banner(std::cout, "1. The recurrence: a<t> = tanh(W_ih x<t> + b_ih + W_hh a<t-1> + b_hh)");
+  course::banner(std::cout, "1. The recurrence: a<t> = tanh(W_ih x<t> + b_ih + W_hh a<t-1> + b_hh)");
   // PyTorch's default initialisation: all four parameters from U(-k, k), k = 1/sqrt(H).
   attn::Rng rng(seed);
   const attn::RnnCell cell = attn::rnn_init(rng, I, H);
@@ -94,13 +94,13 @@ int main(int argc, char** argv) {
                "  Only the sum matters (PyTorch keeps both for cuDNN compatibility).\n"
             << fmt("  Initialised like torch.nn.RNN: every parameter ~ U(-k, k), k = 1/sqrt(H)"
                    " = %.4f.\n", 1.0 / std::sqrt(static_cast<double>(H)));
-  attn::print_matrix(std::cout, "W_ih (the notes' W_ax)", cell.weight_ih);
-  attn::print_matrix(std::cout, "W_hh (the notes' W_aa)", cell.weight_hh);
-  attn::print_matrix(std::cout, "b_ih", cell.bias_ih);
-  attn::print_matrix(std::cout, "b_hh", cell.bias_hh);
-  attn::print_matrix(std::cout, "b_a = b_ih + b_hh", cell.bias_ih + cell.bias_hh);
-  attn::notice(std::cout, "weight_ih is [H x I]: it maps an input of I features to H.");
-  attn::notice(std::cout, "weight_hh is [H x H]: the same matrix is used at every step t.");
+  course::print_matrix(std::cout, "W_ih (the notes' W_ax)", cell.weight_ih);
+  course::print_matrix(std::cout, "W_hh (the notes' W_aa)", cell.weight_hh);
+  course::print_matrix(std::cout, "b_ih", cell.bias_ih);
+  course::print_matrix(std::cout, "b_hh", cell.bias_hh);
+  course::print_matrix(std::cout, "b_a = b_ih + b_hh", cell.bias_ih + cell.bias_hh);
+  course::notice(std::cout, "weight_ih is [H x I]: it maps an input of I features to H.");
+  course::notice(std::cout, "weight_hh is [H x H]: the same matrix is used at every step t.");
   dump("weight_ih_l0", cell.weight_ih);
   dump("weight_hh_l0", cell.weight_hh);
   const std::vector<std::size_t> shape_h = {static_cast<std::size_t>(H)};
@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
   dump("h0", Matrix(h0));
 
   // ---- 2. One step by hand: t = 1 ---------------------------------------------------------------
-  attn::banner(std::cout, "2. One step by hand: t = 1");
+  course::banner(std::cout, "2. One step by hand: t = 1");
   std::cout << "  Tokens are rows here (as in PyTorch), so W_ih x<t> is computed as x<t> W_ih^T.\n"
                "  a<0> is usually zeros; it is random here so the W_hh term shows.\n";
   const RowVector x1 = X.row(0);  // [1 x I]
@@ -122,30 +122,30 @@ int main(int argc, char** argv) {
   const RowVector z1 = from_input + from_state;                                 // [1 x H]
   const RowVector a1 = z1.unaryExpr([](float z) { return std::tanh(z); });      // [1 x H]
   // [one_step]
-  attn::print_matrix(std::cout, "x<1>", x1);
-  attn::print_matrix(std::cout, "a<0> (h0)", h0);
-  attn::print_matrix(std::cout, "W_ih x<1> + b_ih", from_input);
-  attn::print_matrix(std::cout, "W_hh a<0> + b_hh", from_state);
-  attn::print_matrix(std::cout, "z<1> = their sum", z1);
-  attn::print_matrix(std::cout, "a<1> = tanh(z<1>)", a1);
-  attn::notice(std::cout, "tanh squashes every entry into (-1, 1): the state cannot blow up, "
+  course::print_matrix(std::cout, "x<1>", x1);
+  course::print_matrix(std::cout, "a<0> (h0)", h0);
+  course::print_matrix(std::cout, "W_ih x<1> + b_ih", from_input);
+  course::print_matrix(std::cout, "W_hh a<0> + b_hh", from_state);
+  course::print_matrix(std::cout, "z<1> = their sum", z1);
+  course::print_matrix(std::cout, "a<1> = tanh(z<1>)", a1);
+  course::notice(std::cout, "tanh squashes every entry into (-1, 1): the state cannot blow up, "
                           "but it saturates.");
 
   // ---- 3. Unrolled over the sequence: X [T x I] -> A [T x H] ------------------------------------
-  attn::banner(std::cout, "3. Unrolled over the sequence: X [T x I] -> A [T x H]");
+  course::banner(std::cout, "3. Unrolled over the sequence: X [T x I] -> A [T x H]");
   const Matrix A = attn::rnn_forward(cell, X, h0);  // a<1..T> [T x H]
-  attn::print_matrix(std::cout, "X (row t = x<t>)", X);
-  attn::print_matrix(std::cout, "A (row t = a<t>)", A);
+  course::print_matrix(std::cout, "X (row t = x<t>)", X);
+  course::print_matrix(std::cout, "A (row t = a<t>)", A);
   std::cout << fmt("  max |A row 1 - a<1> by hand| = %.1e\n",
                    static_cast<double>((A.row(0) - a1).cwiseAbs().maxCoeff()));
-  attn::notice(std::cout, "row t needs row t-1: " + std::to_string(T) +
+  course::notice(std::cout, "row t needs row t-1: " + std::to_string(T) +
                               " steps, one after another, whatever the hardware.");
-  attn::notice(std::cout, "a<T> is the last row; PyTorch returns it again as h_n.");
+  course::notice(std::cout, "a<T> is the last row; PyTorch returns it again as h_n.");
   dump("hidden_states", A);
   dump("h_n", Matrix(A.bottomRows(1)));
 
   // ---- 4. Four shapes: N->1, N->N, 1->N, seq2seq ------------------------------------------------
-  attn::banner(std::cout, "4. Four shapes: N->1, N->N, 1->N, seq2seq");
+  course::banner(std::cout, "4. Four shapes: N->1, N->N, 1->N, seq2seq");
   const Index O = 2, M = 3;  // classes of the head; length of the decoder's output
   const attn::OutputHead head = attn::head_init(rng, H, O);      // W_y [O x H], b_y [1 x O]
   const attn::RnnCell generator = attn::rnn_init(rng, I, H);     // 1->N: reads its own outputs,
@@ -164,33 +164,33 @@ int main(int argc, char** argv) {
   // [shapes]
   std::cout << "\n  N->1 (classify a sequence): x " << attn::shape_str(X) << " -> a<" << sT
             << "> [1 x " << sH << "] -> y_hat " << attn::shape_str(n_to_1.outputs) << "\n";
-  attn::print_matrix(std::cout, "y_hat", n_to_1.outputs);
+  course::print_matrix(std::cout, "y_hat", n_to_1.outputs);
   std::cout << "\n  N->N (label every step): x " << attn::shape_str(X) << " -> A "
             << attn::shape_str(n_to_n.states) << " -> Y_hat " << attn::shape_str(n_to_n.outputs)
             << "\n";
-  attn::print_matrix(std::cout, "Y_hat", n_to_n.outputs);
-  attn::notice(std::cout, "the last row of Y_hat is N->1's y_hat: the same model, read at "
+  course::print_matrix(std::cout, "Y_hat", n_to_n.outputs);
+  course::notice(std::cout, "the last row of Y_hat is N->1's y_hat: the same model, read at "
                           "every step.");
   std::cout << "\n  1->N (generate): x<1> [1 x " << sI << "] -> A "
             << attn::shape_str(one_to_n.states) << " -> Y_hat "
             << attn::shape_str(one_to_n.outputs) << ", then x<t+1> = y_hat<t>\n";
-  attn::print_matrix(std::cout, "Y_hat", one_to_n.outputs);
-  attn::notice(std::cout, "each output is the next input, so O = I = " + sI +
+  course::print_matrix(std::cout, "Y_hat", one_to_n.outputs);
+  course::notice(std::cout, "each output is the next input, so O = I = " + sI +
                               " and step t+1 cannot start before step t ends.");
   std::cout << "\n  seq2seq (encode N, decode M): x " << attn::shape_str(X) << " -> context a<"
             << sT << "> " << attn::shape_str(s2s.context) << ",\n"
             << "    then the decoder from it: A " << attn::shape_str(s2s.decoder_states)
             << " -> Y_hat " << attn::shape_str(s2s.outputs) << ", x<t+1> = y_hat<t>\n";
-  attn::print_matrix(std::cout, "context = the last row of A above", s2s.context);
-  attn::print_matrix(std::cout, "Y_hat", s2s.outputs);
-  attn::notice(std::cout, "the decoder sees the " + sT + " inputs only through these " + sH +
+  course::print_matrix(std::cout, "context = the last row of A above", s2s.context);
+  course::print_matrix(std::cout, "Y_hat", s2s.outputs);
+  course::notice(std::cout, "the decoder sees the " + sT + " inputs only through these " + sH +
                               " numbers: the context is a bottleneck.");
   dump("W_y", head.weight);
   dump("b_y", Matrix(head.bias));
   dump("y_hat", n_to_n.outputs);
 
   // ---- 5. What the recurrence costs: sequential steps and long paths ----------------------------
-  attn::banner(std::cout, "5. What the recurrence costs: sequential steps and long paths");
+  course::banner(std::cout, "5. What the recurrence costs: sequential steps and long paths");
   std::cout << "  sequence length T                        5      50     500\n"
                "  RNN: steps that must run in order        5      50     500   a<t> waits for "
                "a<t-1>\n"
@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
                "  self-attention: x<1> to output T         1       1       1   every pair is "
                "direct\n";
   // The figure of the table's last two rows, for t = 1 .. D.
-  attn::Series rnn_path, attn_path;
+  course::Series rnn_path, attn_path;
   rnn_path.label = "RNN: t cell steps, each waiting for the one before";
   attn_path.label = "self-attention: 1 step, every pair connected directly";
   for (Index t = 1; t <= D; ++t) {
@@ -218,22 +218,22 @@ int main(int argc, char** argv) {
   std::cout << "\n  Along the RNN's path the chain rule multiplies one factor per step:\n"
                "    d a<T>/d x<1> = D<T> W_hh D<T-1> W_hh ... D<2> W_hh D<1> W_ih,"
                "  D<t> = diag(1 - a<t>^2)\n";
-  attn::notice(std::cout, "T-1 factors of W_hh: if they shrink vectors, the product vanishes");
+  course::notice(std::cout, "T-1 factors of W_hh: if they shrink vectors, the product vanishes");
   std::cout << "     geometrically; if they stretch them, it can explode. Sections 6-7 "
                "measure it.\n";
 
   // ---- 6. The chain rule, checked against central differences -----------------------------------
   const Index Tc = std::min<Index>(T, 5);  // short enough for finite differences to resolve
   const std::string sTc = std::to_string(Tc);
-  attn::banner(std::cout, "6. The chain rule, checked against central differences (T = " + sTc +
+  course::banner(std::cout, "6. The chain rule, checked against central differences (T = " + sTc +
                               ")");
   const Matrix Xc = X.topRows(Tc);                                             // [Tc x I]
   const MatrixD J = attn::input_jacobians(cell, Xc, h0).back();                // [H x I]
   const MatrixD J_fd = attn::input_jacobian_central_difference(cell, Xc, h0);  // [H x I]
   const double rel = (J - J_fd).cwiseAbs().maxCoeff() / J.cwiseAbs().maxCoeff();
-  attn::print_matrix(std::cout, "d a<" + sTc + ">/d x<1> by the chain rule", J,
+  course::print_matrix(std::cout, "d a<" + sTc + ">/d x<1> by the chain rule", J,
                      {.precision = 8, .max_cols = 6});
-  attn::print_matrix(std::cout, "d a<" + sTc + ">/d x<1> by central differences, eps = 1e-4",
+  course::print_matrix(std::cout, "d a<" + sTc + ">/d x<1> by central differences, eps = 1e-4",
                      J_fd, {.precision = 8, .max_cols = 6});
   dump("d_aT_d_x1", J);
   // Central differences are good to ~1e-9 here (eps^2 truncation plus 1e-16/eps rounding);
@@ -242,11 +242,11 @@ int main(int argc, char** argv) {
   std::cout << "  analytic d a<" << sTc << ">/d x<1> " << (ok ? "matches" : "DOES NOT MATCH")
             << fmt(" central finite differences: max relative difference %.1e\n", rel);
   if (!ok) return 1;
-  attn::notice(std::cout, "(relative to the largest entry; eps is the step added to each "
+  course::notice(std::cout, "(relative to the largest entry; eps is the step added to each "
                           "entry of x<1>)");
 
   // ---- 7. How much of x<1> reaches a<T>, as the distance T-1 grows ------------------------------
-  attn::banner(std::cout, "7. How much of x<1> reaches a<T>, as the distance T-1 grows");
+  course::banner(std::cout, "7. How much of x<1> reaches a<T>, as the distance T-1 grows");
   // K random models (PyTorch's init, H = H_exp, inputs ~ N(0, 1), a<0> = 0); in each, W_hh is
   // multiplied by every scale s and nothing else changes. Reported: the geometric mean over
   // the K models of the Frobenius norm ||d a<T>/d x<1>||_F, every sensitivity of every unit
@@ -300,17 +300,17 @@ int main(int argc, char** argv) {
     if (std::abs(scales[s] - 1.0) < std::abs(scales[ref] - 1.0)) ref = s;
   }
   const std::string ref_name = fmt("x%.2f", scales[ref]);
-  attn::notice(std::cout, fmt("at W_hh %s, a<%d> responds to x<1> ~%.0e times as strongly "
+  course::notice(std::cout, fmt("at W_hh %s, a<%d> responds to x<1> ~%.0e times as strongly "
                               "as a<1> does.",
                               ref_name.c_str(), static_cast<int>(D + 1),
                               std::exp(log_norm[ref][D] - log_norm[ref][0])));
-  attn::notice(std::cout, "rho(W_hh) alone is not the rate: every D<t> = diag(1 - a<t>^2) "
+  course::notice(std::cout, "rho(W_hh) alone is not the rate: every D<t> = diag(1 - a<t>^2) "
                           "<= 1 shrinks as well.");
 
   // The figure: one curve per scale, and self-attention's one-step path as a flat reference.
-  std::vector<attn::Series> curves;
+  std::vector<course::Series> curves;
   for (std::size_t s = 0; s < n_s; ++s) {
-    attn::Series c;
+    course::Series c;
     // "W_hh" is left out of figure text: gnuplot's enhanced mode reads "_" as a subscript.
     c.label = fmt("RNN, recurrent weights x%.2f (rho %.2f)%s", scales[s], rho[s],
                   scales[s] == 1.0 ? ", PyTorch's init" : "");
@@ -324,7 +324,7 @@ int main(int argc, char** argv) {
     c.points = false;
     curves.push_back(std::move(c));
   }
-  attn::Series flat;
+  course::Series flat;
   flat.label = "self-attention: a 1-step path at any distance (drawn at distance 0's level)";
   flat.x = {0.0, static_cast<double>(D)};
   flat.y = {std::exp(log_norm[ref][0]), std::exp(log_norm[ref][0])};
@@ -339,19 +339,19 @@ int main(int argc, char** argv) {
               .logy = true});
 
   // ---- What to notice ---------------------------------------------------------------------------
-  attn::banner(std::cout, "What to notice");
-  attn::notice(std::cout, "One cell, reused at every step. PyTorch's two biases only ever act "
+  course::banner(std::cout, "What to notice");
+  course::notice(std::cout, "One cell, reused at every step. PyTorch's two biases only ever act "
                           "as b_a = b_ih + b_hh.");
-  attn::notice(std::cout, "N->1, N->N, 1->N, seq2seq: the same cell; only where inputs enter "
+  course::notice(std::cout, "N->1, N->N, 1->N, seq2seq: the same cell; only where inputs enter "
                           "and outputs leave differs.");
-  attn::notice(std::cout, "a<t> needs a<t-1>, so the loop over t is sequential; only X W_ih^T "
+  course::notice(std::cout, "a<t> needs a<t-1>, so the loop over t is sequential; only X W_ih^T "
                           "is one big product.");
-  attn::notice(std::cout, fmt("x<1>'s effect on a<T> changes ~%.2fx per step at W_hh %s "
+  course::notice(std::cout, fmt("x<1>'s effect on a<T> changes ~%.2fx per step at W_hh %s "
                               "(<1 vanishes, >1 explodes).",
                               per_step[ref], ref_name.c_str()));
-  attn::notice(std::cout, "Self-attention joins x<1> to every output in one step, all outputs "
+  course::notice(std::cout, "Self-attention joins x<1> to every output in one step, all outputs "
                           "at once: chapter 02.");
-  attn::try_this(std::cout, "01_rnn",
+  course::try_this(std::cout, "01_rnn",
                  {{"--scales 1.5,1.75,2,2.5,3", "where does decay turn into growth?"},
                   {"--experiment-hidden 4", "small H: rho varies a lot between models"},
                   {"--distance 200 --scales 0.5,1", "how far down does it go?"},

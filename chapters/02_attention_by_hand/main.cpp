@@ -10,9 +10,9 @@
 //
 //   02_attention_by_hand [--scale] [--random-weights] [--seed N] [--out DIR] [--no-plots]
 //                        [--dump DIR]
-#include "attn/cli.hpp"
+#include "course/cli.hpp"
 #include "attn/column_attention.hpp"
-#include "attn/print.hpp"
+#include "course/print.hpp"
 #include "attn/random.hpp"
 #include "attn/softmax.hpp"
 
@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-using attn::fmt;
+using course::fmt;
 using attn::Index;
 using attn::Matrix;
 using attn::Vector;
@@ -57,15 +57,15 @@ std::string tok(const char* letter, Index i) { return letter + ("^" + std::to_st
 }  // namespace
 
 int main(int argc, char** argv) {
-  attn::ChapterCli cli("02_attention_by_hand",
+  course::ChapterCli cli("02_attention_by_hand",
                        "Chapter 02: self-attention by hand, one vector at a time", 2026);
   bool scale = false, random_weights = false;
   cli.app().add_flag("--scale", scale, "divide every score by sqrt(d_k) (the notes do not)");
   cli.app().add_flag("--random-weights", random_weights,
                      "draw W_k and W_v from N(0, 0.5^2) with --seed instead of the fixed ones");
   if (auto code = cli.parse(argc, argv)) return *code;
-  attn::Dumper dump = cli.dumper();
-  attn::Plotter plot = cli.plotter();
+  course::Dumper dump = cli.dumper();
+  course::Plotter plot = cli.plotter();
 
   std::cout << "02 . Attention by hand, one vector at a time ("
             << (scale ? "scores / sqrt(d_k)" : "unscaled scores, as in the notes")
@@ -74,18 +74,18 @@ int main(int argc, char** argv) {
             << ")\n";
 
   // ---- 1. The inputs: four vectors x^1..x^4, the columns of X -----------------------------------
-  attn::banner(std::cout, "1. The inputs: four vectors x^1..x^4, the columns of X");
+  course::banner(std::cout, "1. The inputs: four vectors x^1..x^4, the columns of X");
   // Note 000's numbers; the course keeps them in attn::worked_example() for chapter 03 too.
   attn::ColumnExample ex = attn::worked_example();
   const Matrix& X = ex.X;  // X [d_in x n] = [3 x 4], column i is x^i
   const Index n = X.cols();
   for (Index i = 0; i < n; ++i) std::cout << "  " << tok("x", i) << " = " << vec(X, i, 0) << "\n";
-  attn::print_matrix(std::cout, "X (column i = x^i)", X, {.precision = 0});
-  attn::notice(std::cout, "tokens are columns here (the notes' convention); from chapter 04 on "
+  course::print_matrix(std::cout, "X (column i = x^i)", X, {.precision = 0});
+  course::notice(std::cout, "tokens are columns here (the notes' convention); from chapter 04 on "
                           "they are rows.");
 
   // ---- 2. Three projections per token: q^i = W_q x^i, k^i = W_k x^i, v^i = W_v x^i --------------
-  attn::banner(std::cout, "2. Three projections per token: q^i = W_q x^i, k^i, v^i");
+  course::banner(std::cout, "2. Three projections per token: q^i = W_q x^i, k^i, v^i");
   // W_q is note 000's: it picks features 1 and 3. The note gives no W_k or W_v; the course's
   // W_k makes weights that are neither uniform nor one-hot, with entries in quarters so every
   // product is exact in float, and W_v keeps features 1 and 2 so v^i is easy to read.
@@ -98,9 +98,9 @@ int main(int argc, char** argv) {
     W_v = attn::random_normal(rng, 2, 3, 0.0, 0.5);
   }
   const Index d_k = W_q.rows(), d_v = W_v.rows();
-  attn::print_matrix(std::cout, "W_q", W_q, {.precision = 2});
-  attn::print_matrix(std::cout, "W_k", W_k, {.precision = 2});
-  attn::print_matrix(std::cout, "W_v", W_v, {.precision = 2});
+  course::print_matrix(std::cout, "W_q", W_q, {.precision = 2});
+  course::print_matrix(std::cout, "W_k", W_k, {.precision = 2});
+  course::print_matrix(std::cout, "W_v", W_v, {.precision = 2});
 
   // [per_vector]
   Matrix Q(d_k, n), K(d_k, n), V(d_v, n);  // Q, K [d_k x n], V [d_v x n]: column i per token
@@ -118,8 +118,8 @@ int main(int argc, char** argv) {
                      tok("k", i).c_str(), vec(K, i).c_str(), tok("v", i).c_str(),
                      vec(V, i).c_str());
   }
-  attn::notice(std::cout, "q^1..q^4 = (1,2), (3,1), (3,0), (2,6): note 000's numbers exactly.");
-  attn::notice(std::cout, "the same three matrices serve every token: only W_q, W_k, W_v are "
+  course::notice(std::cout, "q^1..q^4 = (1,2), (3,1), (3,0), (2,6): note 000's numbers exactly.");
+  course::notice(std::cout, "the same three matrices serve every token: only W_q, W_k, W_v are "
                           "learned.");
   dump("W_q", W_q);
   dump("W_k", W_k);
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   dump("V", V);
 
   // ---- 3. Scores: alpha_{i,j} = q^i . k^j -------------------------------------------------------
-  attn::banner(std::cout, "3. Scores: alpha_{i,j} = q^i . k^j (query i against every key j)");
+  course::banner(std::cout, "3. Scores: alpha_{i,j} = q^i . k^j (query i against every key j)");
   const float factor = scale ? 1.0f / std::sqrt(static_cast<float>(d_k)) : 1.0f;
   // [scores]
   Matrix A(n, n);  // A [n_k x n_q]: A(j, i) = alpha_{i,j}, so column i belongs to query i
@@ -147,16 +147,16 @@ int main(int argc, char** argv) {
               << (scale ? fmt(") / sqrt(%d)", static_cast<int>(d_k)) : "")
               << fmt(" = %.4f\n", static_cast<double>(A(j, 1)));
   }
-  attn::print_matrix(std::cout, "A (row j = key k^j, column i = query q^i)", A);
-  attn::notice(std::cout, "column 2 is the four scores above: one query against all four "
+  course::print_matrix(std::cout, "A (row j = key k^j, column i = query q^i)", A);
+  course::notice(std::cout, "column 2 is the four scores above: one query against all four "
                           "keys.");
-  attn::notice(std::cout, std::string("no 1/sqrt(d_k) ") +
+  course::notice(std::cout, std::string("no 1/sqrt(d_k) ") +
                               (scale ? "in the notes; --scale divided by sqrt(2) here."
                                      : "here, as in notes 000/002; try --scale."));
   dump("A", A);
 
   // ---- 4. The dot product is |a| |b| cos(theta) -------------------------------------------------
-  attn::banner(std::cout, "4. The dot product is |a| |b| cos(theta)");
+  course::banner(std::cout, "4. The dot product is |a| |b| cos(theta)");
   std::cout << "  pair           a . b     |a|     |b|   cos(theta)   theta\n";
   const std::vector<std::pair<Index, Index>> pairs = {{1, 2}, {3, 3}, {2, 0}, {3, 1}};
   for (const auto& [i, j] : pairs) {
@@ -168,16 +168,16 @@ int main(int argc, char** argv) {
                      std::acos(c) * 180.0 / std::numbers::pi);
   }
   if (!random_weights) {
-    attn::notice(std::cout, "q^3 . k^1 = 0: the vectors are at 90 degrees, whatever their "
+    course::notice(std::cout, "q^3 . k^1 = 0: the vectors are at 90 degrees, whatever their "
                             "lengths.");
-    attn::notice(std::cout, "q^4 . k^4 (72.6 deg) outscores q^4 . k^2 (45 deg): length can "
+    course::notice(std::cout, "q^4 . k^4 (72.6 deg) outscores q^4 . k^2 (45 deg): length can "
                             "beat direction.");
   }
-  attn::notice(std::cout, "a score grows with cos(theta) and with both lengths; chapter 04 "
+  course::notice(std::cout, "a score grows with cos(theta) and with both lengths; chapter 04 "
                           "returns to this.");
 
   // ---- 5. Weights: alpha'_{i,j} = softmax over the keys j ---------------------------------------
-  attn::banner(std::cout, "5. Weights: alpha'_{i,j} = exp(alpha_{i,j}) / sum_j exp(alpha_{i,j})");
+  course::banner(std::cout, "5. Weights: alpha'_{i,j} = exp(alpha_{i,j}) / sum_j exp(alpha_{i,j})");
   // [softmax]
   Matrix A_prime(n, n);  // A' [n_k x n_q]: column i = query i's weights, summing to 1
   for (Index i = 0; i < n; ++i) {
@@ -201,13 +201,13 @@ int main(int argc, char** argv) {
                        A(j, 1) - m, sum, static_cast<double>(A_prime(j, 1)));
     }
   }
-  attn::print_matrix(std::cout, "A' (column i = query i's weights over the keys j)", A_prime);
+  course::print_matrix(std::cout, "A' (column i = query i's weights over the keys j)", A_prime);
   std::cout << "  column sums:";
   for (Index i = 0; i < n; ++i) std::cout << fmt("  %.6f", A_prime.col(i).cast<double>().sum());
   std::cout << "\n";
-  attn::notice(std::cout, "every column sums to 1 (to float rounding): a share of attention "
+  course::notice(std::cout, "every column sums to 1 (to float rounding): a share of attention "
                           "per key.");
-  attn::notice(std::cout, "a gap of 2 in scores is a factor e^2 = 7.4 in weight: softmax "
+  course::notice(std::cout, "a gap of 2 in scores is a factor e^2 = 7.4 in weight: softmax "
                           "rewards the best match.");
   dump("A_prime", A_prime);
 
@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
                 .height_px = 560});
 
   // ---- 6. Outputs: y^i = sum_j alpha'_{i,j} v^j -------------------------------------------------
-  attn::banner(std::cout, "6. Outputs: y^i = sum_j alpha'_{i,j} v^j (a weighted sum of values)");
+  course::banner(std::cout, "6. Outputs: y^i = sum_j alpha'_{i,j} v^j (a weighted sum of values)");
   std::cout << "  Note 000's own example first, with its values and made-up weights:\n";
   Matrix V_note(2, 4);  // [d_v x n]: v^1 = (1,0), v^2 = (0,2), v^3 = (3,0), v^4 = (0,4)
   V_note << 1, 0, 3, 0,  //
@@ -246,10 +246,10 @@ int main(int argc, char** argv) {
               << vec(attn::weighted_sum_loops(V_note, W_note.col(1)), 0, 1) << "\n";
   }
   const Matrix Y_note = attn::weighted_sum_loops(V_note, W_note);  // [d_v x n_q] = [2 x 4]
-  attn::print_matrix(std::cout, "weights (the note's, illustrative)", W_note, {.precision = 1});
-  attn::print_matrix(std::cout, "Y = V weights", Y_note);
-  attn::notice(std::cout, "Y = [[0.1, 1, 0.9, 0], [0, 2, 0, 1.6]]: note 000's result exactly.");
-  attn::notice(std::cout, "these weights are illustrative, not softmax outputs: the columns "
+  course::print_matrix(std::cout, "weights (the note's, illustrative)", W_note, {.precision = 1});
+  course::print_matrix(std::cout, "Y = V weights", Y_note);
+  course::notice(std::cout, "Y = [[0.1, 1, 0.9, 0], [0, 2, 0, 1.6]]: note 000's result exactly.");
+  course::notice(std::cout, "these weights are illustrative, not softmax outputs: the columns "
                           "sum to 0.1, 1, 0.3, 0.4.");
   dump("V_note", V_note);
   dump("weights_note", W_note);
@@ -269,10 +269,10 @@ int main(int argc, char** argv) {
     }
     std::cout << line << "\n      = " << vec(Y, 1) << "\n";
   }
-  attn::print_matrix(std::cout, "Y (column i = y^i)", Y);
-  attn::notice(std::cout, "each y^i is a blend of all four values, mixed by query i's column "
+  course::print_matrix(std::cout, "Y (column i = y^i)", Y);
+  course::notice(std::cout, "each y^i is a blend of all four values, mixed by query i's column "
                           "of A'.");
-  attn::notice(std::cout, "no y^i waits for another: all four could be computed at once.");
+  course::notice(std::cout, "no y^i waits for another: all four could be computed at once.");
   dump("Y", Y);
 
   // The library's all-loops version (attn::column_attention_loops) must agree with the above.
@@ -282,7 +282,7 @@ int main(int argc, char** argv) {
                    static_cast<double>((lib.Y - Y).cwiseAbs().maxCoeff()));
 
   // ---- 7. Query, key, value: a search -----------------------------------------------------------
-  attn::banner(std::cout, "7. Query, key, value: a search");
+  course::banner(std::cout, "7. Query, key, value: a search");
   std::cout << "  The query is what a token is looking for, each key is what a token offers,\n"
                "  and the value is what it hands over once chosen. Note 004's example: one\n"
                "  searcher, itself and candidates 1, 2, 3, N, with softmax shares\n";
@@ -299,21 +299,21 @@ int main(int argc, char** argv) {
   std::cout << "\n  softmax share ";
   for (Index j = 0; j < 5; ++j) std::cout << fmt("%9.4f", static_cast<double>(p(0, j)));
   std::cout << "\n";
-  attn::notice(std::cout, "scores ln(share / 0.02) give back exactly these shares: only "
+  course::notice(std::cout, "scores ln(share / 0.02) give back exactly these shares: only "
                           "differences of scores matter.");
-  attn::notice(std::cout, "the searcher receives 0.4 of its own value, 0.3 of candidate 2's, "
+  course::notice(std::cout, "the searcher receives 0.4 of its own value, 0.3 of candidate 2's, "
                           "... all at once.");
 
   // ---- What to notice ---------------------------------------------------------------------------
-  attn::banner(std::cout, "What to notice");
-  attn::notice(std::cout, "Three learned matrices turn every x^i into q^i, k^i, v^i; "
+  course::banner(std::cout, "What to notice");
+  course::notice(std::cout, "Three learned matrices turn every x^i into q^i, k^i, v^i; "
                           "q^4 = (2, 6) as in note 000.");
-  attn::notice(std::cout, "alpha_{i,j} = q^i . k^j = |q||k| cos(theta): direction and length "
+  course::notice(std::cout, "alpha_{i,j} = q^i . k^j = |q||k| cos(theta): direction and length "
                           "both count.");
-  attn::notice(std::cout, "Softmax down each column turns scores into shares that sum to 1.");
-  attn::notice(std::cout, "The y^i are independent of each other: chapter 03 stacks them "
+  course::notice(std::cout, "Softmax down each column turns scores into shares that sum to 1.");
+  course::notice(std::cout, "The y^i are independent of each other: chapter 03 stacks them "
                           "into matrix products.");
-  attn::try_this(std::cout, "02_attention_by_hand",
+  course::try_this(std::cout, "02_attention_by_hand",
                  {{"--scale", "scores / sqrt(2): flatter weights"},
                   {"--random-weights", "other W_k, W_v, drawn from N(0, 0.25)"},
                   {"--random-weights --seed 7", "and another draw"}});

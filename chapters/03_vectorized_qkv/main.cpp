@@ -14,9 +14,9 @@
 //   03_vectorized_qkv [--n N] [--d-model D] [--scale | --no-scale] [--seed N] [--out DIR]
 //                     [--no-plots] [--dump DIR]
 #include "attn/attention.hpp"
-#include "attn/cli.hpp"
+#include "course/cli.hpp"
 #include "attn/column_attention.hpp"
-#include "attn/print.hpp"
+#include "course/print.hpp"
 #include "attn/random.hpp"
 #include "attn/softmax.hpp"
 
@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-using attn::fmt;
+using course::fmt;
 using attn::Index;
 using attn::Matrix;
 
@@ -72,7 +72,7 @@ void print_shapes(const char* what, const std::vector<std::pair<std::string, Mat
 }  // namespace
 
 int main(int argc, char** argv) {
-  attn::ChapterCli cli("03_vectorized_qkv",
+  course::ChapterCli cli("03_vectorized_qkv",
                        "Chapter 03: Q, K, V as matrix products, and the row form", 2026);
   Index n_words = 4, d_model = 512;
   bool scale = false;
@@ -84,15 +84,15 @@ int main(int argc, char** argv) {
                      "divide the worked example's scores by sqrt(d_k) (default: no, as the notes)");
   if (auto code = cli.parse(argc, argv)) return *code;
   const std::uint64_t seed = cli.options().seed;
-  attn::Dumper dump = cli.dumper();
-  attn::Plotter plot = cli.plotter();
+  course::Dumper dump = cli.dumper();
+  course::Plotter plot = cli.plotter();
 
   std::cout << "03 . Vectorised Q, K, V (seed " << seed << ", n = " << n_words
             << ", d_model = " << d_model << ", "
             << (scale ? "scores / sqrt(d_k)" : "unscaled as in the notes") << ")\n";
 
   // ---- 1. Stack the vectors: the column form in four products -----------------------------------
-  attn::banner(std::cout, "1. Stack the vectors: Q = W_q X, A = K^T Q, A' = softmax(A), Y = V A'");
+  course::banner(std::cout, "1. Stack the vectors: Q = W_q X, A = K^T Q, A' = softmax(A), Y = V A'");
   // Chapter 02's example: note 000's W_q and x^1..x^4, the course's W_k and W_v.
   const attn::ColumnExample ex = attn::worked_example();
   const Matrix &W_q = ex.W_q, &W_k = ex.W_k, &W_v = ex.W_v, &X = ex.X;
@@ -108,18 +108,18 @@ int main(int argc, char** argv) {
   // [matrix_form]
   print_shapes("shapes:", {{"W_q", W_q}, {"X", X}, {"Q", Q}, {"K^T", K.transpose()}});
   print_shapes("       ", {{"A", A}, {"A'", A_prime}, {"V", V}, {"Y", Y}});
-  attn::print_matrix(std::cout, "X (column i = x^i)", X, {.precision = 0});
-  attn::print_matrix(std::cout, "Q = W_q X", Q);
-  attn::print_matrix(std::cout, "K = W_k X", K);
-  attn::print_matrix(std::cout, "V = W_v X", V);
-  attn::notice(std::cout, "one product per matrix: column i of Q is q^i = W_q x^i, for all i "
+  course::print_matrix(std::cout, "X (column i = x^i)", X, {.precision = 0});
+  course::print_matrix(std::cout, "Q = W_q X", Q);
+  course::print_matrix(std::cout, "K = W_k X", K);
+  course::print_matrix(std::cout, "V = W_v X", V);
+  course::notice(std::cout, "one product per matrix: column i of Q is q^i = W_q x^i, for all i "
                           "at once.");
-  attn::print_matrix(std::cout, scale ? "A = K^T Q / sqrt(2)" : "A = K^T Q", A);
-  attn::print_matrix(std::cout, "A' = softmax of each column", A_prime);
-  attn::print_matrix(std::cout, "Y = V A'", Y);
-  attn::notice(std::cout, "A(j, i) = k^j . q^i: row j of K^T times column i of Q is chapter "
+  course::print_matrix(std::cout, scale ? "A = K^T Q / sqrt(2)" : "A = K^T Q", A);
+  course::print_matrix(std::cout, "A' = softmax of each column", A_prime);
+  course::print_matrix(std::cout, "Y = V A'", Y);
+  course::notice(std::cout, "A(j, i) = k^j . q^i: row j of K^T times column i of Q is chapter "
                           "02's alpha_{i,j}.");
-  attn::notice(std::cout, "only W_q, W_k, W_v are learned; A, A', Y are computed from them "
+  course::notice(std::cout, "only W_q, W_k, W_v are learned; A, A', Y are computed from them "
                           "and X.");
   dump("W_q", W_q);
   dump("W_k", W_k);
@@ -134,13 +134,13 @@ int main(int argc, char** argv) {
 
 
   // ---- 2. The same numbers as chapter 02's loops ------------------------------------------------
-  attn::banner(std::cout, "2. The same numbers as chapter 02's loops");
+  course::banner(std::cout, "2. The same numbers as chapter 02's loops");
   const attn::ColumnAttention loops =
       attn::column_attention_loops(W_q, W_k, W_v, X, {.scale = scale});
   std::cout << fmt("  worked example, max |loops - products|:  Q %.1e  A %.1e  A' %.1e  Y %.1e\n",
                    max_abs_diff(loops.Q, Q), max_abs_diff(loops.A, A),
                    max_abs_diff(loops.A_prime, A_prime), max_abs_diff(loops.Y, Y));
-  attn::notice(std::cout, "Q, K, V, A hold integers and quarters, exact in float in any order; "
+  course::notice(std::cout, "Q, K, V, A hold integers and quarters, exact in float in any order; "
                           "A' is the same");
   std::cout << "     softmax of the same numbers. Y sums inexact weights, so its last bit may "
                "differ.\n";
@@ -152,13 +152,13 @@ int main(int argc, char** argv) {
   std::cout << fmt("  random, d_in 16, d_k 8, n 32, scaled:   Q %.1e  A %.1e  A' %.1e  Y %.1e\n",
                    max_abs_diff(lr.Q, mr.Q), max_abs_diff(lr.A, mr.A),
                    max_abs_diff(lr.A_prime, mr.A_prime), max_abs_diff(lr.Y, mr.Y));
-  attn::notice(std::cout, fmt("random floats (|A| up to %.0f): the loops add left to right, "
+  course::notice(std::cout, fmt("random floats (|A| up to %.0f): the loops add left to right, "
                               "Eigen's GEMM in blocks", max_abs_diff(mr.A, Matrix::Zero(32, 32))));
   std::cout << "     with fused multiply-adds. The same sums, rounded differently: a few units "
                "in the last\n     place of each entry (float's epsilon is 1.2e-7).\n";
 
   // ---- 3. Tokens as rows: softmax(Q K^T / sqrt(d_k)) V is the transpose -------------------------
-  attn::banner(std::cout, "3. Tokens as rows: softmax(Q K^T / sqrt(d_k)) V is the transpose");
+  course::banner(std::cout, "3. Tokens as rows: softmax(Q K^T / sqrt(d_k)) V is the transpose");
   const Matrix X_rows = X.transpose();  // [n x d_in] = [4 x 3], row i is x^i
   // [row_form]
   const Matrix Q_rows = X_rows * W_q.transpose();  // [n x d_k] = [4 x 3] [3 x 2] = Q^T
@@ -169,19 +169,19 @@ int main(int argc, char** argv) {
   // [row_form]
   print_shapes("shapes:", {{"X", X_rows}, {"Q", Q_rows}, {"K", K_rows}, {"V", V_rows},
                            {"weights", row.weights}, {"out", row.out}});
-  attn::print_matrix(std::cout, "weights (row i = query i)", row.weights);
-  attn::print_matrix(std::cout, "out (row i = y^i)", row.out);
+  course::print_matrix(std::cout, "weights (row i = query i)", row.weights);
+  course::print_matrix(std::cout, "out (row i = y^i)", row.out);
   std::cout << fmt("  max |weights - A'^T| = %.1e    max |out - Y^T| = %.1e\n",
                    max_abs_diff(row.weights, A_prime.transpose()),
                    max_abs_diff(row.out, Y.transpose()));
   dump("row_weights", row.weights);
   dump("row_out", row.out);
-  attn::notice(std::cout, "(A B)^T = B^T A^T: transposing every step of the column form "
+  course::notice(std::cout, "(A B)^T = B^T A^T: transposing every step of the column form "
                           "gives the row form.");
-  attn::notice(std::cout, std::string("scaled alike (") +
+  course::notice(std::cout, std::string("scaled alike (") +
                               (scale ? "1/sqrt(2) in both" : "unscaled in both; try --scale") +
                               "), the weights agree bit for bit.");
-  attn::notice(std::cout, "from chapter 04 on the library speaks rows, like the paper and "
+  course::notice(std::cout, "from chapter 04 on the library speaks rows, like the paper and "
                           "PyTorch.");
   plot.heatmap_grid("03_weights",
                     {{A_prime, "column form: A' (column i = query i)"},
@@ -197,7 +197,7 @@ int main(int argc, char** argv) {
 
   // ---- 4. Note 001: X X^T measures how alike the words are --------------------------------------
   const std::string sn = std::to_string(n_words), sd = std::to_string(d_model);
-  attn::banner(std::cout, "4. Note 001: X [" + sn + " x " + sd + "], X X^T measures how alike "
+  course::banner(std::cout, "4. Note 001: X [" + sn + " x " + sd + "], X X^T measures how alike "
                           "the words are");
   const Matrix Xw = attn::random_normal(rng, n_words, d_model);  // [n x d_model], row = word
   const Matrix XXt = Xw * Xw.transpose();                         // [n x n] of dot products
@@ -211,12 +211,12 @@ int main(int argc, char** argv) {
   const Matrix self_weights = attn::softmax_rows(XXt * inv_sqrt_d);  // [n x n]
   std::cout << "  Without projections (Q = K = V = X): Attention(X, X, X) = softmax(X X^T / "
                "sqrt(d)) X.\n  Entries of X ~ N(0, 1), seeded.\n";
-  attn::print_matrix(std::cout, "X X^T (entry i,j = word i . word j)", XXt, {.precision = 1});
-  attn::print_matrix(std::cout, "cos(theta_ij)", cosines, {.precision = 3});
+  course::print_matrix(std::cout, "X X^T (entry i,j = word i . word j)", XXt, {.precision = 1});
+  course::print_matrix(std::cout, "cos(theta_ij)", cosines, {.precision = 3});
   std::cout << fmt("  angles from the diagonal: word 1 vs 2 is %.1f deg, word 1 vs 3 is %.1f deg\n",
                    std::acos(cosines(0, 1)) * 180.0 / std::numbers::pi,
                    std::acos(cosines(0, 2)) * 180.0 / std::numbers::pi);
-  attn::print_matrix(std::cout, "softmax(X X^T / sqrt(d)) (row i = word i's weights)",
+  course::print_matrix(std::cout, "softmax(X X^T / sqrt(d)) (row i = word i's weights)",
                      self_weights);
   double off = 0.0, max_cos = 0.0;  // the largest weight / |cos| between two different words
   for (Index i = 0; i < n_words; ++i) {
@@ -228,12 +228,12 @@ int main(int argc, char** argv) {
   }
   std::cout << fmt("  largest weight a word gives another word: %.1e\n", off);
   if (off < 0.01) {
-    attn::notice(std::cout, fmt("random words are nearly orthogonal (|cos| <= %.3f); each one's "
+    course::notice(std::cout, fmt("random words are nearly orthogonal (|cos| <= %.3f); each one's "
                                 "dot with itself is ~%s,", max_cos, sd.c_str()));
     std::cout << fmt("     so after / sqrt(%s) the diagonal leads by ~%.0f: each word attends "
                      "almost only to itself.\n", sd.c_str(), std::sqrt(static_cast<double>(d_model)));
   } else {
-    attn::notice(std::cout, fmt("with only %s features random words are far from orthogonal "
+    course::notice(std::cout, fmt("with only %s features random words are far from orthogonal "
                                 "(|cos| up to %.2f):", sd.c_str(), max_cos));
     std::cout << "     the diagonal no longer dominates and the weights spread over several "
                  "words.\n";
@@ -257,11 +257,11 @@ int main(int argc, char** argv) {
     }
     std::cout << line << fmt(" = %.4f\n", static_cast<double>(out));
   }
-  attn::notice(std::cout, "one row of weights per word, shared by all " + sd +
+  course::notice(std::cout, "one row of weights per word, shared by all " + sd +
                               " features: words are mixed, features are not.");
 
   // ---- 5. With learned projections: Q = X W^Q, K = X W^K, V = X W^V -----------------------------
-  attn::banner(std::cout, "5. With projections: Q = X W^Q, K = X W^K, V = X W^V, each W [" + sd +
+  course::banner(std::cout, "5. With projections: Q = X W^Q, K = X W^K, V = X W^V, each W [" + sd +
                               " x " + sd + "]");
   // Random stand-ins for learned weights, N(0, 1/d_model): then Q, K, V entries are ~N(0, 1)
   // like X's, so the scores below are on the same scale as section 4's.
@@ -277,12 +277,12 @@ int main(int argc, char** argv) {
   // [projected]
   print_shapes("shapes:", {{"X", Xw}, {"W^Q", W_Q}, {"Q", Qw}, {"Q K^T", proj.weights},
                            {"out", proj.out}});
-  attn::print_matrix(std::cout, "softmax(Q K^T / sqrt(d)) (row i = word i's weights)",
+  course::print_matrix(std::cout, "softmax(Q K^T / sqrt(d)) (row i = word i's weights)",
                      proj.weights);
-  attn::print_matrix(std::cout, "out = weights V", proj.out, {.max_cols = 6});
-  attn::notice(std::cout, "W^Q != W^K, so q_i . k_i is no longer a squared length: the "
+  course::print_matrix(std::cout, "out = weights V", proj.out, {.max_cols = 6});
+  course::notice(std::cout, "W^Q != W^K, so q_i . k_i is no longer a squared length: the "
                           "diagonal need not win.");
-  attn::notice(std::cout, "the n x n weights are all the words talk through; out keeps X's "
+  course::notice(std::cout, "the n x n weights are all the words talk through; out keeps X's "
                           "shape [" + sn + " x " + sd + "].");
   dump("W_Q", W_Q);
   dump("W_K", W_K);
@@ -294,7 +294,7 @@ int main(int argc, char** argv) {
   dump("words_out", proj.out);
 
   // ---- 6. The cost: an n x n matrix of weights --------------------------------------------------
-  attn::banner(std::cout, "6. The cost: an n x n matrix of weights, per head and per layer");
+  course::banner(std::cout, "6. The cost: an n x n matrix of weights, per head and per layer");
   std::cout << "         n          n x n entries        float32        float16\n";
   for (std::uint64_t n : {4ULL, 800ULL, 8192ULL, 65536ULL}) {
     const std::uint64_t entries = n * n;
@@ -303,14 +303,14 @@ int main(int argc, char** argv) {
                      bytes_str(4.0 * static_cast<double>(entries)).c_str(),
                      bytes_str(2.0 * static_cast<double>(entries)).c_str());
   }
-  attn::notice(std::cout, "800 tokens: 800 x 800 = 640,000 weights (note 000). Twice the "
+  course::notice(std::cout, "800 tokens: 800 x 800 = 640,000 weights (note 000). Twice the "
                           "tokens, 4x the memory.");
-  attn::notice(std::cout, "65,536 tokens: 65536^2 x 4 B = 16 GiB, for one head of one "
+  course::notice(std::cout, "65,536 tokens: 65536^2 x 4 B = 16 GiB, for one head of one "
                           "layer. Later chapters");
   std::cout << "     compute attention without ever storing this matrix (online softmax, "
                "tiles).\n";
   {
-    attn::Series f32, f16, gpu;
+    course::Series f32, f16, gpu;
     f32.label = "float32 (4 bytes per weight)";
     f16.label = "float16 (2 bytes per weight)";
     gpu.label = "80 GB, the memory of one large GPU";
@@ -325,7 +325,7 @@ int main(int argc, char** argv) {
     }
     gpu.x = {64.0, 524288.0};
     gpu.y = {80e9 / (1024.0 * 1024.0), 80e9 / (1024.0 * 1024.0)};
-    attn::Series note;  // note 000's example
+    course::Series note;  // note 000's example
     note.label = "note 000: n = 800, 640,000 weights, 2.44 MiB";
     note.x = {800.0};
     note.y = {4.0 * 800.0 * 800.0 / (1024.0 * 1024.0)};
@@ -338,18 +338,18 @@ int main(int argc, char** argv) {
   }
 
   // ---- What to notice ---------------------------------------------------------------------------
-  attn::banner(std::cout, "What to notice");
-  attn::notice(std::cout, "Q = W_q X, A = K^T Q, A' = softmax(A), Y = V A': chapter 02's loops, "
+  course::banner(std::cout, "What to notice");
+  course::notice(std::cout, "Q = W_q X, A = K^T Q, A' = softmax(A), Y = V A': chapter 02's loops, "
                           "as four products.");
-  attn::notice(std::cout, "Loops and products agree exactly on exact numbers, to a few ulps on "
+  course::notice(std::cout, "Loops and products agree exactly on exact numbers, to a few ulps on "
                           "random floats.");
-  attn::notice(std::cout, "Rows or columns is a choice: the row form is the column form "
+  course::notice(std::cout, "Rows or columns is a choice: the row form is the column form "
                           "transposed.");
-  attn::notice(std::cout, "Without projections a word mostly attends to itself; W^Q and W^K "
+  course::notice(std::cout, "Without projections a word mostly attends to itself; W^Q and W^K "
                           "decide who matches whom.");
-  attn::notice(std::cout, "The weights are n x n: 640,000 at n = 800, 16 GiB of float32 at "
+  course::notice(std::cout, "The weights are n x n: 640,000 at n = 800, 16 GiB of float32 at "
                           "n = 65,536.");
-  attn::try_this(std::cout, "03_vectorized_qkv",
+  course::try_this(std::cout, "03_vectorized_qkv",
                  {{"--scale", "both forms scaled by 1/sqrt(2)"},
                   {"--d-model 16", "short vectors: cos is no longer ~0"},
                   {"--n 8 --d-model 4", "self-attention without projections"}});

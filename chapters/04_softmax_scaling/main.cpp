@@ -12,8 +12,8 @@
 //
 //   04_softmax_scaling [--samples N] [--std S] [--d-k D] [--no-scale] [--seed N] [--out DIR]
 //                      [--no-plots] [--dump DIR]
-#include "attn/cli.hpp"
-#include "attn/print.hpp"
+#include "course/cli.hpp"
+#include "course/print.hpp"
 #include "attn/random.hpp"
 #include "attn/softmax.hpp"
 #include "attn/softmax_stats.hpp"
@@ -31,7 +31,7 @@
 #include <utility>
 #include <vector>
 
-using attn::fmt;
+using course::fmt;
 using attn::Index;
 using attn::Matrix;
 using attn::MatrixD;
@@ -116,7 +116,7 @@ int count_where(const Matrix& m, bool (*pred)(float)) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  attn::ChapterCli cli("04_softmax_scaling",
+  course::ChapterCli cli("04_softmax_scaling",
                        "Chapter 04: softmax, overflow, and why scores are divided by sqrt(d_k)",
                        2026);
   Index n_samples = 20000, d_k = 64;
@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
   cli.app().add_option("--samples", n_samples, "samples in note 001's experiment (sections 1-3)")
       ->capture_default_str()->check(CLI::Range(10, 200000));
   cli.app().add_option("--std", stddev, "standard deviation of those samples")
-      ->capture_default_str()->check(attn::finite_range(0.01, 1000.0));
+      ->capture_default_str()->check(course::finite_range(0.01, 1000.0));
   cli.app().add_option("--d-k", d_k, "width of the query and keys of section 5's attention row")
       ->capture_default_str()->check(CLI::Range(1, 16384));
   cli.app().add_flag("--no-scale", no_scale,
@@ -133,8 +133,8 @@ int main(int argc, char** argv) {
   if (auto code = cli.parse(argc, argv)) return *code;
   const bool scale = !no_scale;
   const std::uint64_t seed = cli.options().seed;
-  attn::Dumper dump = cli.dumper();
-  attn::Plotter plot = cli.plotter();
+  course::Dumper dump = cli.dumper();
+  course::Plotter plot = cli.plotter();
   const std::string sN = std::to_string(n_samples), sstd = fmt("%g", stddev);
   const double N = static_cast<double>(n_samples);
 
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
             << ")\n";
 
   // ---- 1. Note 001's samples: a ~ N(0, 100^2), and b = a / 100 ----------------------------------
-  attn::banner(std::cout, "1. Note 001's samples: a ~ N(0, " + sstd + "^2), " + sN +
+  course::banner(std::cout, "1. Note 001's samples: a ~ N(0, " + sstd + "^2), " + sN +
                               " of them, and b = a / " + sstd);
   // One generator per experiment, so that a knob of one section never moves another's numbers.
   attn::Rng note_rng(seed);
@@ -151,13 +151,13 @@ int main(int argc, char** argv) {
   const Matrix a = attn::random_normal(note_rng, 1, n_samples, 0.0, stddev);  // [1 x N]
   const Matrix b = a / static_cast<float>(stddev);                              // [1 x N]
   // [samples]
-  attn::print_matrix(std::cout, "a", a, {.precision = 2});
-  attn::print_matrix(std::cout, "b = a / " + sstd, b);
+  course::print_matrix(std::cout, "a", a, {.precision = 2});
+  course::print_matrix(std::cout, "b = a / " + sstd, b);
   const Summary sa = summarise(a), sb = summarise(b);
   std::cout << "            mean        std        min        max\n"
             << fmt("  a   %9.4f  %9.4f  %9.4f  %9.4f\n", sa.mean, sa.std, sa.min, sa.max)
             << fmt("  b   %9.4f  %9.4f  %9.4f  %9.4f\n", sb.mean, sb.std, sb.min, sb.max);
-  attn::notice(std::cout, "b is a with the axis relabelled: the same histogram, " + sstd +
+  course::notice(std::cout, "b is a with the axis relabelled: the same histogram, " + sstd +
                               " times narrower.");
   plot.histograms("04_histograms",
                   {{.values = values_of(a),
@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
   dump("b", b);
 
   // ---- 2. Softmax of each: a spike, or a flat spread --------------------------------------------
-  attn::banner(std::cout, "2. Softmax of each: softmax(a) is a spike, softmax(b) stays flat");
+  course::banner(std::cout, "2. Softmax of each: softmax(a) is a spike, softmax(b) stays flat");
   // [softmax]
   const Matrix p_a = attn::softmax_rows(a);  // [1 x N], sums to 1
   const Matrix p_b = attn::softmax_rows(b);  // [1 x N], sums to 1
@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
                      static_cast<int>(f.above));
   }
   std::cout << fmt("  uniform     %8.6f    (all 1/N)           %8.4f  %12.1f\n", 1.0 / N, ln_N, N);
-  attn::notice(std::cout, "entropy in nats: 0 for one-hot, ln N for uniform; exp(entropy) counts "
+  course::notice(std::cout, "entropy in nats: 0 for one-hot, ln N for uniform; exp(entropy) counts "
                           "the keys in use.");
   // softmax(b)'s largest weight, written out: p_max = exp(b_max) / sum_j exp(b_j).
   double sum_exp_b = 0.0;
@@ -208,13 +208,13 @@ int main(int argc, char** argv) {
                    "    exp(-%.2f) = %.1e times the leader's weight.\n",
                    static_cast<double>(top_a[0]), static_cast<double>(top_a[1]), gap,
                    std::exp(-gap));
-  attn::notice(std::cout, fmt("softmax(a) gives %.6f to one entry of %s: a lead of %.1f in "
+  course::notice(std::cout, fmt("softmax(a) gives %.6f to one entry of %s: a lead of %.1f in "
                               "the logits", fa.largest, sN.c_str(), gap));
   std::cout << fmt("     is a factor of %.0f in the weights.\n", std::exp(gap));
-  attn::notice(std::cout, fmt("softmax(b) keeps about %.0f entries in play; its largest weight "
+  course::notice(std::cout, fmt("softmax(b) keeps about %.0f entries in play; its largest weight "
                               "is %.4f.", std::exp(fb.entropy), fb.largest));
   {
-    attn::Series sa_line, sb_line, uniform;
+    course::Series sa_line, sb_line, uniform;
     sa_line.label = "softmax(a), a ~ N(0, " + sstd + "^2)";
     sb_line.label = "softmax(b), b = a / " + sstd;
     sa_line.points = sb_line.points = false;
@@ -242,7 +242,7 @@ int main(int argc, char** argv) {
   dump("softmax_b", p_b);
 
   // ---- 3. Overflow: exp(a_j) without subtracting the maximum ------------------------------------
-  attn::banner(std::cout, "3. Overflow: the naive exp(z_j) / sum_k exp(z_k) in float");
+  course::banner(std::cout, "3. Overflow: the naive exp(z_j) / sum_k exp(z_k) in float");
   // [overflow]
   const Matrix naive_a = attn::naive_softmax_rows(a);  // [1 x N]: exp(a_j) overflows past 88.7
   const Matrix naive_b = attn::naive_softmax_rows(b);  // [1 x N]: |b_j| < 6, nothing overflows
@@ -271,13 +271,13 @@ int main(int argc, char** argv) {
   std::cout << fmt("  naive  softmax(b): max |naive - stable| = %.1e, on weights up to %.1e\n",
                    naive_err, fb.largest);
   if (overflowing > 0) {
-    attn::notice(std::cout, "one exp(a_j) = inf makes the sum inf, and every weight inf / inf "
+    course::notice(std::cout, "one exp(a_j) = inf makes the sum inf, and every weight inf / inf "
                             "= NaN or x / inf = 0.");
   } else {
-    attn::notice(std::cout, "with std " + sstd + " no a_j reaches 88.72, so even the naive "
+    course::notice(std::cout, "with std " + sstd + " no a_j reaches 88.72, so even the naive "
                             "formula survives; try --std 100.");
   }
-  attn::notice(std::cout, fmt("the stable softmax computes exp(a_j - %.2f): no exponent above "
+  course::notice(std::cout, fmt("the stable softmax computes exp(a_j - %.2f): no exponent above "
                               "0, so no overflow.", sa.max));
   std::cout << fmt("     %d of its weights underflow to exactly 0: their true values are "
                    "below 1.4e-45.\n", static_cast<int>(fa.zeros));
@@ -285,7 +285,7 @@ int main(int argc, char** argv) {
   dump("naive_softmax_b", naive_b);
 
   // ---- 4. Why sqrt(d_k): var(q . k) = d_k -------------------------------------------------------
-  attn::banner(std::cout, "4. Why sqrt(d_k): var(q . k) = d_k for unit-variance q and k");
+  course::banner(std::cout, "4. Why sqrt(d_k): var(q . k) = d_k for unit-variance q and k");
   // q . k = sum_i q_i k_i is a sum of d_k independent terms, each of mean E[q_i] E[k_i] = 0 and
   // variance E[q_i^2] E[k_i^2] = 1, and variances of independent terms add: var(q . k) = d_k.
   // The mean is known to be 0, so the variance is estimated as the mean of (q . k)^2 over N
@@ -298,7 +298,7 @@ int main(int argc, char** argv) {
   std::cout << fmt("  %d independent pairs (q, k) per d_k, every component ~ N(0, 1); "
                    "var = mean of (q.k)^2:\n", static_cast<int>(n_pairs));
   std::cout << "    d_k   mean(q.k)    var(q.k)   var / d_k   its expected sd\n";
-  attn::Series var_measured, var_line, var_scaled;
+  course::Series var_measured, var_line, var_scaled;
   for (std::size_t w = 0; w < widths.size(); ++w) {
     const Index d = widths[w];
     // [variance]
@@ -317,9 +317,9 @@ int main(int argc, char** argv) {
     var_scaled.x.push_back(dd);
     var_scaled.y.push_back(var / dd);
   }
-  attn::notice(std::cout, "var(q.k) grows like d_k, and var(q.k / sqrt(d_k)) = var(q.k) / d_k "
+  course::notice(std::cout, "var(q.k) grows like d_k, and var(q.k / sqrt(d_k)) = var(q.k) / d_k "
                           "stays at 1.");
-  attn::notice(std::cout, "unscaled, scores spread like sqrt(d_k): 32 at d_k = 1024. Note 001's "
+  course::notice(std::cout, "unscaled, scores spread like sqrt(d_k): 32 at d_k = 1024. Note 001's "
                           "a is that, at 100.");
   var_line.label = "var = d_k";
   var_line.x = {1.0, 1024.0};
@@ -339,7 +339,7 @@ int main(int argc, char** argv) {
 
   // ---- 5. One query against 8 keys --------------------------------------------------------------
   const std::string sd = std::to_string(d_k);
-  attn::banner(std::cout, "5. One query against 8 keys at d_k = " + sd + ", " +
+  course::banner(std::cout, "5. One query against 8 keys at d_k = " + sd + ", " +
                               (scale ? "scaled by 1/sqrt(d_k)" : "unscaled (--no-scale)"));
   attn::Rng row_rng(seed + 2);
   const Matrix q = attn::random_normal(row_rng, 1, d_k);  // [1 x d_k]
@@ -352,15 +352,15 @@ int main(int argc, char** argv) {
   std::cout << fmt("  |q| = %.2f, sqrt(d_k) = %.2f. For a fixed q, q . k_j ~ N(0, |q|^2) for "
                    "every key j.\n",
                    static_cast<double>(q.norm()), std::sqrt(static_cast<double>(d_k)));
-  attn::print_matrix(std::cout, scale ? "scores = q K^T / sqrt(" + sd + ")" : "scores = q K^T",
+  course::print_matrix(std::cout, scale ? "scores = q K^T / sqrt(" + sd + ")" : "scores = q K^T",
                      scores, {.precision = 2});
-  attn::print_matrix(std::cout, "weights = softmax(scores)", weights);
+  course::print_matrix(std::cout, "weights = softmax(scores)", weights);
   const RowFacts fr = facts(row_of(weights, 0));
   std::cout << fmt("  largest weight %.4f, entropy %.4f of ln 8 = %.4f, ||J||_F %.2e "
                    "(section 7)\n",
                    fr.largest, fr.entropy, std::log(8.0),
                    attn::softmax_jacobian_norm(row_of(weights, 0)));
-  attn::notice(std::cout, fmt("%s, the scores spread by about %.0f: the best key takes %.2f and "
+  course::notice(std::cout, fmt("%s, the scores spread by about %.0f: the best key takes %.2f and "
                               "%d of the 8 keys",
                               scale ? "scaled" : "unscaled",
                               scale ? 1.0 : std::sqrt(static_cast<double>(d_k)), fr.largest,
@@ -374,7 +374,7 @@ int main(int argc, char** argv) {
   dump("weights", weights);
 
   // ---- 6. As d_k grows: largest weight and entropy, with and without 1/sqrt(d_k) ----------------
-  attn::banner(std::cout, "6. As d_k grows: the largest weight and the entropy of a row");
+  course::banner(std::cout, "6. As d_k grows: the largest weight and the entropy of a row");
   constexpr Index n_keys = 64, n_queries = 64, n_batches = 8;
   const double rows_per_dk = static_cast<double>(n_queries * n_batches);
   const double ln_keys = std::log(static_cast<double>(n_keys));
@@ -387,7 +387,7 @@ int main(int argc, char** argv) {
                    static_cast<int>(n_keys), ln_keys);
   std::cout << "        ------- softmax(Q K^T) -------    --- softmax(Q K^T / sqrt(d_k)) ---\n"
                "    d_k   largest  entropy  median ||J||    largest  entropy  median ||J||\n";
-  attn::Series top_u, top_s, ent_u, ent_s, jac_dk;
+  course::Series top_u, top_s, ent_u, ent_s, jac_dk;
   for (std::size_t w = 0; w < widths.size(); ++w) {
     const Index d = widths[w];
     const float inv_sqrt_dk = 1.0f / std::sqrt(static_cast<float>(d));
@@ -422,13 +422,13 @@ int main(int argc, char** argv) {
     if (row[3] > 0.0) jac_dk.x.push_back(std::sqrt(x)), jac_dk.y.push_back(row[3]);
   }
   const Index last = static_cast<Index>(widths.size()) - 1;  // d_k = 1024
-  attn::notice(std::cout, fmt("unscaled, the largest weight climbs from %.2f to %.2f and the "
+  course::notice(std::cout, fmt("unscaled, the largest weight climbs from %.2f to %.2f and the "
                               "entropy falls from %.2f",
                               saturation_table(0, 1), saturation_table(last, 1),
                               saturation_table(0, 2)));
   std::cout << fmt("     to %.2f: the rows turn one-hot as d_k grows.\n",
                    saturation_table(last, 2));
-  attn::notice(std::cout, fmt("scaled, they stay near %.2f and %.2f at every d_k (ln %d - 1/2 = "
+  course::notice(std::cout, fmt("scaled, they stay near %.2f and %.2f at every d_k (ln %d - 1/2 = "
                               "%.2f).",
                               saturation_table(last, 4), saturation_table(last, 5),
                               static_cast<int>(n_keys), ln_keys - 0.5));
@@ -445,7 +445,7 @@ int main(int argc, char** argv) {
   dump("saturation_vs_dk", saturation_table);
 
   // ---- 7. Saturation stops learning: the Jacobian diag(p) - p p^T -------------------------------
-  attn::banner(std::cout, "7. Saturation stops learning: the Jacobian J = diag(p) - p p^T");
+  course::banner(std::cout, "7. Saturation stops learning: the Jacobian J = diag(p) - p p^T");
   // dp_i / dz_j = p_i (delta_ij - p_j). The backward pass multiplies the gradient arriving at
   // the weights by J (symmetric): dL/dz = J dL/dp. Near one-hot, every entry of J is near 0.
   Matrix z(1, 4);  // [1 x 4]
@@ -458,15 +458,15 @@ int main(int argc, char** argv) {
     const MatrixD J = attn::softmax_jacobian(row_of(p, 0));          // [4 x 4] diag(p) - p p^T
     const double norm = attn::softmax_jacobian_norm(row_of(p, 0));  // sqrt(sum_ij J_ij^2)
     // [jacobian]
-    attn::print_matrix(std::cout, t == 0 ? "p = softmax(z), z = (2, 1, 0, -1)" : "p = softmax(8 z)",
+    course::print_matrix(std::cout, t == 0 ? "p = softmax(z), z = (2, 1, 0, -1)" : "p = softmax(8 z)",
                        p, {.precision = 6});
-    attn::print_matrix(std::cout, "J", J, {.precision = 6});
+    course::print_matrix(std::cout, "J", J, {.precision = 6});
     std::cout << fmt("  ||J||_F = %.6f\n", norm);
     norms[t] = norm;
     dump(t == 0 ? "J_z" : "J_8z", J);
   }
   dump("z", z);
-  attn::notice(std::cout, fmt("8 z is what leaving out 1/sqrt(64) does to scores of spread ~1. "
+  course::notice(std::cout, fmt("8 z is what leaving out 1/sqrt(64) does to scores of spread ~1. "
                               "||J||_F is %.0f times", norms[0] / norms[1]));
   std::cout << "     smaller: whatever the loss asks of these weights, the scores hardly hear "
                "it.\n";
@@ -478,7 +478,7 @@ int main(int argc, char** argv) {
                    static_cast<int>(n_keys), std::sqrt(63.0) / 64.0);
   std::cout << "      sigma   largest  entropy   mean ||J||  median ||J||  2 (1 - largest)\n";
   MatrixD jacobian_table(13, 5);  // sigma, mean largest, mean entropy, mean and median ||J||_F
-  attn::Series jac_mean, jac_median, jac_bound;
+  course::Series jac_mean, jac_median, jac_bound;
   for (int k = -4; k <= 8; ++k) {  // sigma = 0.1 ... 100, four steps per decade
     const double sigma = std::pow(10.0, k / 4.0);
     const Matrix P = attn::softmax_rows(G * static_cast<float>(sigma));  // [512 x 64]
@@ -495,15 +495,15 @@ int main(int argc, char** argv) {
     if (jmed > 0.0) jac_median.x.push_back(sigma), jac_median.y.push_back(jmed);
     if (top < 1.0) jac_bound.x.push_back(sigma), jac_bound.y.push_back(2.0 * (1.0 - top));
   }
-  attn::notice(std::cout, "||J||_F peaks where a few logits compete, then falls with "
+  course::notice(std::cout, "||J||_F peaks where a few logits compete, then falls with "
                           "1 - largest:");
   std::cout << "     ||J||_F <= 2 (1 - largest) in every row.\n";
-  attn::notice(std::cout, "the mean is held up by the few rows whose two best logits "
+  course::notice(std::cout, "the mean is held up by the few rows whose two best logits "
                           "nearly tie. The median");
   std::cout << fmt("     row has %.1e at sigma = 100 against %.2f at sigma = 1.\n",
                    jacobian_table(12, 4),
                    jacobian_table(4, 4));
-  attn::notice(std::cout, "attention rows without 1/sqrt(d_k) have sigma = |q| ~ sqrt(d_k);");
+  course::notice(std::cout, "attention rows without 1/sqrt(d_k) have sigma = |q| ~ sqrt(d_k);");
   std::cout << fmt("     at d_k = 1024 (sigma ~ 32) section 6 measured a median ||J||_F of "
                    "%.1e.\n", saturation_table(last, 3));
   jac_mean.label = "mean ||J||_F over 512 rows of sigma * g";
@@ -522,17 +522,17 @@ int main(int argc, char** argv) {
   dump("jacobian_vs_sigma", jacobian_table);
 
   // ---- What to notice ---------------------------------------------------------------------------
-  attn::banner(std::cout, "What to notice");
-  attn::notice(std::cout, fmt("softmax(a) put %.6f on one of %s entries; softmax(b)'s "
+  course::banner(std::cout, "What to notice");
+  course::notice(std::cout, fmt("softmax(a) put %.6f on one of %s entries; softmax(b)'s "
                               "largest is %.4f.", fa.largest, sN.c_str(), fb.largest));
-  attn::notice(std::cout, fmt("exp overflows float above 88.72: naive softmax(a) had %d NaN, "
+  course::notice(std::cout, fmt("exp overflows float above 88.72: naive softmax(a) had %d NaN, "
                               "stable none.", nan_a));
-  attn::notice(std::cout, "var(q . k) = d_k, so dividing by sqrt(d_k) keeps scores at spread 1 "
+  course::notice(std::cout, "var(q . k) = d_k, so dividing by sqrt(d_k) keeps scores at spread 1 "
                           "for every d_k.");
-  attn::notice(std::cout, fmt("unscaled, rows of 64 weights turn one-hot: largest %.2f, entropy "
+  course::notice(std::cout, fmt("unscaled, rows of 64 weights turn one-hot: largest %.2f, entropy "
                               "%.2f at d_k = 1024.",
                               saturation_table(last, 1), saturation_table(last, 2)));
-  attn::notice(std::cout, fmt("their Jacobian diag(p) - p p^T is ~0 (median %.1e against %.2f "
+  course::notice(std::cout, fmt("their Jacobian diag(p) - p p^T is ~0 (median %.1e against %.2f "
                               "scaled): no gradient.",
                               saturation_table(last, 3), saturation_table(last, 6)));
   if (const std::string f = plot.summary(); !f.empty()) std::cout << "\n" << f;

@@ -12,11 +12,11 @@
 //              [--ids 5,2,1,0,0/1,3,1,4,0] [--vocab V] [--d-model D] [--d-k K]
 //              [--seed N] [--out DIR] [--no-plots] [--dump DIR]
 #include "attn/attention.hpp"
-#include "attn/cli.hpp"
+#include "course/cli.hpp"
 #include "attn/embedding.hpp"
 #include "attn/masks.hpp"
 #include "attn/positional_encoding.hpp"
-#include "attn/print.hpp"
+#include "course/print.hpp"
 #include "attn/random.hpp"
 #include "attn/softmax.hpp"
 
@@ -30,7 +30,7 @@
 using attn::AllowedBatch;
 using attn::AllowedMask;
 using attn::Batch;
-using attn::fmt;
+using course::fmt;
 using attn::Index;
 using attn::Matrix;
 
@@ -125,7 +125,7 @@ double max_abs_diff(const Matrix& a, const Matrix& b) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  attn::ChapterCli cli("05_masking", "Chapter 05: padding, causal and window masks", 2026);
+  course::ChapterCli cli("05_masking", "Chapter 05: padding, causal and window masks", 2026);
   std::string mask_kind = "pad", fill_name = "neg-inf", ids_text = "5,2,1,0,0/1,3,1,4,0";
   Index window = 1, vocab = 10, d_model = 512, d_k = 64;
   cli.app().add_option("--mask", mask_kind,
@@ -156,8 +156,8 @@ int main(int argc, char** argv) {
   }
   const float fill = fill_name == "neg-inf" ? -kInf : -1e9f;
   const std::uint64_t seed = cli.options().seed;
-  attn::Dumper dump = cli.dumper();
-  attn::Plotter plot = cli.plotter();
+  course::Dumper dump = cli.dumper();
+  course::Plotter plot = cli.plotter();
   const int pad = 0;
   const Index B = ids.rows(), n = ids.cols();
   const std::string sB = std::to_string(B), sn = std::to_string(n), sd = std::to_string(d_model);
@@ -166,17 +166,17 @@ int main(int argc, char** argv) {
             << ", d_model " << d_model << ")\n";
 
   // ---- 1. A batch of sentences, padded to one length --------------------------------------------
-  attn::banner(std::cout, "1. A batch of sentences, padded to one length");
+  course::banner(std::cout, "1. A batch of sentences, padded to one length");
   std::cout << "  Sentences differ in length; a batch is one rectangular tensor, so short ones\n"
                "  are filled with the padding id 0. Vocabulary " << vocab << ", id 0 = <pad>.\n";
-  attn::print_matrix(std::cout, "ids", ids.cast<float>(), {.precision = 0});
+  course::print_matrix(std::cout, "ids", ids.cast<float>(), {.precision = 0});
   for (Index b = 0; b < B; ++b) {
     std::cout << "  sentence " << b + 1 << ": " << sentence_str(ids, b, pad) << "\n";
   }
-  attn::notice(std::cout, "the <pad> tokens are not words: nothing should attend to them.");
+  course::notice(std::cout, "the <pad> tokens are not words: nothing should attend to them.");
 
   // ---- 2. Embedding + position: X [B, n, d_model] -----------------------------------------------
-  attn::banner(std::cout, "2. Embedding + position: X = table[ids] + PE   [" + sB + ", " + sn +
+  course::banner(std::cout, "2. Embedding + position: X = table[ids] + PE   [" + sB + ", " + sn +
                               ", " + sd + "]");
   attn::Rng rng(seed);
   const Matrix table = attn::embedding_init(rng, vocab, d_model);  // [vocab x d_model]
@@ -187,12 +187,12 @@ int main(int argc, char** argv) {
   // [embed]
   std::cout << "  table " << attn::shape_str(table) << " ~ N(0, 1) like nn.Embedding,  PE "
             << attn::shape_str(pe) << " (chapter 07),  X " << X.shape_str() << "\n";
-  attn::print_matrix(std::cout, "X[0] (row i = token i of sentence 1)", X[0], {.max_cols = 6});
-  attn::notice(std::cout, "both <pad> rows of sentence 1 share one embedding; only PE tells them "
+  course::print_matrix(std::cout, "X[0] (row i = token i of sentence 1)", X[0], {.max_cols = 6});
+  course::notice(std::cout, "both <pad> rows of sentence 1 share one embedding; only PE tells them "
                           "apart.");
 
   // ---- 3. The mask, from the ids ----------------------------------------------------------------
-  attn::banner(std::cout, "3. The mask [" + sB + ", " + sn + ", " + sn + "], built from the ids");
+  course::banner(std::cout, "3. The mask [" + sB + ", " + sn + ", " + sn + "], built from the ids");
   // [padding_mask]
   AllowedBatch allowed = attn::padding_masks(ids, pad);  // [B, n, n]: <pad> keys blocked
   // [padding_mask]
@@ -205,14 +205,14 @@ int main(int argc, char** argv) {
   }
   for (Index b = 0; b < B; ++b) print_mask("allowed[" + std::to_string(b) + "]", allowed[b]);
   if (mask_kind == "pad") {
-    attn::notice(std::cout, "columns are blocked, not rows: the padded *keys* are hidden; a "
+    course::notice(std::cout, "columns are blocked, not rows: the padded *keys* are hidden; a "
                             "padded query still");
     std::cout << "     looks at the real words (its output is thrown away later, e.g. by the "
                  "loss).\n";
   } else if (mask_kind == "none") {
-    attn::notice(std::cout, "--mask none: every query sees every key, padding included.");
+    course::notice(std::cout, "--mask none: every query sees every key, padding included.");
   } else {
-    attn::notice(std::cout, "padding AND " + mask_kind + ": a decoder combines both masks with "
+    course::notice(std::cout, "padding AND " + mask_kind + ": a decoder combines both masks with "
                             "a logical and.");
   }
   dump("ids", Matrix(ids.cast<float>()));
@@ -222,7 +222,7 @@ int main(int argc, char** argv) {
   dump("allowed", allowed);
 
   // ---- 4. Masked attention: Q = K = V = X -------------------------------------------------------
-  attn::banner(std::cout, "4. Masked attention, Q = K = V = X: softmax(mask(Q K^T / sqrt(d_k))) V");
+  course::banner(std::cout, "4. Masked attention, Q = K = V = X: softmax(mask(Q K^T / sqrt(d_k))) V");
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_k));
   // [masked_attention]
   const attn::BatchAttentionResult r = attn::attention(  // out [B, n, d_model], weights [B, n, n]
@@ -234,9 +234,9 @@ int main(int argc, char** argv) {
   for (Index i = 0; i < n; ++i)
     for (Index j = 0; j < n; ++j)
       if (!allowed[0](i, j)) scores0(i, j) = fill;
-  attn::print_matrix(std::cout, "scores[0] after the mask", scores0, {.precision = 1});
+  course::print_matrix(std::cout, "scores[0] after the mask", scores0, {.precision = 1});
   for (Index b = 0; b < B; ++b) {
-    attn::print_matrix(std::cout, "weights[" + std::to_string(b) + "]", r.weights[b]);
+    course::print_matrix(std::cout, "weights[" + std::to_string(b) + "]", r.weights[b]);
   }
   std::cout << "  out " << r.out.shape_str() << "   (the same shape as X)\n";
   float leak = 0.0f;
@@ -244,7 +244,7 @@ int main(int argc, char** argv) {
     leak = std::max(leak, largest_blocked_weight(r.weights[b], allowed[b]));
   }
   std::cout << fmt("  largest weight on a blocked key: %g\n", static_cast<double>(leak));
-  attn::notice(std::cout, "blocked keys get weight exactly 0: exp(-inf) = 0, not a small "
+  course::notice(std::cout, "blocked keys get weight exactly 0: exp(-inf) = 0, not a small "
                           "number.");
   {
     // Why the rows are nearly one-hot: |x_i|^2 (embedding ~ d_model, PE d_model / 2) against
@@ -256,7 +256,7 @@ int main(int argc, char** argv) {
         (i == j ? diag : off) += static_cast<double>(scores0(i, j));
       }
     }
-    attn::notice(std::cout, fmt("scores of sentence 1's words: %.0f on the diagonal, %.0f off it "
+    course::notice(std::cout, fmt("scores of sentence 1's words: %.0f on the diagonal, %.0f off it "
                                 "(means): each word attends", diag / static_cast<double>(real),
                                 real > 1 ? off / static_cast<double>(real * (real - 1)) : 0.0));
     std::cout << "     almost only to itself, as in chapter 03 (try --d-model 16 --d-k 16).\n";
@@ -265,7 +265,7 @@ int main(int argc, char** argv) {
   dump("weights", r.weights);
   dump("out", r.out);
   {
-    std::vector<attn::HeatmapPanel> panels;
+    std::vector<course::HeatmapPanel> panels;
     for (Index b = 0; b < B && b < 8; ++b) {
       panels.push_back({Matrix(r.weights[b]), "sentence " + std::to_string(b + 1) + ": " +
                                                   sentence_str(ids, b, pad)});
@@ -282,14 +282,14 @@ int main(int argc, char** argv) {
   }
 
   // ---- 5. Sidebar: the masked_fill that did nothing ---------------------------------------------
-  attn::banner(std::cout, "5. Sidebar: the masked_fill that did nothing");
+  course::banner(std::cout, "5. Sidebar: the masked_fill that did nothing");
   std::cout << "  Note 001's code says   scores.masked_fill(mask, -1e9)   and drops the result.\n"
                "  PyTorch's masked_fill returns a new tensor (masked_fill_ is the in-place one),\n"
                "  so the scores reach the softmax unmasked. Here is what that computes:\n";
   // [bug]
   const attn::BatchAttentionResult unmasked = attn::attention(X, X, X, {.scale = scale});
   // [bug]
-  attn::print_matrix(std::cout, "weights[0] with the mask dropped", unmasked.weights[0]);
+  course::print_matrix(std::cout, "weights[0] with the mask dropped", unmasked.weights[0]);
   const AllowedBatch pads = attn::padding_masks(ids, pad);  // the padding alone, [B, n, n]
   float bug_leak = 0.0f;
   for (Index b = 0; b < B; ++b) {
@@ -297,14 +297,14 @@ int main(int argc, char** argv) {
   }
   std::cout << fmt("  largest weight on a <pad> key: %.4g   (with the mask: 0)\n",
                    static_cast<double>(bug_leak));
-  attn::notice(std::cout, "nothing crashes and every row still sums to 1: only a test that "
+  course::notice(std::cout, "nothing crashes and every row still sums to 1: only a test that "
                           "checks blocked");
   std::cout << "     weights are exactly 0 catches it (tests/test_masked_attention.cpp, "
                "BlockedWeightsAreExactlyZero...).\n";
 
   // ---- 6. The causal mask, built the two ways the notes build it --------------------------------
   const Index nc = 5, dc = 4;  // a small example whose numbers fit on a line
-  attn::banner(std::cout, "6. The causal mask: token i sees tokens j <= i, built two ways");
+  course::banner(std::cout, "6. The causal mask: token i sees tokens j <= i, built two ways");
   const Matrix Qc = attn::random_normal(rng, nc, dc);  // [5 x 4]
   const Matrix Kc = attn::random_normal(rng, nc, dc);  // [5 x 4]
   const Matrix Vc = attn::random_normal(rng, nc, dc);  // [5 x 4]
@@ -321,17 +321,17 @@ int main(int argc, char** argv) {
   const Matrix additive = attn::additive_mask(attn::causal_mask(nc));  // [5 x 5]
   const Matrix by_sum = scores + additive;                             // [5 x 5]
   // [causal_two_ways]
-  attn::print_matrix(std::cout, "tril (note 004: 1 = keep)", tril, {.precision = 0});
-  attn::print_matrix(std::cout, "additive mask (note 003: scores += mask)", additive,
+  course::print_matrix(std::cout, "tril (note 004: 1 = keep)", tril, {.precision = 0});
+  course::print_matrix(std::cout, "additive mask (note 003: scores += mask)", additive,
                      {.precision = 0});
   const Matrix w_tril = attn::softmax_rows(by_tril), w_sum = attn::softmax_rows(by_sum);
   const attn::AttentionResult causal =
       attn::attention(Qc, Kc, Vc, {.allowed = attn::causal_mask(nc)});  // weights [5 x 5]
-  attn::print_matrix(std::cout, "weights (causal)", causal.weights);
+  course::print_matrix(std::cout, "weights (causal)", causal.weights);
   std::cout << fmt("  max |tril way - additive way| = %g,  max |either - attn::attention| = %g\n",
                    max_abs_diff(w_tril, w_sum), max_abs_diff(w_tril, causal.weights));
-  attn::notice(std::cout, "the same -inf in the same places: bit-for-bit the same weights.");
-  attn::notice(std::cout, "row 1 can only see itself (weight 1); row 5 sees everything.");
+  course::notice(std::cout, "the same -inf in the same places: bit-for-bit the same weights.");
+  course::notice(std::cout, "row 1 can only see itself (weight 1); row 5 sees everything.");
   // What the mask promises: change the last token, and outputs 1..4 do not move by a single bit.
   Matrix Qc2 = Qc, Kc2 = Kc, Vc2 = Vc;
   Qc2.row(nc - 1).setConstant(7.0f);
@@ -342,7 +342,7 @@ int main(int argc, char** argv) {
   std::cout << fmt("  change token 5 entirely: outputs 1-4 move by %g, output 5 by %.3g\n",
                    max_abs_diff(changed.out.topRows(nc - 1), causal.out.topRows(nc - 1)),
                    max_abs_diff(changed.out.bottomRows(1), causal.out.bottomRows(1)));
-  attn::notice(std::cout, "so all positions train in parallel without any of them seeing the "
+  course::notice(std::cout, "so all positions train in parallel without any of them seeing the "
                           "answer ahead of it.");
   dump("causal_Q", Qc);
   dump("causal_K", Kc);
@@ -351,17 +351,17 @@ int main(int argc, char** argv) {
   dump("causal_out", causal.out);
 
   // ---- 7. A window: attend to neighbours only ---------------------------------------------------
-  attn::banner(std::cout, "7. A local window: token i sees |i - j| <= " + std::to_string(window) +
+  course::banner(std::cout, "7. A local window: token i sees |i - j| <= " + std::to_string(window) +
                               " (note 002's truncated attention)");
   const AllowedMask band = attn::window_mask(nc, window);  // [5 x 5]
   print_mask("window", band);
   const attn::AttentionResult local = attn::attention(Qc, Kc, Vc, {.allowed = band});
-  attn::print_matrix(std::cout, "weights (window)", local.weights);
-  attn::notice(std::cout, fmt("each row keeps at most %d keys: a kernel that skips blocked "
+  course::print_matrix(std::cout, "weights (window)", local.weights);
+  course::notice(std::cout, fmt("each row keeps at most %d keys: a kernel that skips blocked "
                               "entries does n(2W+1) work, not n^2.", static_cast<int>(2 * window + 1)));
 
   // ---- 8. -1e9 versus -inf, and a query with nothing to attend to -------------------------------
-  attn::banner(std::cout, "8. -1e9 versus -inf, and a query with nothing to attend to");
+  course::banner(std::cout, "8. -1e9 versus -inf, and a query with nothing to attend to");
   AllowedMask holey = attn::causal_mask(nc);  // [5 x 5]
   holey.row(2).setConstant(false);            // query 3 may attend to nothing at all
   const attn::AttentionResult with_inf = attn::attention(Qc, Kc, Vc, {.allowed = holey});
@@ -372,7 +372,7 @@ int main(int argc, char** argv) {
   ordinary_big.row(2).setZero();
   std::cout << fmt("  ordinary rows: max |weights(-inf) - weights(-1e9)| = %g\n",
                    max_abs_diff(ordinary_inf, ordinary_big));
-  attn::notice(std::cout, "exp(-1e9 - max) underflows to exactly 0: the same weights, bit for "
+  course::notice(std::cout, "exp(-1e9 - max) underflows to exactly 0: the same weights, bit for "
                           "bit.");
   // Row 3, every score blocked. The textbook "stable" softmax without a guard: exp(s - max)
   // with s = max = -inf is exp(NaN).
@@ -388,13 +388,13 @@ int main(int argc, char** argv) {
             << fmt("    fill -inf, attn::attention:          weights all %g, out all %g\n",
                    static_cast<double>(with_inf.weights.row(2).maxCoeff()),
                    static_cast<double>(with_inf.out.row(2).cwiseAbs().maxCoeff()));
-  attn::notice(std::cout, "-1e9 silently averages values the query was told to ignore; NaN "
+  course::notice(std::cout, "-1e9 silently averages values the query was told to ignore; NaN "
                           "poisons everything");
   std::cout << "     it touches. The library defines the empty row as zeros, as recent PyTorch "
                "does.\n";
 
   // ---- 9. Four masks on the same scores ---------------------------------------------------------
-  attn::banner(std::cout, "9. Four masks on the same scores (figure)");
+  course::banner(std::cout, "9. Four masks on the same scores (figure)");
   const Index nf = 8;
   const Matrix Qf = attn::random_normal(rng, nf, 16), Kf = attn::random_normal(rng, nf, 16);
   const Matrix Vf = attn::random_normal(rng, nf, 16);  // Q, K, V [8 x 16]
@@ -405,7 +405,7 @@ int main(int argc, char** argv) {
       {"padding (last 2 keys)", attn::padding_mask(last_two_padded, nf, pad)},
       {"causal", attn::causal_mask(nf)},
       {"window, W = " + std::to_string(window), attn::window_mask(nf, window)}};
-  std::vector<attn::HeatmapPanel> panels;
+  std::vector<course::HeatmapPanel> panels;
   for (const auto& [title, mask] : four) {
     const attn::AttentionResult a = attn::attention(Qf, Kf, Vf, {.allowed = mask});
     std::cout << fmt("  %-22s largest weight %.3f, weights exactly 0: %2d of %d\n", title.c_str(),
@@ -422,22 +422,22 @@ int main(int argc, char** argv) {
                      .cmin = 0.0,
                      .cmax = 1.0,
                      .panel_px = 260});
-  attn::notice(std::cout, "a mask only removes keys; the softmax hands their share to the keys "
+  course::notice(std::cout, "a mask only removes keys; the softmax hands their share to the keys "
                           "left.");
 
   // ---- What to notice ---------------------------------------------------------------------------
-  attn::banner(std::cout, "What to notice");
-  attn::notice(std::cout, "A mask is data, not code: true = may attend, applied as -inf before "
+  course::banner(std::cout, "What to notice");
+  course::notice(std::cout, "A mask is data, not code: true = may attend, applied as -inf before "
                           "the softmax.");
-  attn::notice(std::cout, "Padding masks keys (columns); causal and window masks are shapes "
+  course::notice(std::cout, "Padding masks keys (columns); causal and window masks are shapes "
                           "in the n x n grid.");
-  attn::notice(std::cout, "Blocked weights are exactly 0, so blocked tokens cannot change an "
+  course::notice(std::cout, "Blocked weights are exactly 0, so blocked tokens cannot change an "
                           "output by one bit.");
-  attn::notice(std::cout, "-1e9 and -inf agree until a row has nothing left; then -1e9 "
+  course::notice(std::cout, "-1e9 and -inf agree until a row has nothing left; then -1e9 "
                           "averages and -inf needs a rule.");
-  attn::notice(std::cout, "A dropped masked_fill result passes every shape check: test the "
+  course::notice(std::cout, "A dropped masked_fill result passes every shape check: test the "
                           "zeros.");
-  attn::try_this(std::cout, "05_masking",
+  course::try_this(std::cout, "05_masking",
                  {{"--mask causal", "padding and causal together, as a decoder"},
                   {"--fill -1e9 --ids 0,0,0/1,2,3", "a sentence of padding only"},
                   {"--d-model 16 --d-k 16", "short vectors: the weights spread out"}});

@@ -9,13 +9,13 @@
 //   06_multi_head [--heads H] [--d-model D] [--seq-len N] [--mask none|pad|causal]
 //                 [--seed N] [--out DIR] [--no-plots] [--dump DIR]
 #include "attn/attention.hpp"
-#include "attn/cli.hpp"
+#include "course/cli.hpp"
 #include "attn/embedding.hpp"
 #include "attn/layer_norm.hpp"
 #include "attn/masks.hpp"
 #include "attn/multi_head.hpp"
 #include "attn/positional_encoding.hpp"
-#include "attn/print.hpp"
+#include "course/print.hpp"
 #include "attn/random.hpp"
 
 #include <cmath>
@@ -25,7 +25,7 @@
 
 using attn::AllowedBatch;
 using attn::Batch;
-using attn::fmt;
+using course::fmt;
 using attn::Index;
 using attn::Matrix;
 
@@ -60,7 +60,7 @@ std::string shape4(Index a, Index b, Index c, Index d) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  attn::ChapterCli cli("06_multi_head", "Chapter 06: multi-head attention and Add & Norm", 2026);
+  course::ChapterCli cli("06_multi_head", "Chapter 06: multi-head attention and Add & Norm", 2026);
   Index H = 8, E = 512, n = 5;
   std::string mask_kind = "pad";
   cli.app().add_option("--heads", H, "number of heads H (must divide d_model)")
@@ -78,8 +78,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::uint64_t seed = cli.options().seed;
-  attn::Dumper dump = cli.dumper();
-  attn::Plotter plot = cli.plotter();
+  course::Dumper dump = cli.dumper();
+  course::Plotter plot = cli.plotter();
   const Index d_k = E / H, B = 2, vocab = 10;
   const std::string sE = std::to_string(E), sH = std::to_string(H), sdk = std::to_string(d_k),
                     sn = std::to_string(n);
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
             << ", seq-len " << n << ", mask " << mask_kind << ", seed " << seed << ")\n";
 
   // ---- 1. The input: note 001's batch -----------------------------------------------------------
-  attn::banner(std::cout, "1. The input: note 001's batch, X = table[ids] + PE   [2, " + sn + ", " +
+  course::banner(std::cout, "1. The input: note 001's batch, X = table[ids] + PE   [2, " + sn + ", " +
                               sE + "]");
   attn::Rng rng(seed);
   const attn::TokenIds ids = note_ids(n);                        // [B x n]
@@ -96,19 +96,19 @@ int main(int argc, char** argv) {
   Batch X = attn::embed(table, ids);                              // [B, n, E]
   const Matrix pe = attn::sinusoidal_encoding(n, E);              // [n x E]
   for (Index b = 0; b < B; ++b) X[b] += pe;
-  attn::print_matrix(std::cout, "ids", ids.cast<float>(), {.precision = 0});
+  course::print_matrix(std::cout, "ids", ids.cast<float>(), {.precision = 0});
   std::cout << "  X " << X.shape_str() << ": batch, position, feature (chapter 05 built it the "
                "same way)\n";
 
   // ---- 2. Three projections, every head at once -------------------------------------------------
-  attn::banner(std::cout, "2. Three projections, all " + sH + " heads at once: Q = X W_Q^T + b_Q");
+  course::banner(std::cout, "2. Three projections, all " + sH + " heads at once: Q = X W_Q^T + b_Q");
   const attn::MultiHeadAttention mha = attn::multi_head_init(rng, E, H);  // W_* [E x E]
   std::cout << "  W_Q, W_K, W_V, W_O are each " << attn::shape_str(mha.q_proj.weight)
             << ", initialised as nn.MultiheadAttention does.\n"
             << "  Rows [" << d_k << "h, " << d_k << "(h+1)) of W_Q are head h's own "
             << attn::shape_str(d_k, E) << " projection: " << H << " of them stacked.\n";
   const attn::MultiHeadResult s1 = attn::multi_head_forward(mha, X[0], X[0], X[0]);  // sentence 1
-  attn::print_matrix(std::cout, "Q for sentence 1 (head h = columns " + sdk + "h.." + sdk +
+  course::print_matrix(std::cout, "Q for sentence 1 (head h = columns " + sdk + "h.." + sdk +
                                     "h+" + std::to_string(d_k - 1) + ")",
                      s1.Q, {.max_cols = 6});
   // [head_view]
@@ -120,11 +120,11 @@ int main(int argc, char** argv) {
                    static_cast<long>(Q_h1.data() - s1.Q.data()), static_cast<long>(Q_h1.outerStride()))
             << "  the same memory PyTorch reshapes: [2, " << n << ", " << E << "] -> .view"
             << shape4(B, n, H, d_k) << " -> .transpose(1, 2) -> " << shape4(B, H, n, d_k) << "\n";
-  attn::notice(std::cout, "one [" + sE + " x " + sE + "] product makes every head's queries; "
+  course::notice(std::cout, "one [" + sE + " x " + sE + "] product makes every head's queries; "
                           "splitting them copies nothing.");
 
   // ---- 3. The mask, shared by every head --------------------------------------------------------
-  attn::banner(std::cout, "3. The mask [2, " + sn + ", " + sn + "], the same for every head: " +
+  course::banner(std::cout, "3. The mask [2, " + sn + ", " + sn + "], the same for every head: " +
                               shape4(B, H, n, n));
   AllowedBatch allowed = attn::padding_masks(ids);  // [B, n, n], true = may attend
   if (mask_kind == "causal") {
@@ -132,20 +132,20 @@ int main(int argc, char** argv) {
   } else if (mask_kind == "none") {
     allowed.data().setConstant(true);
   }
-  attn::print_matrix(std::cout, "allowed[0] (1 = may attend)", allowed[0].cast<float>(),
+  course::print_matrix(std::cout, "allowed[0] (1 = may attend)", allowed[0].cast<float>(),
                      {.precision = 0});
-  attn::notice(std::cout, "PyTorch broadcasts [B, n, n] to [B, H, n, n]; the library hands "
+  course::notice(std::cout, "PyTorch broadcasts [B, n, n] to [B, H, n, n]; the library hands "
                           "the same mask to each head.");
 
   // ---- 4. One attention per head ----------------------------------------------------------------
-  attn::banner(std::cout, "4. One attention per head: softmax(mask(Q_h K_h^T / sqrt(" + sdk +
+  course::banner(std::cout, "4. One attention per head: softmax(mask(Q_h K_h^T / sqrt(" + sdk +
                               "))) V_h");
   // [forward]
   const attn::MultiHeadBatchResult r =  // out [B, n, E], weights [B*H, n, n]
       attn::multi_head_forward(mha, X, X, X, mask_kind == "none" ? nullptr : &allowed);
   // [forward]
   for (Index h = 0; h < std::min<Index>(H, 2); ++h) {
-    attn::print_matrix(std::cout, "sentence 1, head " + std::to_string(h) + " weights",
+    course::print_matrix(std::cout, "sentence 1, head " + std::to_string(h) + " weights",
                        r.head_weights(0, h));
   }
   {
@@ -157,13 +157,13 @@ int main(int argc, char** argv) {
     std::cout << "  weights " << shape4(B, H, n, n)
               << fmt("; the largest gap between a head's weights and head 0's: %.3f\n", spread);
   }
-  attn::notice(std::cout, "each head scores every token against every token, from its own " +
+  course::notice(std::cout, "each head scores every token against every token, from its own " +
                               sdk + " dimensions only.");
   if (mask_kind != "none") {
-    attn::notice(std::cout, "padded key columns are exactly 0 in every head.");
+    course::notice(std::cout, "padded key columns are exactly 0 in every head.");
   }
   for (Index b = 0; b < B; ++b) {
-    std::vector<attn::HeatmapPanel> panels;
+    std::vector<course::HeatmapPanel> panels;
     for (Index h = 0; h < H && h < 16; ++h) {
       panels.push_back({Matrix(r.head_weights(b, h)), "head " + std::to_string(h)});
     }
@@ -180,19 +180,19 @@ int main(int argc, char** argv) {
   }
 
   // ---- 5. Concatenate and mix: W_O --------------------------------------------------------------
-  attn::banner(std::cout, "5. Concatenate and mix: out = Concat(head_1..head_" + sH +
+  course::banner(std::cout, "5. Concatenate and mix: out = Concat(head_1..head_" + sH +
                               ") W_O^T + b_O");
   std::cout << "  each head's output [" << n << " x " << d_k << "] was written straight into its "
             << "columns of concat [" << n << " x " << E << "]\n"
             << "  (PyTorch: .transpose(1, 2).reshape(2, " << n << ", " << E << ")), then W_O mixes "
             << "the heads: out " << r.out.shape_str() << "\n";
-  attn::print_matrix(std::cout, "concat for sentence 1", s1.concat, {.max_cols = 6});
-  attn::print_matrix(std::cout, "out[0]", r.out[0], {.max_cols = 6});
-  attn::notice(std::cout, "before W_O, column c of concat holds one head's view; W_O lets "
+  course::print_matrix(std::cout, "concat for sentence 1", s1.concat, {.max_cols = 6});
+  course::print_matrix(std::cout, "out[0]", r.out[0], {.max_cols = 6});
+  course::notice(std::cout, "before W_O, column c of concat holds one head's view; W_O lets "
                           "every output feature read all heads.");
 
   // ---- 6. Add & Norm ----------------------------------------------------------------------------
-  attn::banner(std::cout, "6. Add & Norm: y = LayerNorm(out + X)");
+  course::banner(std::cout, "6. Add & Norm: y = LayerNorm(out + X)");
   const attn::LayerNorm norm = attn::layer_norm_init(E);  // gamma = 1, beta = 0, eps = 1e-5
   Batch y(B, n, E);                                        // [B, n, E]
   // [add_norm]
@@ -212,13 +212,13 @@ int main(int argc, char** argv) {
     std::cout << fmt("    token %ld %26.4f %15.4f %12.6f %10.6f\n", static_cast<long>(i), m1, s1v,
                      mean_y, s2v);
   }
-  attn::notice(std::cout, "the residual keeps X's information; LayerNorm puts every token "
+  course::notice(std::cout, "the residual keeps X's information; LayerNorm puts every token "
                           "back at mean 0, std 1.");
-  attn::notice(std::cout, "std is sqrt(var / (var + eps)), a hair under 1: eps = 1e-5 sits "
+  course::notice(std::cout, "std is sqrt(var / (var + eps)), a hair under 1: eps = 1e-5 sits "
                           "inside the root (PyTorch's definition).");
 
   // ---- 7. Why more heads cost nothing -----------------------------------------------------------
-  attn::banner(std::cout, "7. Why more heads cost nothing: the same parameters and FLOPs");
+  course::banner(std::cout, "7. Why more heads cost nothing: the same parameters and FLOPs");
   {
     // Eight separate [d_k x E] projections against the rows of the one [E x E] W_Q.
     double worst = 0.0;
@@ -254,7 +254,7 @@ int main(int argc, char** argv) {
                      with_commas(proj).c_str(), with_commas(attn_mads).c_str(),
                      h == H ? "   <- this run" : "");
   }
-  attn::notice(std::cout, "H heads of width d_model/H cost what one head of width d_model "
+  course::notice(std::cout, "H heads of width d_model/H cost what one head of width d_model "
                           "costs: 4 d^2 + 4 d parameters,");
   std::cout << "     4 n d^2 + 2 n^2 d multiply-adds. What changes is what they can express: "
                "H separate softmaxes.\n";
@@ -279,17 +279,17 @@ int main(int argc, char** argv) {
   }
 
   // ---- What to notice ---------------------------------------------------------------------------
-  attn::banner(std::cout, "What to notice");
-  attn::notice(std::cout, "Heads are column blocks of one projection: [B, n, d_model] viewed as "
+  course::banner(std::cout, "What to notice");
+  course::notice(std::cout, "Heads are column blocks of one projection: [B, n, d_model] viewed as "
                           "[B, H, n, d_k], no copy.");
-  attn::notice(std::cout, "Every head sees every token, through its own d_k dimensions and its "
+  course::notice(std::cout, "Every head sees every token, through its own d_k dimensions and its "
                           "own softmax.");
-  attn::notice(std::cout, "The mask is shared by all heads; padded keys are 0 in each.");
-  attn::notice(std::cout, "More heads, same cost: 4 d^2 + 4 d parameters, 4 n d^2 + 2 n^2 d "
+  course::notice(std::cout, "The mask is shared by all heads; padded keys are 0 in each.");
+  course::notice(std::cout, "More heads, same cost: 4 d^2 + 4 d parameters, 4 n d^2 + 2 n^2 d "
                           "multiply-adds.");
-  attn::notice(std::cout, "Add & Norm keeps the input (residual) and re-centres every token "
+  course::notice(std::cout, "Add & Norm keeps the input (residual) and re-centres every token "
                           "(LayerNorm).");
-  attn::try_this(std::cout, "06_multi_head",
+  course::try_this(std::cout, "06_multi_head",
                  {{"--heads 1", "one wide head: one softmax per query"},
                   {"--heads 64", "64 heads of 8 dimensions each"},
                   {"--mask causal --seq-len 8", "a decoder's self-attention"}});

@@ -9,10 +9,10 @@
 //   07_positional_encoding [--d-model D] [--positions P] [--max-offset K]
 //                          [--seed N] [--out DIR] [--no-plots] [--dump DIR]
 #include "attn/attention.hpp"
-#include "attn/cli.hpp"
+#include "course/cli.hpp"
 #include "attn/embedding.hpp"
 #include "attn/positional_encoding.hpp"
-#include "attn/print.hpp"
+#include "course/print.hpp"
 #include "attn/random.hpp"
 
 #include <algorithm>
@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-using attn::fmt;
+using course::fmt;
 using attn::Index;
 using attn::Matrix;
 using attn::MatrixD;
@@ -58,11 +58,11 @@ std::string tiny(double x) { return x == 0.0 ? "0" : fmt("%.1e", x); }
 // print_matrix with a word in front of every row, and over every column when `columns` is
 // given (for small matrices, whose columns are all shown).
 void print_rows(const std::string& name, const std::vector<std::string>& rows, const MatrixD& m,
-                const std::vector<std::string>& columns = {}, attn::PrintOptions opts = {}) {
+                const std::vector<std::string>& columns = {}, course::PrintOptions opts = {}) {
   std::size_t label = 0;
   for (const auto& r : rows) label = std::max(label, r.size());
   opts.indent = 0;
-  const std::string body = attn::format_matrix("", m, opts);
+  const std::string body = course::format_matrix("", m, opts);
   std::cout << name << " " << attn::shape_str(m) << "\n";
   if (!columns.empty()) {
     // Every cell has one width w, two spaces apart: a line is cols * (w + 2) - 2 long.
@@ -148,7 +148,7 @@ Matrix float32_recipe(const std::vector<Index>& positions, Index d_model) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  attn::ChapterCli cli("07_positional_encoding",
+  course::ChapterCli cli("07_positional_encoding",
                        "Chapter 07: positional encoding, sinusoids and the rotation R(k)", 2026);
   Index d_model = 128, positions = 100, max_offset = 100;
   cli.app().add_option("--d-model", d_model,
@@ -171,8 +171,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(1, 4096));
   if (auto code = cli.parse(argc, argv)) return *code;
   const std::uint64_t seed = cli.options().seed;
-  attn::Dumper dump = cli.dumper();
-  attn::Plotter plot = cli.plotter();
+  course::Dumper dump = cli.dumper();
+  course::Plotter plot = cli.plotter();
   const Index P = positions, K = max_offset, pairs = d_model / 2;
   const std::string sd = std::to_string(d_model), sP = std::to_string(P);
 
@@ -180,7 +180,7 @@ int main(int argc, char** argv) {
             << ", max offset " << K << ", seed " << seed << ")\n";
 
   // ---- 1. Attention ignores order: "dog bites man" and "man bites dog" --------------------------
-  attn::banner(std::cout, "1. Attention ignores order: \"dog bites man\" and \"man bites dog\"");
+  course::banner(std::cout, "1. Attention ignores order: \"dog bites man\" and \"man bites dog\"");
   attn::Rng rng(seed);
   const std::vector<std::string> words_a = {"dog", "bites", "man"};
   const std::vector<std::string> words_b = {"man", "bites", "dog"};
@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
   // [permute]
   print_rows("weights, dog bites man", words_a, a.r.weights.cast<double>(), words_a);
   print_rows("weights, man bites dog", words_b, b.r.weights.cast<double>(), words_b);
-  attn::notice(std::cout, "the same nine numbers, rows and columns reversed (the heat map turns "
+  course::notice(std::cout, "the same nine numbers, rows and columns reversed (the heat map turns "
                           "by 180 degrees).");
   print_rows("out, dog bites man", words_a, a.r.out.cast<double>(), {}, {.max_cols = 6});
   print_rows("out, man bites dog", words_b, b.r.out.cast<double>(), {}, {.max_cols = 6});
@@ -216,10 +216,10 @@ int main(int argc, char** argv) {
             << tiny(max_abs_diff(scores_b(swap, swap), scores_a)) << ",  weights "
             << tiny(max_abs_diff(b.r.weights(swap, swap), a.r.weights)) << ",  out "
             << tiny(max_abs_diff(out_b_back, a.r.out)) << "\n";
-  attn::notice(std::cout, "equal but for rounding: the softmax's sum and weights V add the same "
+  course::notice(std::cout, "equal but for rounding: the softmax's sum and weights V add the same "
                           "terms in another");
   std::cout << "     order, which can move the last bit (float addition is not associative).\n";
-  attn::notice(std::cout, "each word gets the same output whether it bites or is bitten: "
+  course::notice(std::cout, "each word gets the same output whether it bites or is bitten: "
                           "permute the input rows");
   std::cout << "     and the output rows permute with them. A bag of words is all attention "
                "sees.\n";
@@ -235,7 +235,7 @@ int main(int argc, char** argv) {
   dump("out_man_bites_dog", b.r.out);
 
   // ---- 2. Add a position vector to every word: X + PE(0..2) -------------------------------------
-  attn::banner(std::cout, "2. Add a position vector to every word: X + PE(0..2)");
+  course::banner(std::cout, "2. Add a position vector to every word: X + PE(0..2)");
   const Matrix pe3 = attn::sinusoidal_encoding(3, d_model);  // [3 x d_model], positions 0, 1, 2
   // [add_pe]
   const Matrix Xp_a = X_a + pe3;  // [3 x d_model]: dog@0, bites@1, man@2
@@ -251,7 +251,7 @@ int main(int argc, char** argv) {
             << fmt("  the output for \"dog\": |out_dog(dog bites man) - out_dog(man bites dog)| = "
                    "%.3f\n",
                    static_cast<double>((ap.r.out.row(0) - bp.r.out.row(2)).norm()));
-  attn::notice(std::cout, "\"dog\" at position 0 and \"dog\" at position 2 are now different "
+  course::notice(std::cout, "\"dog\" at position 0 and \"dog\" at position 2 are now different "
                           "vectors, so the");
   std::cout << "     sentences are different inputs, and the dog that bites is not the dog that "
                "is bitten.\n";
@@ -262,7 +262,7 @@ int main(int argc, char** argv) {
   dump("out_dog_bites_man_pe", ap.r.out);
   dump("out_man_bites_dog_pe", bp.r.out);
   {
-    std::vector<attn::HeatmapPanel> panels = {
+    std::vector<course::HeatmapPanel> panels = {
         {a.r.weights, "no PE: dog bites man"}, {b.r.weights, "no PE: man bites dog"},
         {ap.r.weights, "with PE: dog bites man"}, {bp.r.weights, "with PE: man bites dog"}};
     plot.heatmap_grid("07_permutation", panels,
@@ -278,7 +278,7 @@ int main(int argc, char** argv) {
   }
 
   // ---- 3. PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...) -----------------------
-  attn::banner(std::cout, "3. PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)");
+  course::banner(std::cout, "3. PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)");
   const Index d8 = 8;
   // [table]
   const Matrix pe8 = attn::sinusoidal_encoding(5, d8);        // [5 x 8]: positions 0 .. 4
@@ -303,29 +303,29 @@ int main(int argc, char** argv) {
     }
     std::cout << rtrim(line) << "\n";
   }
-  attn::notice(std::cout, "PE(0) = [0, 1, 0, 1, ...]: sin 0 = 0 and cos 0 = 1 in every pair.");
-  attn::notice(std::cout, fmt("PE(1, 0) = sin 1 = %.4f, PE(1, 1) = cos 1 = %.4f: pair 0 turns "
+  course::notice(std::cout, "PE(0) = [0, 1, 0, 1, ...]: sin 0 = 0 and cos 0 = 1 in every pair.");
+  course::notice(std::cout, fmt("PE(1, 0) = sin 1 = %.4f, PE(1, 1) = cos 1 = %.4f: pair 0 turns "
                               "one radian per position.",
                               static_cast<double>(pe8(1, 0)), static_cast<double>(pe8(1, 1))));
-  attn::notice(std::cout, "pair 3 turns 0.001 rad per position and barely moves over five "
+  course::notice(std::cout, "pair 3 turns 0.001 rad per position and barely moves over five "
                           "words: it is there to");
   std::cout << "     tell far-apart positions from each other.\n";
   dump("pe_note004", pe8);
 
   // ---- 4. The whole table: PE [P x d_model] (figure) --------------------------------------------
-  attn::banner(std::cout, "4. The whole table: PE [" + sP + " x " + sd + "] (figure)");
+  course::banner(std::cout, "4. The whole table: PE [" + sP + " x " + sd + "] (figure)");
   // [whole_table]
   const Matrix pe = attn::sinusoidal_encoding(P, d_model);         // [P x d_model]
   const attn::VectorD omega = attn::sinusoidal_frequencies(d_model);  // [d_model/2]
   // [whole_table]
-  attn::print_matrix(std::cout, "PE (row = position, column = feature)", pe,
+  course::print_matrix(std::cout, "PE (row = position, column = feature)", pe,
                      {.max_rows = 6, .max_cols = 8});
   const double two_pi = 2.0 * std::numbers::pi;
   std::cout << fmt("  omega from %g (pair 0) down to %.3g (pair %d);\n  wavelengths 2 pi / "
                    "omega from %.2f to %.2f positions\n",
                    omega(0), omega(pairs - 1), static_cast<int>(pairs - 1), two_pi / omega(0),
                    two_pi / omega(pairs - 1));
-  attn::notice(std::cout, "left, fast stripes: the first pairs repeat every ~6 positions; right, "
+  course::notice(std::cout, "left, fast stripes: the first pairs repeat every ~6 positions; right, "
                           "slow columns that");
   std::cout << "     hardly change over " << P << " positions. Each row is one position's "
             << "vector, added to its word.\n";
@@ -339,14 +339,14 @@ int main(int argc, char** argv) {
                 .width_px = 900,
                 .height_px = 640});
   {
-    std::vector<attn::Series> waves;
+    std::vector<course::Series> waves;
     std::vector<Index> shown;
     for (const double share : {0.0, 1.0 / 4, 1.0 / 2}) {  // 2i / d_model: omega 1, 0.1, 0.01
       const Index i = static_cast<Index>(std::lround(share * static_cast<double>(pairs)));
       if (i < pairs && std::find(shown.begin(), shown.end(), i) == shown.end()) shown.push_back(i);
     }
     for (const Index i : shown) {
-      attn::Series s{.label = fmt("PE(pos, %d): sin, omega = %.3g", static_cast<int>(2 * i),
+      course::Series s{.label = fmt("PE(pos, %d): sin, omega = %.3g", static_cast<int>(2 * i),
                                   omega(i)),
                      .points = i == 0};  // pair 0 jumps a radian per position: show the samples
       for (Index pos = 0; pos < P; ++pos) {
@@ -362,7 +362,7 @@ int main(int argc, char** argv) {
   }
 
   // ---- 5. PE(pos + k) = R(k) PE(pos): one fixed rotation for every pos --------------------------
-  attn::banner(std::cout, "5. PE(pos + k) = R(k) PE(pos): one fixed rotation for every pos");
+  course::banner(std::cout, "5. PE(pos + k) = R(k) PE(pos): one fixed rotation for every pos");
   // [rotation]
   // sin(a + b) = sin a cos b + cos a sin b,  cos(a + b) = cos a cos b - sin a sin b,  with
   // a = omega_i pos, b = omega_i k: linear in (sin a, cos a), coefficients from k alone:
@@ -372,7 +372,7 @@ int main(int argc, char** argv) {
   const MatrixD R2 = attn::relative_rotation(2, d8);               // [8 x 8], k = 2
   const Eigen::VectorXd moved = R2 * pe8d.row(1).transpose();      // [8 x 1]: "I" moved by 2
   // [rotation]
-  attn::print_matrix(std::cout, "R(2) for d_model 8 (block i = [[cos 2w_i, sin 2w_i], [-sin 2w_i, "
+  course::print_matrix(std::cout, "R(2) for d_model 8 (block i = [[cos 2w_i, sin 2w_i], [-sin 2w_i, "
                                 "cos 2w_i]])", R2);
   print_rows("\"I\" moved by 2", {"PE(1) \"I\"", "R(2) PE(1)", "PE(3) \"dog\""},
              (MatrixD(3, d8) << pe8d.row(1), moved.transpose(), pe8d.row(3)).finished());
@@ -384,7 +384,7 @@ int main(int argc, char** argv) {
   std::cout << fmt("  max |R(2) PE(\"I\") - PE(\"dog\")| = %.1e;  rows: max |PE[0:4] R(1)^T - "
                    "PE[1:5]| = %.1e\n",
                    err_dog, err_rows);
-  attn::notice(std::cout, "R(k) does not look at pos: the same matrix moves every word k places "
+  course::notice(std::cout, "R(k) does not look at pos: the same matrix moves every word k places "
                           "on. Its blocks are");
   std::cout << "     PE(k) itself, so the rotation is already in the table.\n";
 
@@ -409,7 +409,7 @@ int main(int argc, char** argv) {
             << fmt("    double (table and products in double):           max error %.1e   "
                    "(bound %.1e)\n",
                    err_double, bound_double);
-  attn::notice(std::cout, "the identity is exact; what is left is rounding. In double it is "
+  course::notice(std::cout, "the identity is exact; what is left is rounding. In double it is "
                           "the rounding of the");
   std::cout << "     angles (their ulp grows with pos), in float the rounding of the table "
                "itself.\n";
@@ -419,7 +419,7 @@ int main(int argc, char** argv) {
        MatrixD((MatrixD(1, 2) << err_float, err_double).finished()));  // [1 x 2]: float, double
 
   // ---- 6. PE(pos) . PE(pos + k) = sum_i cos(omega_i k): the offset k, not pos -------------------
-  attn::banner(std::cout, "6. PE(pos) . PE(pos + k) = sum_i cos(omega_i k): the offset k, not pos");
+  course::banner(std::cout, "6. PE(pos) . PE(pos + k) = sum_i cos(omega_i k): the offset k, not pos");
   // [dot]
   // Pair i adds sin a sin b + cos a cos b = cos(b - a) = cos(omega_i k): pos cancels.
   Eigen::VectorXd dot_by_offset(K + 1);  // [K+1]
@@ -460,15 +460,15 @@ int main(int argc, char** argv) {
   const auto distance = [&](Index k) {
     return std::sqrt(static_cast<double>(d_model) - 2 * dot_by_offset(k));
   };
-  attn::notice(std::cout, fmt("%d at k = 0 (d_model / 2, one per pair), then falling as k grows, "
+  course::notice(std::cout, fmt("%d at k = 0 (d_model / 2, one per pair), then falling as k grows, "
                               "with ripples.",
                               static_cast<int>(pairs)));
   if (nearest == 1) {
-    attn::notice(std::cout, fmt("no two positions share a vector; the closest are neighbours, "
+    course::notice(std::cout, fmt("no two positions share a vector; the closest are neighbours, "
                                 "%.3f apart: nearby looks alike.",
                                 distance(1)));
   } else {
-    attn::notice(std::cout, fmt("the closest positions are k = %d apart (%.3f), closer than "
+    course::notice(std::cout, fmt("the closest positions are k = %d apart (%.3f), closer than "
                                 "neighbours (%.3f): with only",
                                 static_cast<int>(nearest), distance(nearest), distance(1)));
     std::cout << "     " << pairs << " pairs the frequencies nearly line up again. More pairs "
@@ -476,9 +476,9 @@ int main(int argc, char** argv) {
   }
   dump("dot_by_offset", MatrixD(dot_by_offset.transpose()));  // [1 x K+1]
   {
-    attn::Series formula{.label = "sum_i cos(omega_i k)", .points = false};
-    attn::Series first{.label = "PE(0) . PE(k)", .points = K <= 200, .dashed = true};
-    attn::Series last{.label = fmt("PE(%d) . PE(%d + k)", static_cast<int>(P - 1),
+    course::Series formula{.label = "sum_i cos(omega_i k)", .points = false};
+    course::Series first{.label = "PE(0) . PE(k)", .points = K <= 200, .dashed = true};
+    course::Series last{.label = fmt("PE(%d) . PE(%d + k)", static_cast<int>(P - 1),
                                    static_cast<int>(P - 1)),
                       .points = K <= 200,
                       .dashed = true};
@@ -499,7 +499,7 @@ int main(int argc, char** argv) {
   }
 
   // ---- 7. Learned or hand-crafted position vectors (note 002) -----------------------------------
-  attn::banner(std::cout, "7. Learned or hand-crafted position vectors (note 002)");
+  course::banner(std::cout, "7. Learned or hand-crafted position vectors (note 002)");
   const Index far = std::min<Index>(50, P + K - 1);
   // The first rows of an untrained nn.Embedding(max_len, d_model): N(0, 1) entries.
   const Matrix learned = attn::random_normal(rng, far + 1, d_model);  // [far+1 x d_model]
@@ -522,13 +522,13 @@ int main(int argc, char** argv) {
            static_cast<double>(pe_big.row(0).dot(pe_big.row(far)))),
        fmt("%.1f, %.1f: untrained, noise ~ %.0f", ldot(0, 1), ldot(0, far),
            std::sqrt(static_cast<double>(d_model))));
-  attn::notice(std::cout, "the paper tried both and found nearly identical results; it kept the "
+  course::notice(std::cout, "the paper tried both and found nearly identical results; it kept the "
                           "sinusoid in the");
   std::cout << "     hope it extrapolates to longer sentences. BERT and GPT-2 learn theirs (512 "
                "and 1024 rows).\n";
 
   // ---- 8. Precision: the float32 recipe against the table computed in double --------------------
-  attn::banner(std::cout, "8. Precision: the float32 recipe against the table computed in double");
+  course::banner(std::cout, "8. Precision: the float32 recipe against the table computed in double");
   const std::vector<Index> far_positions = {1, 10, 100, 1000, 10000};
   const MatrixD truth = attn::sinusoidal_encoding_at(far_positions, d_model);  // [5 x d_model]
   const Matrix recipe = float32_recipe(far_positions, d_model);              // [5 x d_model]
@@ -543,7 +543,7 @@ int main(int argc, char** argv) {
                      (recipe.row(row).cast<double>() - truth.row(row)).cwiseAbs().maxCoeff(),
                      (rounded.row(row).cast<double>() - truth.row(row)).cwiseAbs().maxCoeff());
   }
-  attn::notice(std::cout, "the recipe rounds omega and the angle pos * omega to float32 before "
+  course::notice(std::cout, "the recipe rounds omega and the angle pos * omega to float32 before "
                           "the sin: both errors");
   std::cout << "     grow with pos. Angles in double, rounded once at the end, stay within half "
                "a float ulp.\n";
@@ -554,18 +554,18 @@ int main(int argc, char** argv) {
   dump("pe_float32_recipe", recipe);
 
   // ---- What to notice ---------------------------------------------------------------------------
-  attn::banner(std::cout, "What to notice");
-  attn::notice(std::cout, "Without positions, permuting the words permutes the outputs: "
+  course::banner(std::cout, "What to notice");
+  course::notice(std::cout, "Without positions, permuting the words permutes the outputs: "
                           "attention sees a bag of words.");
-  attn::notice(std::cout, "PE pairs a sin and a cos per frequency, from 1 down to 1/10000 "
+  course::notice(std::cout, "PE pairs a sin and a cos per frequency, from 1 down to 1/10000 "
                           "radian per position.");
-  attn::notice(std::cout, "Moving by k is one fixed rotation R(k), built from PE(k): exact up "
+  course::notice(std::cout, "Moving by k is one fixed rotation R(k), built from PE(k): exact up "
                           "to rounding.");
-  attn::notice(std::cout, "PE(pos) . PE(pos + k) = sum_i cos(omega_i k): similarity depends on "
+  course::notice(std::cout, "PE(pos) . PE(pos + k) = sum_i cos(omega_i k): similarity depends on "
                           "the offset only.");
-  attn::notice(std::cout, "The float32 recipe loses digits at large positions; compute angles "
+  course::notice(std::cout, "The float32 recipe loses digits at large positions; compute angles "
                           "in double.");
-  attn::banner(std::cout, "Try this");
+  course::banner(std::cout, "Try this");
   std::cout << "  07_positional_encoding --max-offset 4096    far offsets: similarity sinks to ~0\n"
                "  07_positional_encoding --d-model 8          4 pairs: k = 63 nearly repeats k = 0\n"
                "  07_positional_encoding --d-model 512 --positions 512   the paper's width\n";

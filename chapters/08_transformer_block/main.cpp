@@ -11,11 +11,11 @@
 //   08_transformer_block [--layers L] [--heads H] [--d-model D] [--d-ff F] [--norm post|pre]
 //                        [--seed N] [--out DIR] [--no-plots] [--dump DIR]
 #include "attn/attention.hpp"
-#include "attn/cli.hpp"
+#include "course/cli.hpp"
 #include "attn/embedding.hpp"
 #include "attn/masks.hpp"
 #include "attn/positional_encoding.hpp"
-#include "attn/print.hpp"
+#include "course/print.hpp"
 #include "attn/random.hpp"
 #include "attn/softmax.hpp"
 #include "attn/transformer.hpp"
@@ -28,7 +28,7 @@
 using attn::AllowedBatch;
 using attn::AllowedMask;
 using attn::Batch;
-using attn::fmt;
+using course::fmt;
 using attn::Index;
 using attn::Matrix;
 using attn::SublayerTrace;
@@ -52,13 +52,13 @@ Batch embed_with_positions(const Matrix& table, const attn::TokenIds& ids) {
 
 // Every parameter of one layer, named as PyTorch's state_dict names it ("layers.0.norm1.weight"
 // with the dots as underscores), so scripts/check_transformer_dump.py can load them by name.
-void dump_mha(attn::Dumper& dump, const std::string& p, const attn::MultiHeadAttention& m) {
+void dump_mha(course::Dumper& dump, const std::string& p, const attn::MultiHeadAttention& m) {
   dump(p + "in_proj_weight", attn::in_proj_weight(m));
   dump(p + "in_proj_bias", Matrix(attn::in_proj_bias(m)));
   dump(p + "out_proj_weight", m.out_proj.weight);
   dump(p + "out_proj_bias", Matrix(m.out_proj.bias));
 }
-void dump_rest(attn::Dumper& dump, const std::string& p, const attn::FeedForward& ff,
+void dump_rest(course::Dumper& dump, const std::string& p, const attn::FeedForward& ff,
                const std::vector<const attn::LayerNorm*>& norms) {
   dump(p + "linear1_weight", ff.linear1.weight);
   dump(p + "linear1_bias", Matrix(ff.linear1.bias));
@@ -80,7 +80,7 @@ std::string count(double v) { return v < 1e5 ? fmt("%.0f", v) : fmt("%.2g", v); 
 }  // namespace
 
 int main(int argc, char** argv) {
-  attn::ChapterCli cli("08_transformer_block",
+  course::ChapterCli cli("08_transformer_block",
                        "Chapter 08: the transformer block, encoder and decoder", 2026);
   Index L = 2, H = 4, E = 32, F = 64;
   std::string norm_name = "post";
@@ -103,27 +103,27 @@ int main(int argc, char** argv) {
   const attn::NormPlacement norm =
       norm_name == "post" ? attn::NormPlacement::post : attn::NormPlacement::pre;
   const std::uint64_t seed = cli.options().seed;
-  attn::Dumper dump = cli.dumper();
-  attn::Plotter plot = cli.plotter();
+  course::Dumper dump = cli.dumper();
+  course::Plotter plot = cli.plotter();
   const Index vocab = 10, B = 2;
 
   std::cout << "08 . The transformer block (layers " << L << ", heads " << H << ", d_model " << E
             << ", d_ff " << F << ", " << norm_name << "-norm, seed " << seed << ")\n";
 
   // ---- 1. A batch to translate: source and target of different lengths --------------------------
-  attn::banner(std::cout, "1. A batch to translate: source and target of different lengths");
+  course::banner(std::cout, "1. A batch to translate: source and target of different lengths");
   attn::TokenIds src(2, 6), tgt(2, 5);  // id 0 = <pad>, id 1 = <bos> (the decoder's first input)
   src << 5, 2, 1, 6, 0, 0,  //
       1, 3, 1, 4, 7, 2;
   tgt << 1, 8, 4, 0, 0,  //
       1, 2, 9, 3, 5;
-  attn::print_matrix(std::cout, "source ids", src.cast<float>(), {.precision = 0});
-  attn::print_matrix(std::cout, "target ids (1 = <bos>)", tgt.cast<float>(), {.precision = 0});
-  attn::notice(std::cout, "source lengths 4 and 6, target lengths 3 and 5: padding (id 0) on "
+  course::print_matrix(std::cout, "source ids", src.cast<float>(), {.precision = 0});
+  course::print_matrix(std::cout, "target ids (1 = <bos>)", tgt.cast<float>(), {.precision = 0});
+  course::notice(std::cout, "source lengths 4 and 6, target lengths 3 and 5: padding (id 0) on "
                           "both sides.");
 
   // ---- 2. Embedding + positions -----------------------------------------------------------------
-  attn::banner(std::cout, "2. Embedding + positional encoding: ids [B, n] -> [B, n, " +
+  course::banner(std::cout, "2. Embedding + positional encoding: ids [B, n] -> [B, n, " +
                               std::to_string(E) + "]");
   attn::Rng rng(seed);
   const Matrix src_table = attn::embedding_init(rng, vocab, E);  // [vocab x E]
@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
             << " (source padding)\n";
 
   // ---- 3. The encoder ---------------------------------------------------------------------------
-  attn::banner(std::cout, "3. The encoder: " + std::to_string(L) + " x (self-attention, Add & "
+  course::banner(std::cout, "3. The encoder: " + std::to_string(L) + " x (self-attention, Add & "
                           "Norm, feed-forward, Add & Norm)");
   std::vector<attn::EncoderLayer> encoder;
   for (Index l = 0; l < L; ++l) encoder.push_back(attn::encoder_layer_init(rng, E, H, F, norm));
@@ -161,14 +161,14 @@ int main(int argc, char** argv) {
               << "           -> FFN " << shape3(B, 6, F) << " -> " << shape3(B, 6, E) << " -> "
               << add << "\n";
   }
-  attn::print_matrix(std::cout, "memory[0] (the encoder's output for sentence 1)", memory[0],
+  course::print_matrix(std::cout, "memory[0] (the encoder's output for sentence 1)", memory[0],
                      {.max_cols = 6});
-  attn::notice(std::cout, "every layer keeps the shape [B, n, d_model]: layers stack freely.");
-  attn::notice(std::cout, "the FFN widens each token to d_ff = " + sF + " and back, one token at "
+  course::notice(std::cout, "every layer keeps the shape [B, n, d_model]: layers stack freely.");
+  course::notice(std::cout, "the FFN widens each token to d_ff = " + sF + " and back, one token at "
                           "a time; tokens meet only in attention.");
 
   // ---- 4. The decoder ---------------------------------------------------------------------------
-  attn::banner(std::cout, "4. The decoder: causal self-attention, cross-attention, feed-forward");
+  course::banner(std::cout, "4. The decoder: causal self-attention, cross-attention, feed-forward");
   std::vector<attn::DecoderLayer> decoder;
   for (Index l = 0; l < L; ++l) decoder.push_back(attn::decoder_layer_init(rng, E, H, F, norm));
   Traces dec_traces;
@@ -184,22 +184,22 @@ int main(int argc, char** argv) {
               << "           -> FFN " << shape3(B, 5, F) << " -> " << shape3(B, 5, E) << "\n";
   }
   const Matrix& cross_w = dec_traces[0][static_cast<std::size_t>(L - 1)][1].weights[0];  // [5 x 6]
-  attn::print_matrix(std::cout, "cross-attention weights, last layer, head 0, sentence 1 "
+  course::print_matrix(std::cout, "cross-attention weights, last layer, head 0, sentence 1 "
                                 "(target x source)", cross_w);
-  attn::notice(std::cout, "queries come from the target, keys and values from the encoder: each "
+  course::notice(std::cout, "queries come from the target, keys and values from the encoder: each "
                           "target position reads the source.");
-  attn::notice(std::cout, "source positions 5-6 of sentence 1 are padding: their columns are "
+  course::notice(std::cout, "source positions 5-6 of sentence 1 are padding: their columns are "
                           "exactly 0.");
 
   // ---- 5. To the vocabulary ---------------------------------------------------------------------
-  attn::banner(std::cout, "5. To the vocabulary: logits = y W_vocab^T + b -> softmax   [2, 5, " +
+  course::banner(std::cout, "5. To the vocabulary: logits = y W_vocab^T + b -> softmax   [2, 5, " +
                               std::to_string(vocab) + "]");
   const attn::Linear to_vocab = attn::linear_init(rng, E, vocab);  // [vocab x E]
   Batch probs(B, 5, vocab);                                         // [2, 5, vocab]
   for (Index b = 0; b < B; ++b) {
     probs[b] = attn::softmax_rows(attn::linear_forward(to_vocab, out[b]));  // [5 x vocab]
   }
-  attn::print_matrix(std::cout, "probabilities, sentence 2", probs[1], {.precision = 3});
+  course::print_matrix(std::cout, "probabilities, sentence 2", probs[1], {.precision = 3});
   std::cout << "  the most likely next token per position of sentence 2:";
   for (Index i = 0; i < 5; ++i) {
     Index best = 0;
@@ -207,12 +207,12 @@ int main(int argc, char** argv) {
     std::cout << " " << best;
   }
   std::cout << "\n";
-  attn::notice(std::cout, "untrained, so the guesses are noise; what matters is the shape: one "
+  course::notice(std::cout, "untrained, so the guesses are noise; what matters is the shape: one "
                           "distribution per target position,");
   std::cout << "     all five computed at once. Dropout is left out: this is inference.\n";
 
   // ---- 6. What the masks promise ----------------------------------------------------------------
-  attn::banner(std::cout, "6. What the masks promise, checked on the whole model");
+  course::banner(std::cout, "6. What the masks promise, checked on the whole model");
   {
     Batch tgt_changed = tgt_x;  // change sentence 2's last target token entirely
     tgt_changed[1].row(4).setConstant(3.0f);
@@ -230,18 +230,18 @@ int main(int argc, char** argv) {
                      max_abs_diff(memory2[0].topRows(4), memory[0].topRows(4)),
                      max_abs_diff(out3[0], out[0]));
   }
-  attn::notice(std::cout, "the causal mask makes training on whole sentences honest: no "
+  course::notice(std::cout, "the causal mask makes training on whole sentences honest: no "
                           "position sees its answer.");
-  attn::notice(std::cout, "padding reaches nothing, through " + std::to_string(2 * L) +
+  course::notice(std::cout, "padding reaches nothing, through " + std::to_string(2 * L) +
                               " layers and the cross-attention.");
 
   // ---- 7. RNN versus self-attention -------------------------------------------------------------
-  attn::banner(std::cout, "7. RNN versus self-attention, per layer (d_model = 512)");
+  course::banner(std::cout, "7. RNN versus self-attention, per layer (d_model = 512)");
   const double d = 512.0;
   std::cout << "        n   sequential steps    longest path     multiply-adds per layer\n"
                "             RNN   attention     RNN  attention   RNN 2nd^2   attention 4nd^2 + "
                "2n^2d   of which 2n^2d\n";
-  attn::Series rnn_ops, attn_ops, scores_ops;
+  course::Series rnn_ops, attn_ops, scores_ops;
   rnn_ops.label = "RNN: 2 n d^2 (W_hh a and W_ih x at every step)";
   attn_ops.label = "self-attention layer: 4 n d^2 + 2 n^2 d";
   scores_ops.label = "of which the n x n part: 2 n^2 d";
@@ -266,15 +266,15 @@ int main(int argc, char** argv) {
               .ylabel = "multiply-adds",
               .logx = true,
               .logy = true});
-  attn::notice(std::cout, "attention needs 1 step and a path of length 1 between any two tokens; "
+  course::notice(std::cout, "attention needs 1 step and a path of length 1 between any two tokens; "
                           "the RNN needs n of each");
   std::cout << "     (chapter 01 measured what n steps do to d a<T>/d x<1>: it decays "
                "geometrically).\n";
-  attn::notice(std::cout, "the price is the n x n term: 2 n^2 d passes the projections' 4 n d^2 "
+  course::notice(std::cout, "the price is the n x n term: 2 n^2 d passes the projections' 4 n d^2 "
                           "at n = 2d = 1024.");
 
   // ---- 8. Attention on a graph ------------------------------------------------------------------
-  attn::banner(std::cout, "8. Attention on a graph: the mask is the adjacency matrix");
+  course::banner(std::cout, "8. Attention on a graph: the mask is the adjacency matrix");
   const Index nodes = 6;
   AllowedMask adjacency = AllowedMask::Identity(nodes, nodes);  // [6 x 6], every node sees itself
   for (const auto& [a, b] : std::vector<std::pair<Index, Index>>{{0, 1}, {1, 2}, {2, 3}, {3, 4},
@@ -287,7 +287,7 @@ int main(int argc, char** argv) {
   const attn::AttentionResult g = attn::attention(features, features, features,
                                                   {.allowed = adjacency});  // weights [6 x 6]
   // [graph]
-  attn::print_matrix(std::cout, "weights (row = node, column = neighbour)", g.weights);
+  course::print_matrix(std::cout, "weights (row = node, column = neighbour)", g.weights);
   double off_edges = 0.0;
   for (Index i = 0; i < nodes; ++i) {
     for (Index j = 0; j < nodes; ++j) {
@@ -295,9 +295,9 @@ int main(int argc, char** argv) {
     }
   }
   std::cout << fmt("  largest weight between nodes without an edge: %g\n", off_edges);
-  attn::notice(std::cout, "one layer is one round of message passing: each node averages its "
+  course::notice(std::cout, "one layer is one round of message passing: each node averages its "
                           "neighbours, weighted by attention.");
-  attn::notice(std::cout, "L layers reach L hops; with a full mask it is an ordinary "
+  course::notice(std::cout, "L layers reach L hops; with a full mask it is an ordinary "
                           "transformer on a complete graph.");
   plot.heatmap("08_graph_attention", g.weights,
                {.title = "Attention on a 6-node graph (blocked = no edge)",
@@ -311,7 +311,7 @@ int main(int argc, char** argv) {
 
   // ---- Figures of the model's attention ---------------------------------------------------------
   {
-    std::vector<attn::HeatmapPanel> enc, dec, cross;
+    std::vector<course::HeatmapPanel> enc, dec, cross;
     for (Index l = 0; l < L && l < 4; ++l) {
       const auto& e = enc_traces[0][static_cast<std::size_t>(l)][0].weights;
       const auto& s = dec_traces[1][static_cast<std::size_t>(l)][0].weights;
@@ -367,18 +367,18 @@ int main(int argc, char** argv) {
   }
 
   // ---- What to notice ---------------------------------------------------------------------------
-  attn::banner(std::cout, "What to notice");
-  attn::notice(std::cout, "A block is attention, then a position-wise FFN, each wrapped in a "
+  course::banner(std::cout, "What to notice");
+  course::notice(std::cout, "A block is attention, then a position-wise FFN, each wrapped in a "
                           "residual and a LayerNorm.");
-  attn::notice(std::cout, "The decoder adds cross-attention: Q from the target, K and V from "
+  course::notice(std::cout, "The decoder adds cross-attention: Q from the target, K and V from "
                           "the encoder's output.");
-  attn::notice(std::cout, "Masks carry the rules (causal, padding, graph edges); the code is "
+  course::notice(std::cout, "Masks carry the rules (causal, padding, graph edges); the code is "
                           "the same for all of them.");
-  attn::notice(std::cout, "Every stage keeps [B, n, d_model], so layers stack; all positions "
+  course::notice(std::cout, "Every stage keeps [B, n, d_model], so layers stack; all positions "
                           "run at once.");
-  attn::notice(std::cout, "Against an RNN: 1 step and paths of length 1, paid for with an "
+  course::notice(std::cout, "Against an RNN: 1 step and paths of length 1, paid for with an "
                           "n x n term that wins past n = 2d.");
-  attn::try_this(std::cout, "08_transformer_block",
+  course::try_this(std::cout, "08_transformer_block",
                  {{"--norm pre", "pre-norm: LayerNorm before each sub-layer"},
                   {"--layers 6 --heads 8 --d-model 64", "a bigger model, the same shapes"},
                   {"--dump /tmp/d", "then replay it in PyTorch: scripts/check_transformer_dump.py"}});

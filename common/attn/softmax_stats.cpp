@@ -1,10 +1,9 @@
 // softmax_stats.cpp: entropy of a row of weights and the softmax Jacobian with its norm.
 #include "attn/softmax_stats.hpp"
 
-#include "attn/print.hpp"
-
 #include <cmath>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace attn {
@@ -14,8 +13,8 @@ namespace {
 void check_weights(std::span<const float> p, const char* where) {
   for (std::size_t j = 0; j < p.size(); ++j) {
     if (std::isfinite(p[j]) && p[j] >= 0.0f) continue;  // the message is built only on failure
-    require(false, where, fmt("weight %zu is %g: weights must be finite and >= 0", j,
-                              static_cast<double>(p[j])));
+    require(false, where, "weight " + std::to_string(j) + " is " + std::to_string(p[j]) +
+                              ": weights must be finite and >= 0");
   }
 }
 

@@ -1,13 +1,13 @@
-// fuzz_npy.cpp: the libFuzzer target for attn::parse_npy, the .npy reader's in-memory entry.
+// fuzz_npy.cpp: the libFuzzer target for course::parse_npy, the .npy reader's in-memory entry.
 //
 //   scripts/fuzz.sh [SECONDS]                      build (the `fuzz` preset, clang++) and fuzz
 //   build/fuzz/bin/fuzz_npy build/fuzz/findings/X  replay one input
 //
 // Every input must end in one of two ways: a parse that satisfies the invariants below, or an
-// attn::NpyError whose message names the source and is fit to print. Anything else is a
+// course::NpyError whose message names the source and is fit to print. Anything else is a
 // finding: a crash, a sanitizer report, a hang, another exception type, or a broken invariant
 // (reported on stderr, then abort() so that libFuzzer keeps the input).
-#include "attn/npy.hpp"
+#include "course/npy.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -39,34 +39,34 @@ void check(bool ok, const char* invariant, const std::string& detail = "") {
   if (!ok) finding(invariant, detail);
 }
 
-std::size_t dtype_bytes(attn::NpyDtype t) {
-  return t == attn::NpyDtype::float32 || t == attn::NpyDtype::int32 ? 4 : 8;
+std::size_t dtype_bytes(course::NpyDtype t) {
+  return t == course::NpyDtype::float32 || t == course::NpyDtype::int32 ? 4 : 8;
 }
 
 // The elements narrowed back to the file's dtype, as raw little-endian bytes. Exact, because
 // the reader widened each one from that dtype to double; the one exception is an int64 near
 // 2^63, which rounds to 2^63 exactly and cannot be converted back (no round trip then).
-std::optional<std::vector<unsigned char>> narrow(attn::NpyDtype t, const std::vector<double>& v) {
+std::optional<std::vector<unsigned char>> narrow(course::NpyDtype t, const std::vector<double>& v) {
   const std::size_t w = dtype_bytes(t);
   std::vector<unsigned char> out(v.size() * w);
   for (std::size_t i = 0; i < v.size(); ++i) {
     unsigned char* p = out.data() + i * w;
     switch (t) {
-      case attn::NpyDtype::float32: {
+      case course::NpyDtype::float32: {
         const float x = static_cast<float>(v[i]);
         std::memcpy(p, &x, w);
         break;
       }
-      case attn::NpyDtype::float64:
+      case course::NpyDtype::float64:
         std::memcpy(p, &v[i], w);
         break;
-      case attn::NpyDtype::int32: {
+      case course::NpyDtype::int32: {
         check(v[i] >= -2147483648.0 && v[i] <= 2147483647.0, "an int32 element is out of range");
         const auto x = static_cast<std::int32_t>(v[i]);
         std::memcpy(p, &x, w);
         break;
       }
-      case attn::NpyDtype::int64: {
+      case course::NpyDtype::int64: {
         if (!(v[i] >= -9223372036854775808.0 && v[i] < 9223372036854775808.0)) return std::nullopt;
         const auto x = static_cast<std::int64_t>(v[i]);
         std::memcpy(p, &x, w);
@@ -102,7 +102,7 @@ bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
 }
 
 // What must hold for every array the reader accepts.
-void check_accepted(const attn::NpyArray& a, std::size_t input_size) {
+void check_accepted(const course::NpyArray& a, std::size_t input_size) {
   std::size_t product = 1;
   for (std::size_t d : a.shape) {
     check(d == 0 || product <= SIZE_MAX / d, "an accepted shape overflows size_t");
@@ -147,8 +147,8 @@ void check_accepted(const attn::NpyArray& a, std::size_t input_size) {
   if (!raw) return;
 
   // Round trip 1: the writer's C-order encoding of the same array reads back bit for bit.
-  const auto c_bytes = attn::encode_npy(a.shape, a.dtype, raw->data(), false);
-  const attn::NpyArray c = attn::parse_npy(c_bytes, "re-encoded (C order)");
+  const auto c_bytes = course::encode_npy(a.shape, a.dtype, raw->data(), false);
+  const course::NpyArray c = course::parse_npy(c_bytes, "re-encoded (C order)");
   check(c.shape == a.shape && c.dtype == a.dtype && !c.fortran_order,
         "C round trip: header differs");
   check(same_bits(c.data, a.data), "C round trip: elements differ");
@@ -156,8 +156,8 @@ void check_accepted(const attn::NpyArray& a, std::size_t input_size) {
   // Round trip 2: the same array stored in Fortran order reads back in the same C order.
   const auto f_raw = narrow(a.dtype, to_fortran(a.shape, a.data));
   check(f_raw.has_value(), "Fortran round trip: narrowing failed where C order succeeded");
-  const auto f_bytes = attn::encode_npy(a.shape, a.dtype, f_raw->data(), true);
-  const attn::NpyArray f = attn::parse_npy(f_bytes, "re-encoded (Fortran order)");
+  const auto f_bytes = course::encode_npy(a.shape, a.dtype, f_raw->data(), true);
+  const course::NpyArray f = course::parse_npy(f_bytes, "re-encoded (Fortran order)");
   check(f.shape == a.shape && f.dtype == a.dtype && f.fortran_order,
         "Fortran round trip: header differs");
   check(same_bits(f.data, a.data), "Fortran round trip: elements differ");
@@ -165,7 +165,7 @@ void check_accepted(const attn::NpyArray& a, std::size_t input_size) {
 
 // What must hold for every rejection: the message names the source, stays short and is plain
 // printable ASCII (no raw header bytes, no terminal control characters).
-void check_rejected(const attn::NpyError& e) {
+void check_rejected(const course::NpyError& e) {
   const std::string m = e.what();
   check(m.find(kWhat) != std::string::npos, "the message does not name the source", m);
   check(m.size() <= kMaxMessage, "the message is too long",
@@ -182,10 +182,10 @@ void check_rejected(const attn::NpyError& e) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  std::optional<attn::NpyArray> a;
+  std::optional<course::NpyArray> a;
   try {
-    a = attn::parse_npy(std::span<const unsigned char>(data, size), kWhat);
-  } catch (const attn::NpyError& e) {
+    a = course::parse_npy(std::span<const unsigned char>(data, size), kWhat);
+  } catch (const course::NpyError& e) {
     check_rejected(e);
     return 0;
   } catch (const std::exception& e) {

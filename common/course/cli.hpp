@@ -11,8 +11,8 @@
 /// and ends the program with exit code 2, before any work is done.
 #pragma once
 
-#include "attn/dump.hpp"
-#include "attn/plot.hpp"
+#include "course/dump.hpp"
+#include "course/plot.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -21,7 +21,7 @@
 #include <optional>
 #include <string>
 
-namespace attn {
+namespace course {
 
 struct CommonOptions {
   std::uint64_t seed = 0;
@@ -61,4 +61,4 @@ class ChapterCli {
   CommonOptions opts_;
 };
 
-}  // namespace attn
+}  // namespace course

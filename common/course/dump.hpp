@@ -4,8 +4,7 @@
 ///   >>> import numpy as np; W = np.load("dump/W_ax.npy")
 #pragma once
 
-#include "attn/batch.hpp"
-#include "attn/matrix.hpp"
+#include "course/types.hpp"
 
 #include <cstddef>
 #include <filesystem>
@@ -13,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace attn {
+namespace course {
 
 class Dumper {
  public:
@@ -41,4 +40,4 @@ class Dumper {
   std::vector<std::string> written_;
 };
 
-}  // namespace attn
+}  // namespace course

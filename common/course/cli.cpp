@@ -1,5 +1,5 @@
 // cli.cpp: the shared chapter options, and turning every parse problem into exit code 2.
-#include "attn/cli.hpp"
+#include "course/cli.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -14,7 +14,7 @@
 #define ATTN_PLOTS_DIR "plots"
 #endif
 
-namespace attn {
+namespace course {
 
 namespace {
 
@@ -128,4 +128,4 @@ Plotter ChapterCli::plotter() const { return Plotter(opts_.out_dir, !opts_.no_pl
 
 Dumper ChapterCli::dumper() const { return Dumper(opts_.dump_dir); }
 
-}  // namespace attn
+}  // namespace course

@@ -3,7 +3,7 @@
 // The header is a Python dict literal. Rather than a general Python parser, the reader
 // accepts exactly what NumPy writes (and reasonable hand-written variants): the three keys
 // 'descr', 'fortran_order' and 'shape' in any order, with any spacing, and nothing else.
-#include "attn/npy.hpp"
+#include "course/npy.hpp"
 
 #include <bit>
 #include <cctype>
@@ -17,7 +17,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace attn {
+namespace course {
 
 static_assert(std::endian::native == std::endian::little,
               "the .npy writer stores little-endian data by copying memory");
@@ -474,4 +474,4 @@ Batch NpyArray::to_batch() const {
   return out;
 }
 
-}  // namespace attn
+}  // namespace course

@@ -1,9 +1,9 @@
 // dump.cpp: --dump DIR writes named intermediates as .npy.
-#include "attn/dump.hpp"
+#include "course/dump.hpp"
 
-#include "attn/npy.hpp"
+#include "course/npy.hpp"
 
-namespace attn {
+namespace course {
 
 Dumper::Dumper(std::filesystem::path dir) : dir_(std::move(dir)) {}
 
@@ -45,4 +45,4 @@ std::string Dumper::summary() const {
   return s;
 }
 
-}  // namespace attn
+}  // namespace course

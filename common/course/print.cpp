@@ -1,5 +1,5 @@
 // print.cpp: fixed-precision, aligned, compact matrix printing and the chapters' banners.
-#include "attn/print.hpp"
+#include "course/print.hpp"
 
 #include <algorithm>
 #include <cstdarg>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace attn {
+namespace course {
 
 namespace {
 
@@ -95,4 +95,4 @@ void try_this(std::ostream& os, std::string_view program,
   }
 }
 
-}  // namespace attn
+}  // namespace course

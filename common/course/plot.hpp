@@ -25,14 +25,14 @@
 //   least one finite sample. Line plots reject non-finite x or y: drop the point instead.
 #pragma once
 
-#include "attn/matrix.hpp"
+#include "course/types.hpp"
 
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace attn {
+namespace course {
 
 // Every member of the structs below has a default (`{}` where no other value fits), so a
 // designated initializer can name only what it changes without -Wmissing-field-initializers.
@@ -147,4 +147,4 @@ class Plotter {
   std::vector<std::filesystem::path> rendered_;  // in the order they were drawn
 };
 
-}  // namespace attn
+}  // namespace course

@@ -10,7 +10,7 @@
 /// standing in for the rest, so a [5 x 512] activation fits on a terminal line.
 #pragma once
 
-#include "attn/matrix.hpp"
+#include "course/types.hpp"
 
 #include <iosfwd>
 #include <string>
@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-namespace attn {
+namespace course {
 
 struct PrintOptions {
   int precision = 4;    ///< digits after the decimal point
@@ -57,12 +57,12 @@ template <typename Derived>
 void print_matrix(std::ostream& os, std::string_view name, const Eigen::MatrixBase<Derived>& m,
                   const PrintOptions& opts = {});
 
-}  // namespace attn
+}  // namespace course
 
 #include <ostream>
 
 template <typename Derived>
-void attn::print_matrix(std::ostream& os, std::string_view name,
+void course::print_matrix(std::ostream& os, std::string_view name,
                         const Eigen::MatrixBase<Derived>& m, const PrintOptions& opts) {
   const MatrixD widened = m.template cast<double>();
   os << format_matrix(name, widened, opts);

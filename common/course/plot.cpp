@@ -8,7 +8,7 @@
 // Layout is computed here in pixels (margins placed `at screen`) rather than left to gnuplot's
 // automatic margins: then every heat-map cell has a known size, the value text inside it can be
 // sized to fit, and the shared colour bar of a grid sits in a known place.
-#include "attn/plot.hpp"
+#include "course/plot.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -28,7 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-namespace attn {
+namespace course {
 
 namespace {
 
@@ -208,7 +208,7 @@ std::string frac(double px, double total) { return fixed(px / total, 4); }
 std::string script_head(const std::string& name, std::string_view what,
                         std::string_view data_columns, int w, int h) {
   std::string s;
-  s += "# " + name + ".gp: " + std::string(what) + ", written by attn::Plotter\n";
+  s += "# " + name + ".gp: " + std::string(what) + ", written by course::Plotter\n";
   s += "# (Attention, Step by Step). Edit freely, then re-render in this folder with\n";
   s += "#   gnuplot " + name + ".gp\n";
   s += "# Data: " + name + ".dat, " + std::string(data_columns) + "\n";
@@ -909,4 +909,4 @@ Figure Plotter::lines(const std::string& name, const std::vector<Series>& series
   return render(name, s, dat);
 }
 
-}  // namespace attn
+}  // namespace course

@@ -17,8 +17,7 @@
 /// leaves a half-written .npy behind.
 #pragma once
 
-#include "attn/batch.hpp"
-#include "attn/matrix.hpp"
+#include "course/types.hpp"
 
 #include <cstddef>
 #include <filesystem>
@@ -27,7 +26,7 @@
 #include <string>
 #include <vector>
 
-namespace attn {
+namespace course {
 
 /// Thrown for a malformed, unsupported or unreadable .npy file (a data problem, not a
 /// programming error, hence runtime_error rather than invalid_argument).
@@ -84,4 +83,4 @@ void write_npy_fortran(const std::filesystem::path& path, const Eigen::MatrixXf&
 std::vector<unsigned char> encode_npy(std::span<const std::size_t> shape, NpyDtype dtype,
                                       const void* data, bool fortran_order = false);
 
-}  // namespace attn
+}  // namespace course

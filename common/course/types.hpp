@@ -1,0 +1,19 @@
+/// @file
+/// The math library's types as the course's tooling uses them: printed, plotted and saved.
+/// The tooling depends on attn, never the other way round, so it borrows these names here.
+#pragma once
+
+#include "attn/batch.hpp"
+#include "attn/matrix.hpp"
+
+namespace course {
+
+using attn::Batch;
+using attn::BatchOf;
+using attn::Index;
+using attn::Matrix;
+using attn::MatrixD;
+using attn::require;
+using attn::shape_str;
+
+}  // namespace course
