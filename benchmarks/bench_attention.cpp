@@ -6,9 +6,14 @@
 //                 buffers kept across calls)
 //   RowAttentionFresh  the same through attn::attention, allocating the outputs every call
 //   RowProductsOnly    just its two GEMMs, no softmax: how much of RowAttention they are
+//   RowAttentionTiny   attention_into at n = 4, d = 16, where the arithmetic is a few hundred
+//                      nanoseconds and any fixed cost per call shows: building the check
+//                      messages before they were needed took 620 ns a call, 264 ns without
+//                      (taskset -c 1, Intel Xeon 2 vCPU, release preset, 2026-11-23)
 // FLOP/s counts the two products only, 2 * n * n * d multiply-adds each: 4 n^2 d per call.
 //
 //   build/release/benchmarks/bench_attention --benchmark_min_time=0.2
+//   taskset -c 1 build/release/benchmarks/bench_attention --benchmark_filter=Tiny
 #include "attn/attention.hpp"
 #include "attn/column_attention.hpp"
 #include "attn/random.hpp"
@@ -26,14 +31,15 @@ struct Inputs {
   Matrix Q, K, V;  // row form [n x d]; the column form uses their transposes [d x n]
 };
 
-Inputs make_inputs(Index n) {
+Inputs make_inputs(Index n, Index d = kD) {
   attn::Rng rng(42);
-  return {attn::random_normal(rng, n, kD), attn::random_normal(rng, n, kD),
-          attn::random_normal(rng, n, kD)};
+  return {attn::random_normal(rng, n, d), attn::random_normal(rng, n, d),
+          attn::random_normal(rng, n, d)};  // each [n x d]
 }
 
-void set_counters(benchmark::State& state, Index n) {
-  const double flops = 4.0 * static_cast<double>(n) * static_cast<double>(n) * kD;
+void set_counters(benchmark::State& state, Index n, Index d = kD) {
+  const auto nf = static_cast<double>(n);
+  const double flops = 4.0 * nf * nf * static_cast<double>(d);
   constexpr auto rate = benchmark::Counter::kIsIterationInvariantRate;
   state.counters["FLOP/s"] = benchmark::Counter(flops, rate);
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(n), rate);
@@ -74,6 +80,19 @@ void BM_RowAttention(benchmark::State& state) {
   set_counters(state, n);
 }
 
+void BM_RowAttentionTiny(benchmark::State& state) {
+  constexpr Index n = 4, d = 16;
+  const Inputs in = make_inputs(n, d);
+  attn::AttentionResult r;
+  attn::attention_into(in.Q, in.K, in.V, r);  // the buffers exist before the clock starts
+  for (auto _ : state) {
+    attn::attention_into(in.Q, in.K, in.V, r);
+    benchmark::DoNotOptimize(r.out.data());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, n, d);
+}
+
 void BM_RowAttentionFresh(benchmark::State& state) {
   const Index n = state.range(0);
   const Inputs in = make_inputs(n);
@@ -105,6 +124,7 @@ void sizes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_ColumnLoops)->Apply(sizes);
 BENCHMARK(BM_ColumnMatrix)->Apply(sizes);
 BENCHMARK(BM_RowAttention)->Apply(sizes);
+BENCHMARK(BM_RowAttentionTiny)->Unit(benchmark::kNanosecond);
 BENCHMARK(BM_RowAttentionFresh)->Apply(sizes);
 BENCHMARK(BM_RowProductsOnly)->Apply(sizes);
 

@@ -1,13 +1,16 @@
 // attn::attention (row convention): PyTorch fixtures, identities, the reused buffer, views of
-// column blocks, and every shape error.
+// column blocks, every shape error, outputs that alias inputs; and the two helpers every
+// function and chapter leans on, attn::require and attn::max_abs_diff.
 #include "attn/attention.hpp"
 #include "attn/column_attention.hpp"
 #include "course/npy.hpp"
 #include "attn/random.hpp"
+#include "expect.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -154,6 +157,93 @@ TEST(Attention, ShapeErrorsNameTheShapes) {
                      "K is [0 x 8]");
   expect_shape_error([] { attn::attention(Matrix(5, 0), Matrix(3, 0), Matrix(3, 8)); },
                      "K is [3 x 0]");
+}
+
+// ---- Outputs that alias inputs ------------------------------------------------------------------
+
+using attn_test::message_of;
+
+TEST(Attention, OutputsThatAliasInputsAreRejected) {
+  // attention_into(r.out, r.out, r.out, r) wrote the weights, then the output over the Q, K
+  // and V it was still reading: no error, and results off by up to 0.41. Now it throws
+  // before writing anything.
+  attn::Rng rng(12);
+  const Matrix Q = attn::random_normal(rng, 4, 4), K = attn::random_normal(rng, 4, 4);
+  const Matrix V = attn::random_normal(rng, 4, 4);
+  attn::AttentionResult r = attn::attention(Q, K, V);  // out [4 x 4], weights [4 x 4]
+  const attn::AttentionResult before = r;
+  const std::string why =
+      ": an output must not alias an input (it would be overwritten or reallocated while still "
+      "being read); pass a separate result";
+  EXPECT_EQ(message_of([&] { attn::attention_into(r.out, r.out, r.out, r); }),
+            "attention_into: result.out shares memory with Q" + why);
+  EXPECT_EQ(message_of([&] { attn::attention_into(Q, K, r.weights, r); }),
+            "attention_into: result.weights shares memory with V" + why);
+  // One row of the buffer is enough, and so is a column block (strided: every row's span).
+  EXPECT_EQ(message_of([&] { attn::attention_into(r.out.bottomRows(1), K, V, r); }),
+            "attention_into: result.out shares memory with Q" + why);
+  EXPECT_EQ(message_of([&] { attn::attention_into(Q, r.out, V, r); }),
+            "attention_into: result.out shares memory with K" + why);
+  EXPECT_EQ(message_of([&] { attn::attention_into(r.weights.middleCols(1, 2), K.leftCols(2),
+                                                  V, r); }),
+            "attention_into: result.weights shares memory with Q" + why);
+  EXPECT_EQ(r.out, before.out);  // untouched, bit for bit
+  EXPECT_EQ(r.weights, before.weights);
+
+  Matrix W = r.weights;  // [4 x 4]
+  EXPECT_EQ(message_of([&] { attn::attention_weights_into(W, W, W); }),
+            "attention_weights_into: W shares memory with Q" + why);
+  EXPECT_EQ(message_of([&] { attn::attention_weights_into(Q, W.topRows(1), W); }),
+            "attention_weights_into: W shares memory with K" + why);
+  EXPECT_EQ(W, before.weights);
+  // A copy of the input is the way to do what the aliasing call meant.
+  const Matrix W_in = W;
+  attn::attention_weights_into(W_in, W_in, W);
+  EXPECT_EQ(W, attn::attention(W_in, W_in, V).weights);
+  // Inputs may alias each other: self-attention reads one matrix three times.
+  attn::attention_into(Q, Q, Q, r);
+  EXPECT_EQ(r.out, attn::attention(Matrix(Q), Matrix(Q), Matrix(Q)).out);
+}
+
+// ---- attn::require ------------------------------------------------------------------------------
+
+TEST(Require, BuildsTheMessageOnlyOnFailure) {
+  int built = 0;
+  const auto what = [&] {
+    ++built;
+    return "Q is " + attn::shape_str(4, 16);
+  };
+  attn::require(true, "f", what);
+  EXPECT_EQ(built, 0);  // a check that passes builds nothing
+  EXPECT_EQ(message_of([&] { attn::require(false, "f", what); }), "f: Q is [4 x 16]");
+  EXPECT_EQ(built, 1);
+  EXPECT_EQ(message_of([] { attn::require(false, "g", "a fixed message"); }), "g: a fixed message");
+  EXPECT_EQ(message_of([] { attn::require(false, "h", std::string("built") + " before"); }),
+            "h: built before");
+}
+
+// ---- attn::max_abs_diff -------------------------------------------------------------------------
+
+TEST(MaxAbsDiff, LargestDifferenceOfTwoSameShapedMatrices) {
+  Matrix a(2, 3), b(2, 3);
+  a << 1, 2, 3,  //
+      4, 5, 6;
+  b << 1, 2, 3.25f,  //
+      3.5f, 5, 6;
+  EXPECT_EQ(attn::max_abs_diff(a, b), 0.5);  // |4 - 3.5|, exact in float and double
+  EXPECT_EQ(attn::max_abs_diff(a, a), 0.0);
+  EXPECT_EQ(attn::max_abs_diff(a.topRows(1), b.topRows(1)), 0.25);  // blocks and views too
+  EXPECT_EQ(attn::max_abs_diff(a.array(), b.array()), 0.5);
+  // Float against double: compared in double, so 1 + 2^-30 is not rounded back to 1.
+  attn::MatrixD d = a.cast<double>();
+  d(0, 0) += std::ldexp(1.0, -30);
+  EXPECT_EQ(attn::max_abs_diff(a, d), std::ldexp(1.0, -30));
+  // A NaN anywhere is reported, not skipped by the maximum.
+  b(0, 0) = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(attn::max_abs_diff(a, b)));
+  EXPECT_EQ(attn::max_abs_diff(Matrix(0, 3), Matrix(0, 3)), 0.0);
+  EXPECT_EQ(message_of([&] { attn::max_abs_diff(a, b.topRows(1)); }),
+            "max_abs_diff: a is [2 x 3] but b is [1 x 3]: they must have the same shape");
 }
 
 }  // namespace

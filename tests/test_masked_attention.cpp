@@ -1,21 +1,27 @@
 // Masks and batched attention (chapter 05): the masks by hand, masked weights exactly 0, the
 // behaviour a mask promises (the future and the padding cannot reach an output), fully masked
-// rows, the two causal constructions, PyTorch fixtures, and every shape error.
+// rows, the two causal constructions, PyTorch fixtures, every shape error, masks that cannot
+// dangle (checked by the compiler) and the invariants of a batch.
 #include "attn/attention.hpp"
 #include "attn/embedding.hpp"
 #include "attn/masks.hpp"
+#include "attn/multi_head.hpp"
 #include "course/npy.hpp"
 #include "attn/positional_encoding.hpp"
 #include "attn/random.hpp"
 #include "attn/softmax.hpp"
+#include "attn/transformer.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -125,7 +131,8 @@ TEST(MaskedAttention, HandComputedTwoKeysOneBlocked) {
   K << 1, 5;
   V << 3, 4,  //
       100, 200;
-  const auto r = attn::attention(Q, K, V, {.allowed = from_rows({{1, 0}})});
+  const AllowedMask mask = from_rows({{1, 0}});
+  const auto r = attn::attention(Q, K, V, {.allowed = mask});
   EXPECT_EQ(r.weights(0, 0), 1.0f);
   EXPECT_EQ(r.weights(0, 1), 0.0f);
   EXPECT_EQ(r.out(0, 0), 3.0f);
@@ -138,13 +145,14 @@ TEST(MaskedAttention, FutureTokensCannotChangeEarlierOutputs) {
   // its own dot product, and a blocked key adds 0 * v = 0 exactly).
   const Index n = 7;
   const Qkv x = random_qkv(2, n, n, 8, 5);
-  const auto before = attn::attention(x.Q, x.K, x.V, {.allowed = attn::causal_mask(n)});
+  const AllowedMask causal = attn::causal_mask(n);
+  const auto before = attn::attention(x.Q, x.K, x.V, {.allowed = causal});
   for (Index p = 0; p + 1 < n; ++p) {
     Qkv y = random_qkv(100 + static_cast<std::uint64_t>(p), n, n, 8, 5);
     y.Q.topRows(p + 1) = x.Q.topRows(p + 1);
     y.K.topRows(p + 1) = x.K.topRows(p + 1);
     y.V.topRows(p + 1) = x.V.topRows(p + 1);
-    const auto after = attn::attention(y.Q, y.K, y.V, {.allowed = attn::causal_mask(n)});
+    const auto after = attn::attention(y.Q, y.K, y.V, {.allowed = causal});
     EXPECT_TRUE(identical(after.out.topRows(p + 1), before.out.topRows(p + 1))) << "p = " << p;
     EXPECT_TRUE(identical(after.weights.topRows(p + 1), before.weights.topRows(p + 1)));
     EXPECT_FALSE(identical(after.out.row(p + 1), before.out.row(p + 1)))
@@ -163,9 +171,11 @@ TEST(MaskedAttention, PaddedTokensCannotChangeRealOutputs) {
   Matrix table2 = table;
   table2.row(0) = attn::random_normal(rng, 1, 16, 0.0, 10.0);  // a very different pad vector
   const Matrix pe = attn::sinusoidal_encoding(5, 16);
-  const Matrix X1 = attn::embed(table, ids)[0] + pe;   // [5 x 16]
-  const Matrix X2 = attn::embed(table2, other)[0] + pe;
-  const AllowedMask mask = attn::padding_masks(ids)[0];
+  const Batch E1 = attn::embed(table, ids), E2 = attn::embed(table2, other);  // [1, 5, 16]
+  const Matrix X1 = E1[0] + pe;  // [5 x 16]
+  const Matrix X2 = E2[0] + pe;
+  const AllowedBatch masks = attn::padding_masks(ids);  // [1, 5, 5]
+  const AllowedMask mask = masks[0];
   const auto r1 = attn::attention(X1, X1, X1, {.allowed = mask});
   const auto r2 = attn::attention(X2, X2, X2, {.allowed = mask});
   EXPECT_TRUE(identical(r1.out.topRows(4), r2.out.topRows(4)));
@@ -223,7 +233,8 @@ TEST(MaskedAttention, BothCausalConstructionsAgree) {
     }
   }
   EXPECT_TRUE(identical(by_tril, by_sum));
-  const auto lib = attn::attention(x.Q, x.K, x.V, {.allowed = attn::causal_mask(n)});
+  const AllowedMask causal = attn::causal_mask(n);
+  const auto lib = attn::attention(x.Q, x.K, x.V, {.allowed = causal});
   EXPECT_TRUE(identical(attn::softmax_rows(by_tril), lib.weights));
 }
 
@@ -307,7 +318,7 @@ TEST_P(MaskedFixture, MatchesPyTorch) {
   const Batch Q = fixture(c, "Q"), K = fixture(c, "K"), V = fixture(c, "V");
   const Batch out = fixture(c, "out"), weights = fixture(c, "weights");
   const AllowedBatch allowed = allowed_fixture(c);
-  const auto r = attn::attention(Q, K, V, {.allowed = &allowed});
+  const auto r = attn::attention(Q, K, V, {.allowed = allowed});
   ASSERT_EQ(r.out.shape(), out.shape());
   ASSERT_EQ(r.weights.shape(), weights.shape());
   // float32 on both sides with d_k <= 8 and O(1) entries: scores agree to a few ulps (~1e-6),
@@ -358,7 +369,8 @@ std::string message_of(F&& f) {
 
 TEST(MaskedAttention, ShapeErrorsNameTheShapes) {
   const Qkv x = random_qkv(8, 3, 4, 2, 2);
-  EXPECT_EQ(message_of([&] { attn::attention(x.Q, x.K, x.V, {.allowed = attn::causal_mask(4)}); }),
+  const AllowedMask causal4 = attn::causal_mask(4);
+  EXPECT_EQ(message_of([&] { attn::attention(x.Q, x.K, x.V, {.allowed = causal4}); }),
             "attention: the mask is [4 x 4] but Q is [3 x 2] and K is [4 x 2]: it must be "
             "[n_q x n_k] = [3 x 4]");
   EXPECT_NE(message_of([&] { attn::attention(x.Q, x.K, x.V, {.blocked_score = 1.0f}); })
@@ -372,13 +384,184 @@ TEST(MaskedAttention, ShapeErrorsNameTheShapes) {
             "dimension) must agree");
   const Batch Q3(3, 3, 2);
   const AllowedBatch wrong(2, 3, 4);
-  EXPECT_EQ(message_of([&] { attn::attention(Q3, K, V, {.allowed = &wrong}); }),
+  EXPECT_EQ(message_of([&] { attn::attention(Q3, K, V, {.allowed = wrong}); }),
             "attention: the mask is [2, 3, 4] but Q is [3, 3, 2]: the mask's batch must be 3 or 1 "
             "(shared)");
   attn::TokenIds ids(1, 2);
   ids << 0, 10;
   EXPECT_EQ(message_of([&] { attn::embed(Matrix::Zero(10, 4), ids); }),
             "embed: ids[0][1] = 10 is outside the vocabulary [0, 10)");
+}
+
+// ---- Masks cannot dangle ------------------------------------------------------------------------
+//
+// This compiled and read freed memory:
+//
+//   const AttentionOptions o{.allowed = causal_mask(4)};   // a view of a temporary mask ...
+//   attention(Q, K, V, o);                                  // ... destroyed before it is read
+//
+// The sanitize preset reported it (heap-use-after-free) only when a test happened to run such a
+// line, and a release build silently ignored the mask (row 0 attended to the future). The
+// static_asserts below are what would have caught it: they fail to compile the moment a view
+// can again be made of a temporary, in every build, whether or not anything runs it.
+
+using attn::BatchMaskView;
+using attn::MaskView;
+
+// Whether an options struct can be built with a mask of type M in its mask field (M&& = a
+// temporary, as causal_mask(4) is).
+template <typename Options, typename M>
+concept AllowedFrom = requires(M&& m) { Options{.allowed = std::forward<M>(m)}; };
+template <typename Options, typename M>
+concept SelfAndCrossFrom = requires(M&& m) {
+  Options{.self_allowed = std::forward<M>(m)};
+  Options{.cross_allowed = std::forward<M>(m)};
+};
+// Whether element 0 of a batch of type B can be taken (B&& = a temporary batch).
+template <typename B>
+concept Indexable = requires(B&& b) { std::forward<B>(b)[0]; };
+
+// One sequence: a named mask is viewed, a temporary is refused.
+static_assert(std::is_convertible_v<AllowedMask&, MaskView>);
+static_assert(std::is_convertible_v<const AllowedMask&, MaskView>);
+static_assert(!std::is_constructible_v<MaskView, AllowedMask&&>);
+static_assert(!std::is_constructible_v<MaskView, const AllowedMask&&>);
+// std::optional<MaskView> m = causal_mask(4);
+static_assert(!std::is_convertible_v<AllowedMask, std::optional<MaskView>>);
+static_assert(!std::is_constructible_v<std::optional<MaskView>, AllowedMask>);
+// An Eigen expression would become a temporary AllowedMask on the way: refused too.
+using MaskAnd = decltype(std::declval<const AllowedMask&>().array() &&
+                         std::declval<const AllowedMask&>().array());
+static_assert(!std::is_constructible_v<MaskView, MaskAnd>);
+using BlockOfTemporary = decltype(std::declval<AllowedMask>().topRows(2));
+static_assert(!std::is_constructible_v<MaskView, BlockOfTemporary>);
+static_assert(AllowedFrom<attn::AttentionOptions, const AllowedMask&>);
+static_assert(!AllowedFrom<attn::AttentionOptions, AllowedMask>);  // the bug
+static_assert(AllowedFrom<attn::MultiHeadOptions, AllowedMask&>);
+static_assert(!AllowedFrom<attn::MultiHeadOptions, AllowedMask>);
+static_assert(AllowedFrom<attn::EncoderLayerOptions, const AllowedMask&>);
+static_assert(!AllowedFrom<attn::EncoderLayerOptions, AllowedMask>);
+static_assert(SelfAndCrossFrom<attn::DecoderLayerOptions, const AllowedMask&>);
+static_assert(!SelfAndCrossFrom<attn::DecoderLayerOptions, AllowedMask>);
+// Element b of a batch: of a named batch only.
+static_assert(std::is_constructible_v<MaskView, const AllowedBatch&, Index>);
+static_assert(!std::is_constructible_v<MaskView, AllowedBatch&&, Index>);
+static_assert(Indexable<AllowedBatch&> && Indexable<const AllowedBatch&>);
+static_assert(!Indexable<AllowedBatch>);  // padding_masks(ids)[0]
+static_assert(!Indexable<const AllowedBatch>);
+static_assert(!Indexable<Batch>);  // embed(table, ids)[0]: the same dangling block
+// Batches and stacks: the same rules for the stack view.
+static_assert(std::is_convertible_v<const AllowedBatch&, BatchMaskView>);
+static_assert(std::is_convertible_v<const AllowedMask&, BatchMaskView>);  // shared, [1, n, n]
+static_assert(!std::is_constructible_v<BatchMaskView, AllowedBatch&&>);
+static_assert(!std::is_constructible_v<BatchMaskView, AllowedMask&&>);
+static_assert(!std::is_convertible_v<AllowedBatch, std::optional<BatchMaskView>>);
+static_assert(AllowedFrom<attn::BatchAttentionOptions, const AllowedBatch&>);
+static_assert(!AllowedFrom<attn::BatchAttentionOptions, AllowedBatch>);
+static_assert(!AllowedFrom<attn::BatchAttentionOptions, AllowedMask>);
+static_assert(AllowedFrom<attn::MultiHeadBatchOptions, const AllowedBatch&>);
+static_assert(!AllowedFrom<attn::MultiHeadBatchOptions, AllowedBatch>);
+static_assert(AllowedFrom<attn::EncoderOptions, const AllowedBatch&>);
+static_assert(!AllowedFrom<attn::EncoderOptions, AllowedBatch>);
+static_assert(SelfAndCrossFrom<attn::DecoderOptions, const AllowedBatch&>);
+static_assert(!SelfAndCrossFrom<attn::DecoderOptions, AllowedBatch>);
+
+TEST(MaskView, NamedMasksAreViewedInPlace) {
+  // The bug's own pattern, with the mask given a name: it compiles and the mask is applied.
+  const AllowedMask causal = attn::causal_mask(4);
+  const attn::AttentionOptions o{.allowed = causal};
+  const Qkv x = random_qkv(10, 4, 4, 4, 2);
+  const auto r = attn::attention(x.Q, x.K, x.V, o);
+  EXPECT_EQ(r.weights(0, 0), 1.0f);  // query 0 sees key 0 only: the whole weight, exactly
+  for (Index j = 1; j < 4; ++j) EXPECT_EQ(r.weights(0, j), 0.0f) << j;
+  // The view reads the mask itself, not a copy of it.
+  EXPECT_EQ(o.allowed->matrix().data(), causal.data());
+  EXPECT_EQ(o.allowed->rows(), 4);
+  EXPECT_EQ(o.allowed->cols(), 4);
+  EXPECT_EQ(AllowedMask(o.allowed->matrix()), causal);
+  // A named optional view, the second pattern of the bug, the same way.
+  const std::optional<MaskView> m = causal;
+  EXPECT_TRUE(identical(attn::attention(x.Q, x.K, x.V, {.allowed = m}).weights, r.weights));
+}
+
+TEST(MaskView, ElementsOfANamedBatch) {
+  attn::TokenIds ids(2, 4);
+  ids << 5, 2, 0, 0,  //
+      1, 3, 1, 0;
+  const AllowedBatch masks = attn::padding_masks(ids);  // [2, 4, 4]
+  const MaskView second(masks, 1);
+  ASSERT_EQ(second.rows(), 4);
+  ASSERT_EQ(second.cols(), 4);
+  for (Index i = 0; i < 4; ++i) {
+    for (Index j = 0; j < 4; ++j) EXPECT_EQ(second(i, j), masks[1](i, j)) << i << j;
+    EXPECT_EQ(second.row(i).size(), 4u);
+    EXPECT_EQ(second.row(i)[3], false);
+  }
+  EXPECT_THROW(MaskView(masks, 2), std::invalid_argument);
+  // A stack view hands out element b, or the one shared mask for every b.
+  const BatchMaskView per(masks);
+  EXPECT_FALSE(per.shared());
+  EXPECT_EQ(per.shape_str(), "[2, 4, 4]");
+  EXPECT_EQ(per.element(1).matrix().data(), second.matrix().data());
+  EXPECT_THROW(per.element(2), std::invalid_argument);
+  const AllowedMask causal = attn::causal_mask(4);
+  const BatchMaskView shared(causal);
+  EXPECT_TRUE(shared.shared());
+  EXPECT_EQ(shared.shape_str(), "[1, 4, 4]");
+  EXPECT_EQ(shared.element(7).matrix().data(), causal.data());
+  // A shared mask gives each batch element what the mask gives it alone.
+  attn::Rng rng(11);
+  Batch X(2, 4, 8);  // [2, 4, 8]
+  X.data() = attn::random_normal(rng, 8, 8);
+  const auto r = attn::attention(X, X, X, {.allowed = causal});
+  for (Index b = 0; b < 2; ++b) {
+    const auto one = attn::attention(X[b], X[b], X[b], {.allowed = causal});
+    EXPECT_TRUE(identical(r.weights[b], one.weights)) << b;
+    EXPECT_TRUE(identical(r.out[b], one.out)) << b;
+  }
+}
+
+// ---- A batch keeps its shape --------------------------------------------------------------------
+
+// Whether the storage behind data() could be resized through it: only an owning Eigen matrix
+// (a PlainObjectBase) can; a Map's resize() is Eigen's assertion that the size is unchanged.
+template <typename T>
+concept ResizableThroughData = requires(T& t) { t.data().conservativeResize(1, 4); };
+
+TEST(Batch, DataIsAFixedShapeView) {
+  // `X.data().resize(1, 4)` used to shrink the storage under X[b] while batch() and rows()
+  // still described the old shape: the next attention read past the end of the buffer.
+  using Data = decltype(std::declval<Batch&>().data());
+  static_assert(std::is_same_v<Data, Eigen::Map<Batch::Storage>>);
+  static_assert(!std::is_convertible_v<Data, Batch::Storage&>);
+  static_assert(!std::is_base_of_v<Eigen::PlainObjectBase<Batch::Storage>, Data>);
+  static_assert(!ResizableThroughData<Batch>);
+  static_assert(!ResizableThroughData<AllowedBatch>);
+  // Values are written through it as before; the shape stays what the constructor made.
+  Batch X(2, 3, 4);  // [2, 3, 4]
+  X.data() = Matrix::Constant(6, 4, 1.5f);
+  X.data().row(5).setConstant(-2.0f);
+  ASSERT_EQ(X.shape(), (std::vector<std::size_t>{2, 3, 4}));
+  ASSERT_EQ(X.data().rows(), 6);
+  EXPECT_EQ(X[0](2, 3), 1.5f);
+  EXPECT_EQ(X[1](2, 0), -2.0f);
+}
+
+TEST(Batch, ShapesThatOverflowAreRejected) {
+  // B * rows overflowed Index (signed: undefined behaviour, UBSan's report) and then asked
+  // Eigen for a wrapped-around size.
+  const Index big = (Index{1} << 62) - 1;
+  EXPECT_EQ(message_of([&] { static_cast<void>(Batch(big, 4, 1)); }),
+            "BatchOf: the shape [4611686018427387903, 4, 1] has more elements than an Index can "
+            "count (B * rows * cols overflows)");
+  // B * rows = 2^62 fits; times cols = 4 does not.
+  EXPECT_THROW(static_cast<void>(Batch(Index{1} << 31, Index{1} << 31, 4)), std::invalid_argument);
+  EXPECT_THROW(static_cast<void>(AllowedBatch(4, big, 2)), std::invalid_argument);
+  EXPECT_EQ(message_of([] { static_cast<void>(Batch(-1, 2, 3)); }),
+            "BatchOf: negative shape [-1, 2, 3]");
+  // Empty dimensions are fine, whatever the others.
+  EXPECT_EQ(Batch(0, big, big).data().size(), 0);
+  EXPECT_EQ(Batch(big, 0, 3).data().size(), 0);
 }
 
 }  // namespace

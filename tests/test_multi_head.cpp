@@ -58,7 +58,8 @@ TEST_P(MhaFixture, MatchesTorchMultiheadAttention) {
   attn::AllowedBatch allowed(allowed_f.batch(), allowed_f.rows(), allowed_f.cols());
   allowed.data() = allowed_f.data().array() != 0.0f;  // the fixture stores 1 = may attend
 
-  const attn::MultiHeadBatchResult r = attn::multi_head_forward(mha, query, key, value, &allowed);
+  const attn::MultiHeadBatchResult r =
+      attn::multi_head_forward(mha, query, key, value, {.allowed = allowed});
   const Batch out = load("out").to_batch(), avg = load("weights_avg").to_batch();
   const course::NpyArray heads = load("weights_heads");  // [B, H, n_q, n_k]
   ASSERT_EQ(r.out.shape(), out.shape());
@@ -129,7 +130,7 @@ TEST(MultiHead, EightSmallProjectionsAreOneBigOne) {
 TEST(MultiHead, OneHeadIsChapter05sAttentionWithProjections) {
   const Layer s = random_setup(2, 16, 1, 6);
   const attn::AllowedMask causal = attn::causal_mask(6);
-  const auto mh = attn::multi_head_forward(s.mha, s.X, s.X, s.X, causal);
+  const auto mh = attn::multi_head_forward(s.mha, s.X, s.X, s.X, {.allowed = causal});
   const Matrix Q = attn::linear_forward(s.mha.q_proj, s.X);  // [6 x 16]
   const Matrix K = attn::linear_forward(s.mha.k_proj, s.X);  // [6 x 16]
   const Matrix V = attn::linear_forward(s.mha.v_proj, s.X);  // [6 x 16]
@@ -192,7 +193,7 @@ TEST(MultiHead, AQueryWithNothingToSeeGetsTheOutputBias) {
   const Layer s = random_setup(6, 8, 2, 3);
   attn::AllowedMask mask = attn::full_mask(3, 3);
   mask.row(1).setConstant(false);
-  const auto r = attn::multi_head_forward(s.mha, s.X, s.X, s.X, mask);
+  const auto r = attn::multi_head_forward(s.mha, s.X, s.X, s.X, {.allowed = mask});
   EXPECT_TRUE(r.concat.row(1).isZero(0.0f));
   EXPECT_TRUE(identical(r.out.row(1), s.mha.out_proj.bias));  // 0 W_O^T + b_O, exactly
   EXPECT_TRUE(r.out.allFinite());
@@ -227,6 +228,26 @@ TEST(LayerNorm, HandComputed) {
   for (Index c = 0; c < 4; ++c) EXPECT_EQ(y(1, c), ln.beta(c));
   // With the unbiased variance (1/(d-1)) y(0, 0) would be -1.5 / sqrt(5/3): a 13% difference.
   EXPECT_GT(std::abs(y(0, 0) - static_cast<float>(-1.5 / std::sqrt(5.0 / 3.0) + 0.5)), 0.1f);
+}
+
+TEST(LayerNorm, CacheKeepsEachRowsMeanAndRstd) {
+  // The same two rows as above: mean 2.5 and biased variance 1.25; a constant row, variance 0.
+  // eps is the float 1e-5f, widened exactly to double inside the root.
+  const attn::LayerNorm ln = attn::layer_norm_init(4);
+  Matrix x(2, 4);
+  x << 1, 2, 3, 4,  //
+      7, 7, 7, 7;
+  attn::LayerNormCache cache;
+  const Matrix y = attn::layer_norm_forward(ln, x, &cache);
+  const double eps = static_cast<double>(1e-5f);
+  ASSERT_EQ(cache.mean.size(), 2);
+  ASSERT_EQ(cache.rstd.size(), 2);
+  EXPECT_EQ(cache.mean(0), 2.5);  // 10 / 4: exact
+  EXPECT_EQ(cache.mean(1), 7.0);
+  // 1 / sqrt(v + eps) in double: the same operations, so equal to the last bit.
+  EXPECT_EQ(cache.rstd(0), 1.0 / std::sqrt(1.25 + eps));
+  EXPECT_EQ(cache.rstd(1), 1.0 / std::sqrt(0.0 + eps));
+  EXPECT_TRUE(identical(y, attn::layer_norm_forward(ln, x)));  // the cache changes nothing
 }
 
 TEST(LayerNorm, MatchesTorchLayerNorm) {
@@ -266,8 +287,9 @@ TEST(MultiHead, ShapeErrorsNameTheShapes) {
   EXPECT_EQ(message_of([&] { attn::multi_head_forward(s.mha, s.X, s.X, Matrix(2, 8)); }),
             "multi_head_forward: key is [3 x 8] but value is [2 x 8]: every key needs a value "
             "(same number of rows)");
+  const attn::AllowedMask causal4 = attn::causal_mask(4);
   EXPECT_EQ(message_of([&] {
-              attn::multi_head_forward(s.mha, s.X, s.X, s.X, attn::causal_mask(4));
+              attn::multi_head_forward(s.mha, s.X, s.X, s.X, {.allowed = causal4});
             }),
             "attention: the mask is [4 x 4] but Q is [3 x 4] and K is [3 x 4]: it must be "
             "[n_q x n_k] = [3 x 3]");

@@ -1,6 +1,7 @@
 // The transformer block (chapter 08): nn.TransformerEncoderLayer / TransformerDecoderLayer
 // fixtures (post- and pre-norm, padding and causal masks), the behaviour the masks promise
-// through whole stacks, the feed-forward layer, and shape errors.
+// through whole stacks, the caches the backward passes will read, the feed-forward layer, and
+// shape errors.
 #include "attn/feed_forward.hpp"
 #include "course/npy.hpp"
 #include "attn/random.hpp"
@@ -70,7 +71,7 @@ TEST_P(EncoderFixture, MatchesTorchTransformerEncoderLayer) {
   attn::EncoderLayer layer{sd.mha("self_attn", 4), sd.ff(), sd.norm("norm1"), sd.norm("norm2"),
                            c == "enc_pre" ? NormPlacement::pre : NormPlacement::post};
   const AllowedBatch allowed = sd.mask("allowed");
-  const Batch out = attn::encoder_forward({layer}, sd.get("x").to_batch(), &allowed);
+  const Batch out = attn::encoder_forward({layer}, sd.get("x").to_batch(), {.allowed = allowed});
   const Batch expected = sd.get("out").to_batch();
   ASSERT_EQ(out.shape(), expected.shape());
   EXPECT_LT((out.data() - expected.data()).cwiseAbs().maxCoeff(), kTolerance) << c;
@@ -87,9 +88,9 @@ TEST_P(DecoderFixture, MatchesTorchTransformerDecoderLayer) {
                            sd.norm("norm1"), sd.norm("norm2"), sd.norm("norm3"),
                            std::string(c) == "dec_pre" ? NormPlacement::pre : NormPlacement::post};
   const AllowedBatch self_allowed = sd.mask("allowed"), cross_allowed = sd.mask("cross_allowed");
-  const Batch out = attn::decoder_forward({layer}, sd.get("x").to_batch(),
-                                          sd.get("memory").to_batch(), &self_allowed,
-                                          &cross_allowed);
+  const Batch out = attn::decoder_forward(
+      {layer}, sd.get("x").to_batch(), sd.get("memory").to_batch(),
+      {.self_allowed = self_allowed, .cross_allowed = cross_allowed});
   const Batch expected = sd.get("out").to_batch();
   ASSERT_EQ(out.shape(), expected.shape());
   EXPECT_LT((out.data() - expected.data()).cwiseAbs().maxCoeff(), kTolerance) << c;
@@ -128,9 +129,9 @@ TEST_P(Behaviour, FutureTargetTokensCannotChangeEarlierOutputs) {
   const Batch memory = random_batch(rng, 1, 6, 16);
   Batch target = random_batch(rng, 1, 5, 16);
   const AllowedBatch causal(attn::causal_mask(5));
-  const Batch before = attn::decoder_forward(m.decoder, target, memory, &causal);
+  const Batch before = attn::decoder_forward(m.decoder, target, memory, {.self_allowed = causal});
   target[0].bottomRows(2) = attn::random_normal(rng, 2, 16, 0.0, 5.0);  // tokens 3 and 4
-  const Batch after = attn::decoder_forward(m.decoder, target, memory, &causal);
+  const Batch after = attn::decoder_forward(m.decoder, target, memory, {.self_allowed = causal});
   EXPECT_TRUE(identical(after[0].topRows(3), before[0].topRows(3)));
   EXPECT_FALSE(identical(after[0].bottomRows(2), before[0].bottomRows(2)));
 }
@@ -149,8 +150,9 @@ TEST_P(Behaviour, SourcePaddingDoesNotLeakIntoTheDecoder) {
   cross[0] = attn::padding_mask({ids.data(), 6}, 4);
   const AllowedBatch causal(attn::causal_mask(4));
   const auto run = [&](const Batch& src) {
-    const Batch memory = attn::encoder_forward(m.encoder, src, &src_mask);
-    return std::pair{memory, attn::decoder_forward(m.decoder, target, memory, &causal, &cross)};
+    const Batch memory = attn::encoder_forward(m.encoder, src, {.allowed = src_mask});
+    const attn::DecoderOptions masks{.self_allowed = causal, .cross_allowed = cross};
+    return std::pair{memory, attn::decoder_forward(m.decoder, target, memory, masks)};
   };
   const auto [mem1, out1] = run(source);
   source[0].bottomRows(2) = attn::random_normal(rng, 2, 16, 0.0, 5.0);
@@ -158,9 +160,118 @@ TEST_P(Behaviour, SourcePaddingDoesNotLeakIntoTheDecoder) {
   EXPECT_TRUE(identical(mem2[0].topRows(4), mem1[0].topRows(4)));
   EXPECT_TRUE(identical(out2[0], out1[0]));
   // Without the cross mask the padded memory rows reach the decoder: the test can fail.
-  const Batch leak1 = attn::decoder_forward(m.decoder, target, mem1, &causal);
-  const Batch leak2 = attn::decoder_forward(m.decoder, target, mem2, &causal);
+  const Batch leak1 = attn::decoder_forward(m.decoder, target, mem1, {.self_allowed = causal});
+  const Batch leak2 = attn::decoder_forward(m.decoder, target, mem2, {.self_allowed = causal});
   EXPECT_FALSE(identical(leak1[0], leak2[0]));
+}
+
+// ---- Caches: every piece a backward pass will need, and the same output ------------------------
+
+// Checks one residual step's cache against the formulas in SublayerCache's comment, with the
+// step's own LayerNorm recomputed from what the cache says it read.
+void expect_step(const attn::SublayerCache& c, const attn::LayerNorm& norm, NormPlacement p,
+                 const std::string& what) {
+  attn::LayerNormCache stats;
+  const Matrix normed = attn::layer_norm_forward(norm, c.norm_in, &stats);  // [n x d_model]
+  EXPECT_EQ(stats.mean, c.norm.mean) << what;
+  EXPECT_EQ(stats.rstd, c.norm.rstd) << what;
+  if (p == NormPlacement::post) {  // output = LayerNorm(x + f(x))
+    EXPECT_TRUE(identical(c.sublayer_in, c.input)) << what;
+    EXPECT_TRUE(identical(c.norm_in, c.input + c.sublayer_out)) << what;
+    EXPECT_TRUE(identical(c.output, normed)) << what;
+  } else {  // output = x + f(LayerNorm(x))
+    EXPECT_TRUE(identical(c.norm_in, c.input)) << what;
+    EXPECT_TRUE(identical(c.sublayer_in, normed)) << what;
+    EXPECT_TRUE(identical(c.output, c.input + c.sublayer_out)) << what;
+  }
+}
+
+void expect_ffn(const attn::FeedForwardCache& c, const attn::FeedForward& ff,
+                const attn::SublayerCache& step) {
+  EXPECT_TRUE(identical(c.pre_activation, attn::linear_forward(ff.linear1, step.sublayer_in)));
+  EXPECT_TRUE(identical(c.hidden, c.pre_activation.cwiseMax(0.0f)));  // no NaN here
+  EXPECT_TRUE(identical(step.sublayer_out, attn::linear_forward(ff.linear2, c.hidden)));
+}
+
+TEST_P(Behaviour, EncoderLayerCacheHoldsEverySublayer) {
+  const Model m = random_model(7, GetParam());
+  const attn::EncoderLayer& layer = m.encoder[0];
+  attn::Rng rng(8);
+  const Matrix x = attn::random_normal(rng, 5, 16);  // [5 x 16]
+  const attn::AllowedMask causal = attn::causal_mask(5);
+  attn::EncoderLayerCache c;
+  const Matrix y = attn::encoder_layer_forward(layer, x, {.allowed = causal}, &c);
+  EXPECT_TRUE(identical(y, attn::encoder_layer_forward(layer, x, {.allowed = causal})));
+  EXPECT_TRUE(identical(c.sublayer1.input, x));
+  EXPECT_TRUE(identical(c.sublayer2.input, c.sublayer1.output));
+  EXPECT_TRUE(identical(c.sublayer2.output, y));
+  expect_step(c.sublayer1, layer.norm1, GetParam(), "self-attention");
+  expect_step(c.sublayer2, layer.norm2, GetParam(), "feed-forward");
+  // The attention's MultiHeadResult is the one its sub-layer computed and returned.
+  const Matrix& a = c.sublayer1.sublayer_in;
+  const attn::MultiHeadResult r = attn::multi_head_forward(layer.self_attn, a, a, a,
+                                                           {.allowed = causal});
+  EXPECT_TRUE(identical(c.self_attn.out, c.sublayer1.sublayer_out));
+  EXPECT_TRUE(identical(c.self_attn.Q, r.Q));
+  EXPECT_TRUE(identical(c.self_attn.V, r.V));
+  EXPECT_TRUE(identical(c.self_attn.concat, r.concat));
+  ASSERT_EQ(c.self_attn.weights.size(), 4u);
+  for (std::size_t h = 0; h < 4; ++h) EXPECT_TRUE(identical(c.self_attn.weights[h], r.weights[h]));
+  expect_ffn(c.ff, layer.ff, c.sublayer2);
+}
+
+TEST_P(Behaviour, StackCachesHoldEveryElementAndLayer) {
+  const Model m = random_model(9, GetParam());
+  attn::Rng rng(10);
+  const Batch source = random_batch(rng, 2, 6, 16), target = random_batch(rng, 2, 4, 16);
+  attn::TokenIds ids(2, 6);
+  ids << 3, 1, 4, 1, 0, 0,  //
+      2, 7, 1, 8, 2, 8;
+  const AllowedBatch src_mask = attn::padding_masks(ids);  // [2, 6, 6]
+  AllowedBatch cross(2, 4, 6);                              // [2, 4, 6]
+  for (Index b = 0; b < 2; ++b) cross[b] = attn::padding_mask({ids.row(b).data(), 6}, 4);
+  const attn::AllowedMask causal = attn::causal_mask(4);   // shared, [1, 4, 4]
+  attn::EncoderCache enc;
+  const Batch memory = attn::encoder_forward(m.encoder, source, {.allowed = src_mask}, &enc);
+  attn::DecoderCache dec;
+  const attn::DecoderOptions masks{.self_allowed = causal, .cross_allowed = cross};
+  const Batch out = attn::decoder_forward(m.decoder, target, memory, masks, &dec);
+  // The cache changes nothing.
+  const Batch memory_plain = attn::encoder_forward(m.encoder, source, {.allowed = src_mask});
+  const Batch out_plain = attn::decoder_forward(m.decoder, target, memory, masks);
+  EXPECT_TRUE(identical(memory.data(), memory_plain.data()));
+  EXPECT_TRUE(identical(out.data(), out_plain.data()));
+  ASSERT_EQ(enc.batch(), 2);
+  ASSERT_EQ(enc.layers(), 2);
+  ASSERT_EQ(dec.batch(), 2);
+  ASSERT_EQ(dec.layers(), 2);
+  for (Index b = 0; b < 2; ++b) {
+    // Layer l reads what layer l - 1 wrote; the last layer's output is the stack's.
+    EXPECT_TRUE(identical(enc.at(b, 0).sublayer1.input, source[b])) << b;
+    EXPECT_TRUE(identical(enc.at(b, 1).sublayer1.input, enc.at(b, 0).sublayer2.output)) << b;
+    EXPECT_TRUE(identical(enc.at(b, 1).sublayer2.output, memory[b])) << b;
+    EXPECT_TRUE(identical(dec.at(b, 0).sublayer1.input, target[b])) << b;
+    EXPECT_TRUE(identical(dec.at(b, 1).sublayer1.input, dec.at(b, 0).sublayer3.output)) << b;
+    EXPECT_TRUE(identical(dec.at(b, 1).sublayer3.output, out[b])) << b;
+    for (Index l = 0; l < 2; ++l) {
+      const attn::DecoderLayerCache& c = dec.at(b, l);
+      const attn::DecoderLayer& layer = m.decoder[static_cast<std::size_t>(l)];
+      expect_step(c.sublayer1, layer.norm1, GetParam(), "decoder self-attention");
+      expect_step(c.sublayer2, layer.norm2, GetParam(), "cross-attention");
+      expect_step(c.sublayer3, layer.norm3, GetParam(), "decoder feed-forward");
+      expect_ffn(c.ff, layer.ff, c.sublayer3);
+      // Cross-attention: K and V are memory's projections; padded source keys get weight 0.
+      EXPECT_EQ(c.multihead_attn.K.rows(), 6);
+      for (const Matrix& w : c.multihead_attn.weights) {
+        EXPECT_TRUE((cross[b].array() || w.array() == 0.0f).all()) << b << l;
+      }
+      for (const Matrix& w : c.self_attn.weights) {
+        EXPECT_TRUE((causal.array() || w.array() == 0.0f).all()) << b << l;
+      }
+    }
+  }
+  EXPECT_THROW(enc.at(2, 0), std::invalid_argument);
+  EXPECT_THROW(dec.at(0, 2), std::invalid_argument);
 }
 
 INSTANTIATE_TEST_SUITE_P(Norms, Behaviour,
@@ -202,12 +313,22 @@ TEST(FeedForward, HandComputedAndPositionWise) {
       -1, 0.5f;
   // Row 0: hidden = relu(2, 2, -5) = (2, 2, 0): out = (4.5, 4). Row 1: relu(-1, -0.5, -10.5) = 0:
   // out = b_2 = (0.5, 0). Each row on its own: position-wise.
-  const Matrix y = attn::feed_forward(ff, x);
+  const Matrix y = attn::ffn_forward(ff, x);
   EXPECT_EQ(y(0, 0), 4.5f);
   EXPECT_EQ(y(0, 1), 4.0f);
   EXPECT_EQ(y(1, 0), 0.5f);
   EXPECT_EQ(y(1, 1), 0.0f);
-  EXPECT_TRUE(identical(attn::feed_forward(ff, x.bottomRows(1)), y.bottomRows(1)));
+  EXPECT_TRUE(identical(attn::ffn_forward(ff, x.bottomRows(1)), y.bottomRows(1)));
+  // The cache: the ReLU's input and output, what ffn_backward will need.
+  attn::FeedForwardCache c;
+  EXPECT_TRUE(identical(attn::ffn_forward(ff, x, &c), y));
+  Matrix pre(2, 3), hidden(2, 3);
+  pre << 2, 2, -5,  //
+      -1, -0.5f, -10.5f;
+  hidden << 2, 2, 0,  //
+      0, 0, 0;
+  EXPECT_TRUE(identical(c.pre_activation, pre));
+  EXPECT_TRUE(identical(c.hidden, hidden));
 }
 
 TEST(Transformer, ShapeErrorsNameTheShapes) {
@@ -222,7 +343,7 @@ TEST(Transformer, ShapeErrorsNameTheShapes) {
   }
   EXPECT_THROW(attn::encoder_layer_init(rng, 10, 4, 16), std::invalid_argument);
   attn::FeedForward bad{{Matrix(4, 8), RowVector(4)}, {Matrix(8, 3), RowVector(8)}};
-  EXPECT_THROW(attn::feed_forward(bad, Matrix::Zero(2, 8)), std::invalid_argument);
+  EXPECT_THROW(attn::ffn_forward(bad, Matrix::Zero(2, 8)), std::invalid_argument);
   const Batch x(2, 3, 8), memory(3, 4, 8);
   EXPECT_THROW(attn::decoder_forward({dec}, x, memory), std::invalid_argument);
 }

@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(d_k));
   // [masked_attention]
   const attn::BatchAttentionResult r = attn::attention(  // out [B, n, d_model], weights [B, n, n]
-      X, X, X, {.scale = scale, .allowed = &allowed, .blocked_score = fill});
+      X, X, X, {.scale = scale, .allowed = allowed, .blocked_score = fill});
   // [masked_attention]
   std::cout << "  Note 001 scales by 1/sqrt(d_k) with d_k = " << d_k << " = d_model / 8 "
             << "(its heads' width, chapter 06).\n";
@@ -325,8 +325,9 @@ int main(int argc, char** argv) {
   course::print_matrix(std::cout, "additive mask (note 003: scores += mask)", additive,
                      {.precision = 0});
   const Matrix w_tril = attn::softmax_rows(by_tril), w_sum = attn::softmax_rows(by_sum);
+  const AllowedMask causal_nc = attn::causal_mask(nc);  // [5 x 5]
   const attn::AttentionResult causal =
-      attn::attention(Qc, Kc, Vc, {.allowed = attn::causal_mask(nc)});  // weights [5 x 5]
+      attn::attention(Qc, Kc, Vc, {.allowed = causal_nc});  // weights [5 x 5]
   course::print_matrix(std::cout, "weights (causal)", causal.weights);
   std::cout << fmt("  max |tril way - additive way| = %g,  max |either - attn::attention| = %g\n",
                    max_abs_diff(w_tril, w_sum), max_abs_diff(w_tril, causal.weights));
@@ -337,8 +338,7 @@ int main(int argc, char** argv) {
   Qc2.row(nc - 1).setConstant(7.0f);
   Kc2.row(nc - 1).setConstant(-3.0f);
   Vc2.row(nc - 1).setConstant(100.0f);
-  const attn::AttentionResult changed =
-      attn::attention(Qc2, Kc2, Vc2, {.allowed = attn::causal_mask(nc)});
+  const attn::AttentionResult changed = attn::attention(Qc2, Kc2, Vc2, {.allowed = causal_nc});
   std::cout << fmt("  change token 5 entirely: outputs 1-4 move by %g, output 5 by %.3g\n",
                    max_abs_diff(changed.out.topRows(nc - 1), causal.out.topRows(nc - 1)),
                    max_abs_diff(changed.out.bottomRows(1), causal.out.bottomRows(1)));

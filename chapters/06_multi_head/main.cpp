@@ -141,8 +141,10 @@ int main(int argc, char** argv) {
   course::banner(std::cout, "4. One attention per head: softmax(mask(Q_h K_h^T / sqrt(" + sdk +
                               "))) V_h");
   // [forward]
+  attn::MultiHeadBatchOptions opts;  // --mask none: no mask at all
+  if (mask_kind != "none") opts.allowed.emplace(allowed);
   const attn::MultiHeadBatchResult r =  // out [B, n, E], weights [B*H, n, n]
-      attn::multi_head_forward(mha, X, X, X, mask_kind == "none" ? nullptr : &allowed);
+      attn::multi_head_forward(mha, X, X, X, opts);
   // [forward]
   for (Index h = 0; h < std::min<Index>(H, 2); ++h) {
     course::print_matrix(std::cout, "sentence 1, head " + std::to_string(h) + " weights",

@@ -31,11 +31,8 @@ using attn::Batch;
 using course::fmt;
 using attn::Index;
 using attn::Matrix;
-using attn::SublayerTrace;
 
 namespace {
-
-using Traces = std::vector<std::vector<std::vector<SublayerTrace>>>;  // [b][layer][sub-layer]
 
 // "[2, 6, 32]"
 std::string shape3(Index a, Index b, Index c) {
@@ -148,10 +145,10 @@ int main(int argc, char** argv) {
                           "Norm, feed-forward, Add & Norm)");
   std::vector<attn::EncoderLayer> encoder;
   for (Index l = 0; l < L; ++l) encoder.push_back(attn::encoder_layer_init(rng, E, H, F, norm));
-  Traces enc_traces;
+  attn::EncoderCache enc_cache;  // what every layer computed, enc_cache.at(b, layer)
   // [encoder]
   const Batch memory =  // [2, 6, E]
-      attn::encoder_forward(encoder, src_x, &src_mask, &enc_traces);
+      attn::encoder_forward(encoder, src_x, {.allowed = src_mask}, &enc_cache);
   // [encoder]
   const std::string sE = std::to_string(E), sF = std::to_string(F);
   for (Index l = 0; l < L; ++l) {
@@ -171,10 +168,11 @@ int main(int argc, char** argv) {
   course::banner(std::cout, "4. The decoder: causal self-attention, cross-attention, feed-forward");
   std::vector<attn::DecoderLayer> decoder;
   for (Index l = 0; l < L; ++l) decoder.push_back(attn::decoder_layer_init(rng, E, H, F, norm));
-  Traces dec_traces;
+  attn::DecoderCache dec_cache;  // dec_cache.at(b, layer)
   // [decoder]
-  const Batch out = attn::decoder_forward(decoder, tgt_x, memory, &tgt_mask, &cross_mask,
-                                          &dec_traces);  // [2, 5, E]
+  const Batch out = attn::decoder_forward(decoder, tgt_x, memory,  // [2, 5, E]
+                                          {.self_allowed = tgt_mask, .cross_allowed = cross_mask},
+                                          &dec_cache);
   // [decoder]
   for (Index l = 0; l < L; ++l) {
     std::cout << "  layer " << l + 1 << ": y " << shape3(B, 5, E) << " -> causal self-attention "
@@ -183,7 +181,7 @@ int main(int argc, char** argv) {
               << shape3(B, 6, E) << ") " << shape3(B, 5, E) << "\n"
               << "           -> FFN " << shape3(B, 5, F) << " -> " << shape3(B, 5, E) << "\n";
   }
-  const Matrix& cross_w = dec_traces[0][static_cast<std::size_t>(L - 1)][1].weights[0];  // [5 x 6]
+  const Matrix& cross_w = dec_cache.at(0, L - 1).multihead_attn.weights[0];  // [5 x 6]
   course::print_matrix(std::cout, "cross-attention weights, last layer, head 0, sentence 1 "
                                 "(target x source)", cross_w);
   course::notice(std::cout, "queries come from the target, keys and values from the encoder: each "
@@ -216,15 +214,16 @@ int main(int argc, char** argv) {
   {
     Batch tgt_changed = tgt_x;  // change sentence 2's last target token entirely
     tgt_changed[1].row(4).setConstant(3.0f);
-    const Batch out2 =
-        attn::decoder_forward(decoder, tgt_changed, memory, &tgt_mask, &cross_mask);
+    const Batch out2 = attn::decoder_forward(
+        decoder, tgt_changed, memory, {.self_allowed = tgt_mask, .cross_allowed = cross_mask});
     std::cout << fmt("  change target token 5 of sentence 2:  outputs 1-4 move by %g, output 5 by "
                      "%.3g\n", max_abs_diff(out2[1].topRows(4), out[1].topRows(4)),
                      max_abs_diff(out2[1].bottomRows(1), out[1].bottomRows(1)));
     Batch src_changed = src_x;  // change sentence 1's two padded source tokens
     src_changed[0].bottomRows(2).setConstant(-4.0f);
-    const Batch memory2 = attn::encoder_forward(encoder, src_changed, &src_mask);
-    const Batch out3 = attn::decoder_forward(decoder, tgt_x, memory2, &tgt_mask, &cross_mask);
+    const Batch memory2 = attn::encoder_forward(encoder, src_changed, {.allowed = src_mask});
+    const Batch out3 = attn::decoder_forward(
+        decoder, tgt_x, memory2, {.self_allowed = tgt_mask, .cross_allowed = cross_mask});
     std::cout << fmt("  change sentence 1's padded source:     real memory rows move by %g, "
                      "decoder output by %g\n",
                      max_abs_diff(memory2[0].topRows(4), memory[0].topRows(4)),
@@ -313,9 +312,9 @@ int main(int argc, char** argv) {
   {
     std::vector<course::HeatmapPanel> enc, dec, cross;
     for (Index l = 0; l < L && l < 4; ++l) {
-      const auto& e = enc_traces[0][static_cast<std::size_t>(l)][0].weights;
-      const auto& s = dec_traces[1][static_cast<std::size_t>(l)][0].weights;
-      const auto& c = dec_traces[0][static_cast<std::size_t>(l)][1].weights;
+      const auto& e = enc_cache.at(0, l).self_attn.weights;       // per head [6 x 6]
+      const auto& s = dec_cache.at(1, l).self_attn.weights;       // per head [5 x 5]
+      const auto& c = dec_cache.at(0, l).multihead_attn.weights;  // per head [5 x 6]
       for (Index h = 0; h < H && h < 8; ++h) {
         const std::string t = "layer " + std::to_string(l + 1) + ", head " + std::to_string(h);
         enc.push_back({e[static_cast<std::size_t>(h)], t});

@@ -5,23 +5,62 @@
 
 #include <cmath>
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <string>
+#include <utility>
 
 namespace attn {
 
-void attention_weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
-                            const AttentionOptions& opts) {
-  require(Q.cols() == K.cols(), "attention",
-          "Q is " + shape_str(Q) + " but K is " + shape_str(K) +
-              ": queries and keys must have the same width d_k (columns)");
-  require(K.rows() >= 1 && K.cols() >= 1, "attention",
-          "K is " + shape_str(K) + ": need at least one key and d_k >= 1");
+namespace {
+
+// The floats a matrix or a view may touch, [first, last); both null when it is empty. Row-major:
+// row r starts r * outerStride() floats in, so a column block spans every row's stride.
+struct Memory {
+  const float* first = nullptr;
+  const float* last = nullptr;
+};
+
+template <typename M>
+Memory memory_of(const M& m) {
+  if (m.size() == 0) return {};
+  return {m.data(), m.data() + (m.rows() - 1) * m.outerStride() + m.cols()};
+}
+
+bool overlap(Memory a, Memory b) {
+  // std::less, not <: a total order even on pointers into different allocations.
+  const std::less<const float*> before;
+  return a.first != nullptr && b.first != nullptr && before(a.first, b.last) &&
+         before(b.first, a.last);
+}
+
+// Throws "<where>: <output> shares memory with <input>: ..." when they overlap.
+void reject_alias(const char* where, const char* output, Memory out, const char* input,
+                  Memory in) {
+  require(!overlap(out, in), where, [&] {
+    return std::string(output) + " shares memory with " + input +
+           ": an output must not alias an input (it would be overwritten or reallocated while "
+           "still being read); pass a separate result";
+  });
+}
+
+// The weights without the aliasing check: attention_into() has made it, with its own names.
+void weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
+                  const AttentionOptions& opts) {
+  require(Q.cols() == K.cols(), "attention", [&] {
+    return "Q is " + shape_str(Q) + " but K is " + shape_str(K) +
+           ": queries and keys must have the same width d_k (columns)";
+  });
+  require(K.rows() >= 1 && K.cols() >= 1, "attention", [&] {
+    return "K is " + shape_str(K) + ": need at least one key and d_k >= 1";
+  });
   const Index n_q = Q.rows(), n_k = K.rows(), d_k = K.cols();
   if (opts.allowed) {
-    require(opts.allowed->rows() == n_q && opts.allowed->cols() == n_k, "attention",
-            "the mask is " + shape_str(*opts.allowed) + " but Q is " + shape_str(Q) + " and K is " +
-                shape_str(K) + ": it must be [n_q x n_k] = " + shape_str(n_q, n_k));
+    const MaskView& m = *opts.allowed;
+    require(m.rows() == n_q && m.cols() == n_k, "attention", [&] {
+      return "the mask is " + shape_str(m.rows(), m.cols()) + " but Q is " + shape_str(Q) +
+             " and K is " + shape_str(K) + ": it must be [n_q x n_k] = " + shape_str(n_q, n_k);
+    });
   }
   const float scale = opts.scale.value_or(1.0f / std::sqrt(static_cast<float>(d_k)));
   require(std::isfinite(scale), "attention", "the scale is not finite");
@@ -45,7 +84,7 @@ void attention_weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
     // Masked after the scaling, as PyTorch's masked_fill after the division: a blocked score
     // is then exactly blocked_score whatever the scale (-1e9 * 0.125 would not be -1e9).
     if (opts.allowed) {
-      const bool* allowed = opts.allowed->row(r).data();  // [n_k], contiguous
+      const std::span<const bool> allowed = opts.allowed->row(r);  // [n_k], contiguous
       for (std::size_t c = 0; c < cols; ++c) {
         if (!allowed[c]) row[c] = opts.blocked_score;
       }
@@ -54,12 +93,30 @@ void attention_weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
   }
 }
 
+}  // namespace
+
+void attention_weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
+                            const AttentionOptions& opts) {
+  const Memory w = memory_of(W);
+  reject_alias("attention_weights_into", "W", w, "Q", memory_of(Q));
+  reject_alias("attention_weights_into", "W", w, "K", memory_of(K));
+  weights_into(Q, K, W, opts);
+}
+
 void attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
                     AttentionResult& result, const AttentionOptions& opts) {
-  require(K.rows() == V.rows(), "attention",
-          "K is " + shape_str(K) + " but V is " + shape_str(V) +
-              ": every key needs a value (same number of rows)");
-  attention_weights_into(Q, K, result.weights, opts);  // [n_q x n_k]
+  require(K.rows() == V.rows(), "attention", [&] {
+    return "K is " + shape_str(K) + " but V is " + shape_str(V) +
+           ": every key needs a value (same number of rows)";
+  });
+  const Memory q = memory_of(Q), k = memory_of(K), v = memory_of(V);
+  for (const auto& [name, out] : {std::pair{"result.weights", memory_of(result.weights)},
+                                  std::pair{"result.out", memory_of(result.out)}}) {
+    reject_alias("attention_into", name, out, "Q", q);
+    reject_alias("attention_into", name, out, "K", k);
+    reject_alias("attention_into", name, out, "V", v);
+  }
+  weights_into(Q, K, result.weights, opts);  // [n_q x n_k]
   result.out.resize(Q.rows(), V.cols());
   result.out.noalias() = result.weights * V;  // [n_q x d_v] = [n_q x n_k] [n_k x d_v]
 }
@@ -74,19 +131,21 @@ AttentionResult attention(const MatrixView& Q, const MatrixView& K, const Matrix
 BatchAttentionResult attention(const Batch& Q, const Batch& K, const Batch& V,
                                const BatchAttentionOptions& opts) {
   const Index B = Q.batch();
-  require(K.batch() == B && V.batch() == B, "attention",
-          "Q is " + Q.shape_str() + ", K is " + K.shape_str() + ", V is " + V.shape_str() +
-              ": the batch sizes (first dimension) must agree");
+  require(K.batch() == B && V.batch() == B, "attention", [&] {
+    return "Q is " + Q.shape_str() + ", K is " + K.shape_str() + ", V is " + V.shape_str() +
+           ": the batch sizes (first dimension) must agree";
+  });
   if (opts.allowed) {
-    require(opts.allowed->batch() == B || opts.allowed->batch() == 1, "attention",
-            "the mask is " + opts.allowed->shape_str() + " but Q is " + Q.shape_str() +
-                ": the mask's batch must be " + std::to_string(B) + " or 1 (shared)");
+    require(opts.allowed->fits(B), "attention", [&] {
+      return "the mask is " + opts.allowed->shape_str() + " but Q is " + Q.shape_str() +
+             ": the mask's batch must be " + std::to_string(B) + " or 1 (shared)";
+    });
   }
   BatchAttentionResult result{Batch(B, Q.rows(), V.cols()), Batch(B, Q.rows(), K.rows())};
   AttentionResult one;  // [n_q x d_v] and [n_q x n_k], reused for every element
   for (Index b = 0; b < B; ++b) {
     AttentionOptions element{.scale = opts.scale, .blocked_score = opts.blocked_score};
-    if (opts.allowed) element.allowed.emplace((*opts.allowed)[opts.allowed->batch() == 1 ? 0 : b]);
+    if (opts.allowed) element.allowed.emplace(opts.allowed->element(b));
     attention_into(Q[b], K[b], V[b], one, element);
     result.out[b] = one.out;          // [n_q x d_v]
     result.weights[b] = one.weights;  // [n_q x n_k]

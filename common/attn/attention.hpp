@@ -34,6 +34,13 @@
 ///     the product weights V (PyTorch behaves the same): garbage in a padded token is loud;
 ///   - an infinite score (from inf in Q or K, or a finite product above 3.4e38) makes its row
 ///     NaN (inf - inf in the softmax); finite scores of any size, up to +-3.4e38, are safe.
+///
+/// Outputs never alias inputs: attention_into() and attention_weights_into() throw
+/// std::invalid_argument when an output's memory overlaps Q, K or V (the weights would be
+/// written over a Q still being read, or a resize would free it), before writing anything.
+///
+/// The cache (attn.hpp): AttentionResult keeps the weights, which is all the backward pass
+/// needs besides Q, K, V and the scale; there is no separate cache type.
 #pragma once
 
 #include "attn/batch.hpp"
@@ -44,15 +51,11 @@
 
 namespace attn {
 
-/// A read-only view of a row-major float matrix or of a block of one (rows contiguous).
-using MatrixView = Eigen::Ref<const Matrix>;
-/// A read-only view of a mask or of one element of an AllowedBatch.
-using MaskView = Eigen::Ref<const AllowedMask>;
-
 struct AttentionOptions {
   /// The factor on Q K^T. Unset: 1/sqrt(d_k), as in the paper and PyTorch. 1: unscaled.
   std::optional<float> scale{};
   /// [n_q x n_k], true = query i may attend to key j (masks.hpp). Unset: every key.
+  /// A view of a named mask: `{.allowed = causal}` with `const AllowedMask causal = ...`.
   std::optional<MaskView> allowed{};
   /// What a blocked score becomes before the softmax. -inf (the default) gives blocked keys
   /// weight exactly 0 and a row with no allowed key all zeros; -1e9, as much older code
@@ -61,6 +64,8 @@ struct AttentionOptions {
   float blocked_score = kBlockedScore;
 };
 
+/// What attention computes, and its cache: the backward pass needs the weights (with Q, K, V
+/// and the scale, which the caller has), so the result is what a training step keeps.
 struct AttentionResult {
   Matrix out;      ///< [n_q x d_v]
   Matrix weights;  ///< [n_q x n_k], row i = query i's weights over the keys
@@ -74,12 +79,15 @@ AttentionResult attention(const MatrixView& Q, const MatrixView& K, const Matrix
 
 /// The weights alone, softmax(mask(Q K^T * scale)), into W [n_q x n_k] (resized only when its
 /// shape changes). Multi-head attention uses it to write each head's W V straight into that
-/// head's columns of the concatenation. Checks as attention(), less V.
+/// head's columns of the concatenation. Checks as attention(), less V, and throws
+/// std::invalid_argument when W shares memory with Q or K.
 void attention_weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
                             const AttentionOptions& opts = {});
 
 /// The same, into `result`: its two matrices are resized only when their shapes change, so a
 /// caller that keeps one AttentionResult across calls allocates the [n_q x n_k] buffer once.
+/// Throws std::invalid_argument when result.out or result.weights shares memory with Q, K or V
+/// (`attention_into(r.out, r.out, r.out, r)`), leaving `result` untouched.
 void attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
                     AttentionResult& result, const AttentionOptions& opts = {});
 
@@ -88,8 +96,8 @@ void attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& 
 struct BatchAttentionOptions {
   std::optional<float> scale{};  ///< as AttentionOptions::scale
   /// [B, n_q, n_k] (one mask per batch element, e.g. padding) or [1, n_q, n_k] (one mask
-  /// shared by the whole batch, e.g. causal); true = may attend. Null: every key.
-  const AllowedBatch* allowed = nullptr;
+  /// shared by the whole batch, e.g. causal); true = may attend. Unset: every key.
+  std::optional<BatchMaskView> allowed{};
   float blocked_score = kBlockedScore;  ///< as AttentionOptions::blocked_score
 };
 

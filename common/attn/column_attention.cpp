@@ -22,14 +22,17 @@ float score_factor(Index d_k, const ColumnOptions& opts) {
 // Checks Q, K, V and returns a result that holds copies of them, ready for A, A', Y.
 ColumnAttention start_result(std::string_view where, const Matrix& Q, const Matrix& K,
                              const Matrix& V) {
-  require(Q.rows() == K.rows(), where,
-          "Q is " + shape_str(Q) + " but K is " + shape_str(K) +
-              ": q and k must have the same length d_k (rows)");
-  require(K.cols() == V.cols(), where,
-          "K is " + shape_str(K) + " but V is " + shape_str(V) +
-              ": every key needs a value (same number of columns)");
-  require(K.cols() >= 1 && K.rows() >= 1, where,
-          "K is " + shape_str(K) + ": need at least one key and d_k >= 1");
+  require(Q.rows() == K.rows(), where, [&] {
+    return "Q is " + shape_str(Q) + " but K is " + shape_str(K) +
+           ": q and k must have the same length d_k (rows)";
+  });
+  require(K.cols() == V.cols(), where, [&] {
+    return "K is " + shape_str(K) + " but V is " + shape_str(V) +
+           ": every key needs a value (same number of columns)";
+  });
+  require(K.cols() >= 1 && K.rows() >= 1, where, [&] {
+    return "K is " + shape_str(K) + ": need at least one key and d_k >= 1";
+  });
   ColumnAttention r;
   r.Q = Q;
   r.K = K;
@@ -40,19 +43,22 @@ ColumnAttention start_result(std::string_view where, const Matrix& Q, const Matr
 void check_weights(std::string_view where, const Matrix& W_q, const Matrix& W_k,
                    const Matrix& W_v, const Matrix& X) {
   const auto check_columns = [&](const char* name, const Matrix& W) {
-    require(W.cols() == X.rows(), where,
-            std::string(name) + " is " + shape_str(W) + " but X is " + shape_str(X) +
-                ": W's columns must match X's rows (d_in)");
+    require(W.cols() == X.rows(), where, [&] {
+      return std::string(name) + " is " + shape_str(W) + " but X is " + shape_str(X) +
+             ": W's columns must match X's rows (d_in)";
+    });
   };
   check_columns("W_q", W_q);
   check_columns("W_k", W_k);
   check_columns("W_v", W_v);
-  require(W_q.rows() == W_k.rows(), where,
-          "W_q is " + shape_str(W_q) + " but W_k is " + shape_str(W_k) +
-              ": q and k must have the same length d_k (rows)");
-  require(X.cols() >= 1 && W_q.rows() >= 1, where,
-          "X is " + shape_str(X) + ", W_q is " + shape_str(W_q) +
-              ": need at least one token and d_k >= 1");
+  require(W_q.rows() == W_k.rows(), where, [&] {
+    return "W_q is " + shape_str(W_q) + " but W_k is " + shape_str(W_k) +
+           ": q and k must have the same length d_k (rows)";
+  });
+  require(X.cols() >= 1 && W_q.rows() >= 1, where, [&] {
+    return "X is " + shape_str(X) + ", W_q is " + shape_str(W_q) +
+           ": need at least one token and d_k >= 1";
+  });
 }
 
 }  // namespace
@@ -74,8 +80,10 @@ ColumnExample worked_example() {
 // ---- One vector at a time -----------------------------------------------------------------------
 
 Matrix project_loops(const Matrix& W, const Matrix& X) {
-  require(W.cols() == X.rows(), "project_loops",
-          "W is " + shape_str(W) + " but X is " + shape_str(X) + ": W's columns must match X's rows");
+  require(W.cols() == X.rows(), "project_loops", [&] {
+    return "W is " + shape_str(W) + " but X is " + shape_str(X) +
+           ": W's columns must match X's rows";
+  });
   Matrix out(W.rows(), X.cols());  // [d_out x n], column i = W x^i
   for (Index i = 0; i < X.cols(); ++i) {      // every input vector x^i
     for (Index r = 0; r < W.rows(); ++r) {    // every entry of W x^i: row r of W . x^i
@@ -88,9 +96,10 @@ Matrix project_loops(const Matrix& W, const Matrix& X) {
 }
 
 Matrix scores_loops(const Matrix& Q, const Matrix& K, const ColumnOptions& opts) {
-  require(Q.rows() == K.rows(), "scores_loops",
-          "Q is " + shape_str(Q) + " but K is " + shape_str(K) +
-              ": q and k must have the same length d_k (rows)");
+  require(Q.rows() == K.rows(), "scores_loops", [&] {
+    return "Q is " + shape_str(Q) + " but K is " + shape_str(K) +
+           ": q and k must have the same length d_k (rows)";
+  });
   const float factor = score_factor(Q.rows(), opts);
   Matrix A(K.cols(), Q.cols());  // [n_k x n_q], A(j, i) = alpha_{i,j}
   for (Index i = 0; i < Q.cols(); ++i) {    // query q^i
@@ -104,9 +113,10 @@ Matrix scores_loops(const Matrix& Q, const Matrix& K, const ColumnOptions& opts)
 }
 
 Matrix weighted_sum_loops(const Matrix& V, const Matrix& weights) {
-  require(V.cols() == weights.rows(), "weighted_sum_loops",
-          "V is " + shape_str(V) + " but weights is " + shape_str(weights) +
-              ": one weight per value vector (V's columns = weights' rows)");
+  require(V.cols() == weights.rows(), "weighted_sum_loops", [&] {
+    return "V is " + shape_str(V) + " but weights is " + shape_str(weights) +
+           ": one weight per value vector (V's columns = weights' rows)";
+  });
   Matrix Y = Matrix::Zero(V.rows(), weights.cols());  // [d_v x n_q]
   for (Index i = 0; i < weights.cols(); ++i) {    // output y^i
     for (Index j = 0; j < V.cols(); ++j) {        // y^i += alpha'_{i,j} v^j

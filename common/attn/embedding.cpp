@@ -6,9 +6,10 @@
 namespace attn {
 
 Matrix embedding_init(Rng& rng, Index vocab, Index d_model) {
-  require(vocab >= 1 && d_model >= 1, "embedding_init",
-          "vocab " + std::to_string(vocab) + " and d_model " + std::to_string(d_model) +
-              " must both be at least 1");
+  require(vocab >= 1 && d_model >= 1, "embedding_init", [&] {
+    return "vocab " + std::to_string(vocab) + " and d_model " + std::to_string(d_model) +
+           " must both be at least 1";
+  });
   return random_normal(rng, vocab, d_model);  // [vocab x d_model]
 }
 
@@ -18,9 +19,10 @@ Batch embed(const Matrix& table, const TokenIds& ids) {
   for (Index b = 0; b < B; ++b) {
     for (Index i = 0; i < n; ++i) {
       const int id = ids(b, i);
-      require(id >= 0 && id < vocab, "embed",
-              "ids[" + std::to_string(b) + "][" + std::to_string(i) + "] = " + std::to_string(id) +
-                  " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+      require(id >= 0 && id < vocab, "embed", [&] {
+        return "ids[" + std::to_string(b) + "][" + std::to_string(i) + "] = " + std::to_string(id) +
+               " is outside the vocabulary [0, " + std::to_string(vocab) + ")";
+      });
       X[b].row(i) = table.row(id);
     }
   }

@@ -22,11 +22,23 @@ struct LayerNorm {
   Index size() const { return gamma.size(); }
 };
 
+/// What layer_norm_backward will need besides x and the parameters: each row's statistics, as
+/// PyTorch's native_layer_norm saves them (its `mean` and `rstd` outputs, one per row). They
+/// are kept in double, the precision this forward computes them in, so the backward starts
+/// from exactly the numbers the forward used (PyTorch keeps float32 for float32 input; cast to
+/// compare).
+struct LayerNormCache {
+  VectorD mean;  ///< [n], row r's mean
+  VectorD rstd;  ///< [n], row r's 1 / sqrt(var + eps), the biased variance
+};
+
 /// nn.LayerNorm(d)'s initial state: gamma = 1, beta = 0, eps = 1e-5.
 LayerNorm layer_norm_init(Index d);
 
-/// Normalises each row of x [n x d] -> [n x d]. Throws std::invalid_argument naming the
-/// shapes when x, gamma and beta disagree, or when eps is negative or not finite.
-Matrix layer_norm_forward(const LayerNorm& norm, const Eigen::Ref<const Matrix>& x);
+/// Normalises each row of x [n x d] -> [n x d], and fills `cache` when given. Throws
+/// std::invalid_argument naming the shapes when x, gamma and beta disagree, or when eps is
+/// negative or not finite. No options: eps is a parameter of the layer, as in PyTorch.
+Matrix layer_norm_forward(const LayerNorm& norm, const MatrixView& x,
+                          LayerNormCache* cache = nullptr);
 
 }  // namespace attn

@@ -7,9 +7,10 @@
 namespace attn {
 
 Linear linear_init(Rng& rng, Index in_features, Index out_features, bool bias) {
-  require(in_features >= 1 && out_features >= 1, "linear_init",
-          "in_features " + std::to_string(in_features) + " and out_features " +
-              std::to_string(out_features) + " must both be at least 1");
+  require(in_features >= 1 && out_features >= 1, "linear_init", [&] {
+    return "in_features " + std::to_string(in_features) + " and out_features " +
+           std::to_string(out_features) + " must both be at least 1";
+  });
   const double k = 1.0 / std::sqrt(static_cast<double>(in_features));
   Linear layer;
   layer.weight = random_uniform(rng, out_features, in_features, -k, k);  // [out x in]
@@ -18,19 +19,22 @@ Linear linear_init(Rng& rng, Index in_features, Index out_features, bool bias) {
 }
 
 void check_linear(const Linear& layer, const char* where) {
-  require(layer.weight.rows() >= 1 && layer.weight.cols() >= 1, where,
-          "the weight is " + shape_str(layer.weight) + ": it needs at least one row and column");
-  require(!layer.has_bias() || layer.bias.cols() == layer.weight.rows(), where,
-          "the weight is " + shape_str(layer.weight) + " but the bias is " +
-              shape_str(layer.bias) + ": the bias must be [1 x " +
-              std::to_string(layer.weight.rows()) + "]");
+  require(layer.weight.rows() >= 1 && layer.weight.cols() >= 1, where, [&] {
+    return "the weight is " + shape_str(layer.weight) + ": it needs at least one row and column";
+  });
+  require(!layer.has_bias() || layer.bias.cols() == layer.weight.rows(), where, [&] {
+    return "the weight is " + shape_str(layer.weight) + " but the bias is " +
+           shape_str(layer.bias) + ": the bias must be [1 x " +
+           std::to_string(layer.weight.rows()) + "]";
+  });
 }
 
-Matrix linear_forward(const Linear& layer, const Eigen::Ref<const Matrix>& x) {
+Matrix linear_forward(const Linear& layer, const MatrixView& x) {
   check_linear(layer, "linear_forward");
-  require(x.cols() == layer.in_features(), "linear_forward",
-          "x is " + shape_str(x) + " but the weight is " + shape_str(layer.weight) +
-              ": x must have " + std::to_string(layer.in_features()) + " columns (in_features)");
+  require(x.cols() == layer.in_features(), "linear_forward", [&] {
+    return "x is " + shape_str(x) + " but the weight is " + shape_str(layer.weight) +
+           ": x must have " + std::to_string(layer.in_features()) + " columns (in_features)";
+  });
   Matrix y(x.rows(), layer.out_features());  // [n x out]
   y.noalias() = x * layer.weight.transpose();
   if (layer.has_bias()) y.rowwise() += layer.bias;

@@ -30,7 +30,8 @@ struct Linear {
 Linear linear_init(Rng& rng, Index in_features, Index out_features, bool bias = true);
 
 /// y = x W^T + b: x [n x in] -> [n x out]. Throws std::invalid_argument naming the shapes.
-Matrix linear_forward(const Linear& layer, const Eigen::Ref<const Matrix>& x);
+/// No options and no cache: linear_backward will need only x, which its caller already has.
+Matrix linear_forward(const Linear& layer, const MatrixView& x);
 
 /// Throws std::invalid_argument unless weight and bias agree; `where` names the caller.
 void check_linear(const Linear& layer, const char* where);

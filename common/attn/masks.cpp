@@ -8,10 +8,32 @@ namespace attn {
 namespace {
 
 void require_size(Index n, const char* where, const char* what) {
-  require(n >= 0, where, std::string(what) + " is " + std::to_string(n) + ": it must be >= 0");
+  require(n >= 0, where,
+          [&] { return std::string(what) + " is " + std::to_string(n) + ": it must be >= 0"; });
 }
 
 }  // namespace
+
+MaskView::MaskView(const AllowedBatch& masks, Index b) : MaskView(nullptr, 0, 0) {
+  const auto element = masks[b];  // [n_q x n_k], checks b
+  data_ = element.data();
+  rows_ = element.rows();
+  cols_ = element.cols();
+}
+
+MaskView BatchMaskView::element(Index b) const {
+  if (shared()) return {data_, rows_, cols_};
+  require(b >= 0 && b < batch_, "BatchMaskView", [&] {
+    return "element " + std::to_string(b) + " is outside a stack of " + std::to_string(batch_) +
+           " masks";
+  });
+  return {data_ + b * rows_ * cols_, rows_, cols_};
+}
+
+std::string BatchMaskView::shape_str() const {
+  return "[" + std::to_string(batch_) + ", " + std::to_string(rows_) + ", " +
+         std::to_string(cols_) + "]";
+}
 
 AllowedMask full_mask(Index n_q, Index n_k) {
   require_size(n_q, "full_mask", "n_q");
@@ -30,8 +52,9 @@ AllowedMask causal_mask(Index n) {
 
 AllowedMask window_mask(Index n, Index window) {
   require_size(n, "window_mask", "n");
-  require(window >= 0, "window_mask",
-          "window is " + std::to_string(window) + ": it must be >= 0 (0 keeps only the diagonal)");
+  require(window >= 0, "window_mask", [&] {
+    return "window is " + std::to_string(window) + ": it must be >= 0 (0 keeps only the diagonal)";
+  });
   AllowedMask m(n, n);  // [n x n]
   for (Index i = 0; i < n; ++i) {
     for (Index j = 0; j < n; ++j) m(i, j) = (i > j ? i - j : j - i) <= window;

@@ -15,6 +15,19 @@
 /// `key_padding_mask` means negating it (`!mask`, see padding_mask_from_blocked()).
 ///
 /// Shapes: a mask for n_q queries and n_k keys is [n_q x n_k], rows = queries, like the scores.
+///
+/// **Masks cannot dangle.** Functions read masks through views (MaskView for one sequence,
+/// BatchMaskView for a batch or a stack), and a view can only be made of a mask that has a name:
+///
+///   const AllowedMask causal = causal_mask(4);
+///   attention(Q, K, V, {.allowed = causal});                      // compiles, reads `causal`
+///   const AttentionOptions o{.allowed = causal_mask(4)};          // does not compile
+///   std::optional<MaskView> m = causal_mask(4);                   // does not compile
+///   MaskView row0 = padding_masks(ids)[0];                        // does not compile
+///
+/// The last three kept a view of a temporary that was destroyed at the end of the statement,
+/// and the next call read freed memory (AddressSanitizer: heap-use-after-free; a release build
+/// silently ignored the mask). The rvalue constructors are deleted, so the compiler says so.
 #pragma once
 
 #include "attn/batch.hpp"
@@ -22,6 +35,7 @@
 
 #include <limits>
 #include <span>
+#include <string>
 
 namespace attn {
 
@@ -30,6 +44,75 @@ using AllowedMask = Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic, Eigen::R
 
 /// A stack of B masks, [B, n_q, n_k]: one per batch element (padding differs per sentence).
 using AllowedBatch = BatchOf<bool>;
+
+/// A read-only view of one [n_q x n_k] mask: an AllowedMask with a name, or element b of an
+/// AllowedBatch with a name. It holds a pointer, not a copy, so what it views must outlive it
+/// (as for std::string_view); a temporary cannot be viewed at all (the file comment).
+class MaskView {
+ public:
+  /// Views `mask`. Implicit, so `{.allowed = mask}` reads as it should.
+  MaskView(const AllowedMask& mask) : MaskView(mask.data(), mask.rows(), mask.cols()) {}
+  /// A temporary mask is gone at the end of the statement, before the view is read.
+  MaskView(AllowedMask&&) = delete;
+  MaskView(const AllowedMask&&) = delete;
+  /// Element b of `masks`, [n_q x n_k]. Throws std::invalid_argument unless 0 <= b < B.
+  MaskView(const AllowedBatch& masks, Index b);
+  MaskView(const AllowedBatch&&, Index) = delete;
+
+  Index rows() const { return rows_; }  ///< n_q
+  Index cols() const { return cols_; }  ///< n_k
+  /// true = query i may attend to key j. Unchecked, like Eigen's operator().
+  bool operator()(Index i, Index j) const { return data_[i * cols_ + j]; }
+  /// Row i (query i), n_k contiguous entries.
+  std::span<const bool> row(Index i) const {
+    return {data_ + i * cols_, static_cast<std::size_t>(cols_)};
+  }
+  /// The mask as a read-only Eigen matrix (no copy), for expressions: `m.matrix().count()`.
+  Eigen::Map<const AllowedMask> matrix() const { return {data_, rows_, cols_}; }
+
+ private:
+  friend class BatchMaskView;
+  MaskView(const bool* data, Index rows, Index cols) : data_(data), rows_(rows), cols_(cols) {}
+
+  const bool* data_;
+  Index rows_, cols_;
+};
+
+/// A read-only view of a stack of masks for a batch, [B, n_q, n_k] (one mask per element,
+/// e.g. padding) or [1, n_q, n_k] (one mask shared by every element, e.g. causal). It views
+/// an AllowedBatch with a name, or one AllowedMask with a name as the shared [1, n_q, n_k].
+class BatchMaskView {
+ public:
+  BatchMaskView(const AllowedBatch& masks)
+      : data_(masks.data().data()), batch_(masks.batch()), rows_(masks.rows()),
+        cols_(masks.cols()) {}
+  BatchMaskView(AllowedBatch&&) = delete;
+  BatchMaskView(const AllowedBatch&&) = delete;
+  /// One mask for the whole batch: [1, n_q, n_k].
+  BatchMaskView(const AllowedMask& shared)
+      : data_(shared.data()), batch_(1), rows_(shared.rows()), cols_(shared.cols()) {}
+  BatchMaskView(AllowedMask&&) = delete;
+  BatchMaskView(const AllowedMask&&) = delete;
+
+  Index batch() const { return batch_; }  ///< B, or 1 when shared
+  Index rows() const { return rows_; }    ///< n_q
+  Index cols() const { return cols_; }    ///< n_k
+  bool shared() const { return batch_ == 1; }
+
+  /// The mask of batch element b: element b, or the shared one when batch() == 1 (for any b).
+  /// Throws std::invalid_argument for a b outside [0, B) of an unshared stack.
+  MaskView element(Index b) const;
+
+  /// Whether the stack fits a batch of B elements: one mask each, or one shared.
+  bool fits(Index B) const { return batch_ == B || batch_ == 1; }
+
+  /// "[2, 5, 5]", as AllowedBatch::shape_str().
+  std::string shape_str() const;
+
+ private:
+  const bool* data_;
+  Index batch_, rows_, cols_;
+};
 
 /// The score given to a blocked entry: -inf, so exp() makes its weight exactly 0 and a row
 /// with every key blocked has a defined result (zeros; see softmax.hpp).

@@ -22,14 +22,16 @@ Linear rows_of(const Matrix& weight, const RowVector& bias, Index first, Index c
 
 void check_multi_head(const MultiHeadAttention& mha, const char* where) {
   const Index E = mha.q_proj.out_features();
-  require(mha.heads >= 1 && E >= 1 && E % mha.heads == 0, where,
-          str(mha.heads) + " heads do not divide d_model = " + str(E) +
-              ": each head needs d_k = d_model / heads columns");
+  require(mha.heads >= 1 && E >= 1 && E % mha.heads == 0, where, [&] {
+    return str(mha.heads) + " heads do not divide d_model = " + str(E) +
+           ": each head needs d_k = d_model / heads columns";
+  });
   const auto check_square = [&](const Linear& l, const char* name) {
     check_linear(l, where);
-    require(l.weight.rows() == E && l.weight.cols() == E, where,
-            std::string(name) + " is " + shape_str(l.weight) + " but W_Q is " +
-                shape_str(mha.q_proj.weight) + ": every projection must be " + shape_str(E, E));
+    require(l.weight.rows() == E && l.weight.cols() == E, where, [&] {
+      return std::string(name) + " is " + shape_str(l.weight) + " but W_Q is " +
+             shape_str(mha.q_proj.weight) + ": every projection must be " + shape_str(E, E);
+    });
   };
   check_square(mha.q_proj, "W_Q");
   check_square(mha.k_proj, "W_K");
@@ -39,7 +41,7 @@ void check_multi_head(const MultiHeadAttention& mha, const char* where) {
 
 MultiHeadAttention multi_head_init(Rng& rng, Index d_model, Index heads, bool bias) {
   require(d_model >= 1 && heads >= 1 && d_model % heads == 0, "multi_head_init",
-          str(heads) + " heads do not divide d_model = " + str(d_model));
+          [&] { return str(heads) + " heads do not divide d_model = " + str(d_model); });
   // xavier_uniform_ on the stacked [3E x E] in_proj_weight: fan_in E, fan_out 3E.
   const double bound = std::sqrt(6.0 / static_cast<double>(4 * d_model));
   const Matrix in_proj = random_uniform(rng, 3 * d_model, d_model, -bound, bound);  // [3E x E]
@@ -55,12 +57,15 @@ MultiHeadAttention multi_head_from_pytorch(const Matrix& in_proj_weight,
                                            const Matrix& out_proj_weight,
                                            const RowVector& out_proj_bias, Index heads) {
   const Index E = in_proj_weight.cols();
-  require(in_proj_weight.rows() == 3 * E, "multi_head_from_pytorch",
-          "in_proj_weight is " + shape_str(in_proj_weight) + ": it must be [3E x E] = " +
-              shape_str(3 * E, E) + " (W_Q, W_K, W_V stacked)");
+  require(in_proj_weight.rows() == 3 * E, "multi_head_from_pytorch", [&] {
+    return "in_proj_weight is " + shape_str(in_proj_weight) + ": it must be [3E x E] = " +
+           shape_str(3 * E, E) + " (W_Q, W_K, W_V stacked)";
+  });
   require(in_proj_bias.size() == 0 || in_proj_bias.size() == 3 * E, "multi_head_from_pytorch",
-          "in_proj_bias is " + shape_str(in_proj_bias) + ": it must be [1 x " + str(3 * E) +
-              "] or empty");
+          [&] {
+            return "in_proj_bias is " + shape_str(in_proj_bias) + ": it must be [1 x " +
+                   str(3 * E) + "] or empty";
+          });
   MultiHeadAttention mha;
   mha.heads = heads;
   mha.q_proj = rows_of(in_proj_weight, in_proj_bias, 0, E);
@@ -94,12 +99,13 @@ Matrix MultiHeadResult::average_weights() const {
 
 MultiHeadResult multi_head_forward(const MultiHeadAttention& mha, const MatrixView& query,
                                    const MatrixView& key, const MatrixView& value,
-                                   const std::optional<MaskView>& allowed) {
+                                   const MultiHeadOptions& opts) {
   check_multi_head(mha, "multi_head_forward");
   const Index E = mha.d_model(), H = mha.heads, d_k = mha.d_k();
-  require(key.rows() == value.rows(), "multi_head_forward",
-          "key is " + shape_str(key) + " but value is " + shape_str(value) +
-              ": every key needs a value (same number of rows)");
+  require(key.rows() == value.rows(), "multi_head_forward", [&] {
+    return "key is " + shape_str(key) + " but value is " + shape_str(value) +
+           ": every key needs a value (same number of rows)";
+  });
   MultiHeadResult r;
   // ---- three projections, all heads at once -----------------------------------------------------
   r.Q = linear_forward(mha.q_proj, query);  // [n_q x E]
@@ -108,12 +114,12 @@ MultiHeadResult multi_head_forward(const MultiHeadAttention& mha, const MatrixVi
   // ---- one attention per head, on column blocks -------------------------------------------------
   r.weights.resize(static_cast<std::size_t>(H));
   r.concat.resize(query.rows(), E);  // [n_q x E]
-  const AttentionOptions opts{.allowed = allowed};  // scale 1/sqrt(d_k), blocked -> -inf
+  const AttentionOptions head_opts{.allowed = opts.allowed};  // scale 1/sqrt(d_k), -inf
   for (Index h = 0; h < H; ++h) {
     Matrix& W = r.weights[static_cast<std::size_t>(h)];
     attention_weights_into(r.Q.middleCols(h * d_k, d_k),  // Q_h [n_q x d_k], a view
                            r.K.middleCols(h * d_k, d_k),  // K_h [n_k x d_k]
-                           W, opts);                      // W   [n_q x n_k]
+                           W, head_opts);                 // W   [n_q x n_k]
     r.concat.middleCols(h * d_k, d_k).noalias() =          // head h's columns of the concat
         W * r.V.middleCols(h * d_k, d_k);                  // [n_q x n_k] [n_k x d_k]
   }
@@ -134,21 +140,23 @@ Batch MultiHeadBatchResult::average_weights() const {
 
 MultiHeadBatchResult multi_head_forward(const MultiHeadAttention& mha, const Batch& query,
                                         const Batch& key, const Batch& value,
-                                        const AllowedBatch* allowed) {
+                                        const MultiHeadBatchOptions& opts) {
   check_multi_head(mha, "multi_head_forward");
   const Index B = query.batch(), H = mha.heads;
-  require(key.batch() == B && value.batch() == B, "multi_head_forward",
-          "query is " + query.shape_str() + ", key is " + key.shape_str() + ", value is " +
-              value.shape_str() + ": the batch sizes (first dimension) must agree");
-  require(!allowed || allowed->batch() == B || allowed->batch() == 1, "multi_head_forward",
-          "the mask is " + (allowed ? allowed->shape_str() : std::string()) + " but query is " +
-              query.shape_str() + ": the mask's batch must be " + str(B) + " or 1 (shared)");
+  require(key.batch() == B && value.batch() == B, "multi_head_forward", [&] {
+    return "query is " + query.shape_str() + ", key is " + key.shape_str() + ", value is " +
+           value.shape_str() + ": the batch sizes (first dimension) must agree";
+  });
+  require(!opts.allowed || opts.allowed->fits(B), "multi_head_forward", [&] {
+    return "the mask is " + opts.allowed->shape_str() + " but query is " + query.shape_str() +
+           ": the mask's batch must be " + str(B) + " or 1 (shared)";
+  });
   MultiHeadBatchResult r{Batch(B, query.rows(), mha.d_model()),
                          Batch(B * H, query.rows(), key.rows()), H};
   for (Index b = 0; b < B; ++b) {
-    std::optional<MaskView> mask;
-    if (allowed) mask.emplace((*allowed)[allowed->batch() == 1 ? 0 : b]);
-    const MultiHeadResult one = multi_head_forward(mha, query[b], key[b], value[b], mask);
+    MultiHeadOptions one_opts;
+    if (opts.allowed) one_opts.allowed.emplace(opts.allowed->element(b));
+    const MultiHeadResult one = multi_head_forward(mha, query[b], key[b], value[b], one_opts);
     r.out[b] = one.out;  // [n_q x E]
     for (Index h = 0; h < H; ++h) r.weights[b * H + h] = one.weights[static_cast<std::size_t>(h)];
   }

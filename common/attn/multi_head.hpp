@@ -17,6 +17,9 @@
 /// Masks are shared by every head (PyTorch broadcasts [B, n_q, n_k] to [B, H, n_q, n_k]);
 /// true = may attend (masks.hpp). A query with no allowed key gets zeros from its heads,
 /// so its output is b_O (PyTorch 1.13 returns NaN there).
+///
+/// The cache (attn.hpp): MultiHeadResult holds Q, K, V, every head's weights and the
+/// concatenation, which is what the backward pass needs besides the inputs and the parameters.
 #pragma once
 
 #include "attn/attention.hpp"
@@ -66,7 +69,13 @@ RowVector in_proj_bias(const MultiHeadAttention& mha);
 /// matching biases and heads divides d_model.
 void check_multi_head(const MultiHeadAttention& mha, const char* where);
 
-/// Everything one forward pass makes, named as the chapter prints it.
+struct MultiHeadOptions {
+  /// [n_q x n_k], true = query i may attend to key j, the same for every head. Unset: every key.
+  std::optional<MaskView> allowed{};
+};
+
+/// Everything one forward pass makes, named as the chapter prints it. It is also the layer's
+/// cache: multi_head_backward will read Q, K, V, the weights and concat from it.
 struct MultiHeadResult {
   Matrix Q, K, V;               ///< [n_q x d_model], [n_k x d_model], [n_k x d_model]
   std::vector<Matrix> weights;  ///< one [n_q x n_k] per head
@@ -78,10 +87,15 @@ struct MultiHeadResult {
   Matrix average_weights() const;
 };
 
-/// One sequence: query [n_q x d_model], key and value [n_k x d_model], allowed [n_q x n_k].
+/// One sequence: query [n_q x d_model], key and value [n_k x d_model], opts.allowed [n_q x n_k].
 MultiHeadResult multi_head_forward(const MultiHeadAttention& mha, const MatrixView& query,
                                    const MatrixView& key, const MatrixView& value,
-                                   const std::optional<MaskView>& allowed = {});
+                                   const MultiHeadOptions& opts = {});
+
+struct MultiHeadBatchOptions {
+  /// [B, n_q, n_k] (one mask per element) or [1, n_q, n_k] (shared). Unset: every key.
+  std::optional<BatchMaskView> allowed{};
+};
 
 struct MultiHeadBatchResult {
   Batch out;      ///< [B, n_q, d_model]
@@ -94,10 +108,10 @@ struct MultiHeadBatchResult {
   Batch average_weights() const;
 };
 
-/// A batch: query [B, n_q, d_model], key and value [B, n_k, d_model], allowed [B, n_q, n_k]
-/// or [1, n_q, n_k] (shared) or null.
+/// A batch: query [B, n_q, d_model], key and value [B, n_k, d_model], opts.allowed
+/// [B, n_q, n_k] or [1, n_q, n_k] (shared) or unset.
 MultiHeadBatchResult multi_head_forward(const MultiHeadAttention& mha, const Batch& query,
                                         const Batch& key, const Batch& value,
-                                        const AllowedBatch* allowed = nullptr);
+                                        const MultiHeadBatchOptions& opts = {});
 
 }  // namespace attn

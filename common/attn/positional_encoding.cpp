@@ -35,9 +35,10 @@ void encode_position(double pos, const VectorD& omega, Eigen::Ref<Eigen::RowVect
 }  // namespace
 
 MatrixD sinusoidal_encoding_d(Index positions, Index d_model) {
-  require(positions >= 0 && d_model >= 1, "sinusoidal_encoding",
-          "positions " + std::to_string(positions) + " must be >= 0 and d_model " +
-              std::to_string(d_model) + " >= 1");
+  require(positions >= 0 && d_model >= 1, "sinusoidal_encoding", [&] {
+    return "positions " + std::to_string(positions) + " must be >= 0 and d_model " +
+           std::to_string(d_model) + " >= 1";
+  });
   const VectorD omega = column_frequencies(d_model);  // [d_model]
   MatrixD pe(positions, d_model);                     // [positions x d_model]
   for (Index pos = 0; pos < positions; ++pos) {
@@ -47,8 +48,9 @@ MatrixD sinusoidal_encoding_d(Index positions, Index d_model) {
 }
 
 MatrixD sinusoidal_encoding_at(const std::vector<Index>& positions, Index d_model) {
-  require(d_model >= 1, "sinusoidal_encoding_at",
-          "d_model must be >= 1, got " + std::to_string(d_model));
+  require(d_model >= 1, "sinusoidal_encoding_at", [&] {
+    return "d_model must be >= 1, got " + std::to_string(d_model);
+  });
   const VectorD omega = column_frequencies(d_model);                      // [d_model]
   MatrixD pe(static_cast<Index>(positions.size()), d_model);              // [n x d_model]
   for (Index r = 0; r < pe.rows(); ++r) {
@@ -62,16 +64,18 @@ Matrix sinusoidal_encoding(Index positions, Index d_model) {
 }
 
 VectorD sinusoidal_frequencies(Index d_model) {
-  require(d_model >= 1, "sinusoidal_frequencies",
-          "d_model must be >= 1, got " + std::to_string(d_model));
+  require(d_model >= 1, "sinusoidal_frequencies", [&] {
+    return "d_model must be >= 1, got " + std::to_string(d_model);
+  });
   VectorD omega((d_model + 1) / 2);  // [ceil(d_model / 2)]
   for (Index i = 0; i < omega.size(); ++i) omega(i) = column_frequency(2 * i, d_model);
   return omega;
 }
 
 MatrixD relative_rotation(Index k, Index d_model) {
-  require(d_model >= 2 && d_model % 2 == 0, "relative_rotation",
-          "d_model must be even and >= 2 (sin/cos pairs), got " + std::to_string(d_model));
+  require(d_model >= 2 && d_model % 2 == 0, "relative_rotation", [&] {
+    return "d_model must be even and >= 2 (sin/cos pairs), got " + std::to_string(d_model);
+  });
   const MatrixD pe_k = sinusoidal_encoding_at({k}, d_model);  // PE(k) [1 x d_model]
   MatrixD R = MatrixD::Zero(d_model, d_model);  // [d_model x d_model], block-diagonal
   for (Index c = 0; c < d_model; c += 2) {

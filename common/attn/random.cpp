@@ -65,8 +65,12 @@ double Rng::normal() {
 double Rng::normal(double mean, double stddev) { return mean + stddev * normal(); }
 
 Matrix random_normal(Rng& rng, Index rows, Index cols, double mean, double stddev) {
-  require(rows >= 0 && cols >= 0, "random_normal", "negative shape " + shape_str(rows, cols));
-  require(stddev >= 0.0, "random_normal", "stddev must be >= 0, got " + std::to_string(stddev));
+  require(rows >= 0 && cols >= 0, "random_normal", [&] {
+    return "negative shape " + shape_str(rows, cols);
+  });
+  require(stddev >= 0.0, "random_normal", [&] {
+    return "stddev must be >= 0, got " + std::to_string(stddev);
+  });
   Matrix m(rows, cols);  // m [rows x cols]
   // Row-major storage, so data() order is row by row: the documented fill order.
   for (Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<float>(rng.normal(mean, stddev));
@@ -74,9 +78,12 @@ Matrix random_normal(Rng& rng, Index rows, Index cols, double mean, double stdde
 }
 
 Matrix random_uniform(Rng& rng, Index rows, Index cols, double lo, double hi) {
-  require(rows >= 0 && cols >= 0, "random_uniform", "negative shape " + shape_str(rows, cols));
-  require(lo <= hi, "random_uniform", "empty range [" + std::to_string(lo) + ", " +
-                                          std::to_string(hi) + ")");
+  require(rows >= 0 && cols >= 0, "random_uniform", [&] {
+    return "negative shape " + shape_str(rows, cols);
+  });
+  require(lo <= hi, "random_uniform", [&] {
+    return "empty range [" + std::to_string(lo) + ", " + std::to_string(hi) + ")";
+  });
   Matrix m(rows, cols);  // m [rows x cols]
   for (Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<float>(rng.uniform(lo, hi));
   return m;

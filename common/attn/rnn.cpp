@@ -53,38 +53,45 @@ Mat<S> unroll(const Mat<S>& W_ih, const Mat<S>& W_hh, const Row<S>& b_ih, const 
 std::string int_str(Index n) { return std::to_string(n); }
 
 void check_head(const OutputHead& head, Index hidden, std::string_view where) {
-  require(head.weight.rows() >= 1 && head.weight.cols() >= 1, where,
-          "W_y is " + shape_str(head.weight) + ": it needs at least one row and column");
-  require(head.bias.cols() == head.weight.rows(), where,
-          "W_y is " + shape_str(head.weight) + " but b_y is " + shape_str(head.bias) +
-              ": b_y must be [1 x " + int_str(head.weight.rows()) + "]");
-  require(head.weight.cols() == hidden, where,
-          "W_y is " + shape_str(head.weight) + " but the hidden state is [1 x " +
-              int_str(hidden) + "]: W_y must be [O x " + int_str(hidden) + "]");
+  require(head.weight.rows() >= 1 && head.weight.cols() >= 1, where, [&] {
+    return "W_y is " + shape_str(head.weight) + ": it needs at least one row and column";
+  });
+  require(head.bias.cols() == head.weight.rows(), where, [&] {
+    return "W_y is " + shape_str(head.weight) + " but b_y is " + shape_str(head.bias) +
+           ": b_y must be [1 x " + int_str(head.weight.rows()) + "]";
+  });
+  require(head.weight.cols() == hidden, where, [&] {
+    return "W_y is " + shape_str(head.weight) + " but the hidden state is [1 x " +
+           int_str(hidden) + "]: W_y must be [O x " + int_str(hidden) + "]";
+  });
 }
 
 // X [T x I], float or double.
 template <typename M>
 void check_sequence(const RnnCell& cell, const M& X, std::string_view where, bool need_a_step) {
-  require(X.cols() == cell.input_size(), where,
-          "X is " + shape_str(X) + " but weight_ih is " + shape_str(cell.weight_ih) +
-              ": X must be [T x " + int_str(cell.input_size()) + "]");
-  require(!need_a_step || X.rows() >= 1, where,
-          "X is " + shape_str(X) + ": the sequence needs at least one step");
+  require(X.cols() == cell.input_size(), where, [&] {
+    return "X is " + shape_str(X) + " but weight_ih is " + shape_str(cell.weight_ih) +
+           ": X must be [T x " + int_str(cell.input_size()) + "]";
+  });
+  require(!need_a_step || X.rows() >= 1, where, [&] {
+    return "X is " + shape_str(X) + ": the sequence needs at least one step";
+  });
 }
 
 void check_state(const RnnCell& cell, Index rows, Index cols, std::string_view where) {
-  require(rows == 1 && cols == cell.hidden_size(), where,
-          "h0 is " + shape_str(rows, cols) + " but weight_hh is " + shape_str(cell.weight_hh) +
-              ": h0 must be [1 x " + int_str(cell.hidden_size()) + "]");
+  require(rows == 1 && cols == cell.hidden_size(), where, [&] {
+    return "h0 is " + shape_str(rows, cols) + " but weight_hh is " + shape_str(cell.weight_hh) +
+           ": h0 must be [1 x " + int_str(cell.hidden_size()) + "]";
+  });
 }
 
 }  // namespace
 
 RnnCell rnn_init(Rng& rng, Index input_size, Index hidden_size) {
-  require(input_size >= 1 && hidden_size >= 1, "rnn_init",
-          "input size " + int_str(input_size) + " and hidden size " + int_str(hidden_size) +
-              " must both be at least 1");
+  require(input_size >= 1 && hidden_size >= 1, "rnn_init", [&] {
+    return "input size " + int_str(input_size) + " and hidden size " + int_str(hidden_size) +
+           " must both be at least 1";
+  });
   const double k = 1.0 / std::sqrt(static_cast<double>(hidden_size));
   RnnCell cell;
   cell.weight_ih = random_uniform(rng, hidden_size, input_size, -k, k);   // [H x I]
@@ -95,9 +102,10 @@ RnnCell rnn_init(Rng& rng, Index input_size, Index hidden_size) {
 }
 
 OutputHead head_init(Rng& rng, Index hidden_size, Index output_size) {
-  require(hidden_size >= 1 && output_size >= 1, "head_init",
-          "hidden size " + int_str(hidden_size) + " and output size " + int_str(output_size) +
-              " must both be at least 1");
+  require(hidden_size >= 1 && output_size >= 1, "head_init", [&] {
+    return "hidden size " + int_str(hidden_size) + " and output size " + int_str(output_size) +
+           " must both be at least 1";
+  });
   // nn.Linear's kaiming_uniform_(a = sqrt(5)) works out to the bound 1/sqrt(fan_in).
   const double k = 1.0 / std::sqrt(static_cast<double>(hidden_size));
   OutputHead head;
@@ -108,24 +116,29 @@ OutputHead head_init(Rng& rng, Index hidden_size, Index output_size) {
 
 void check_cell(const RnnCell& cell, std::string_view where) {
   const Index H = cell.weight_ih.rows();
-  require(H >= 1 && cell.weight_ih.cols() >= 1, where,
-          "weight_ih is " + shape_str(cell.weight_ih) + ": it needs at least one row and column");
-  require(cell.weight_hh.rows() == H && cell.weight_hh.cols() == H, where,
-          "weight_ih is " + shape_str(cell.weight_ih) + " but weight_hh is " +
-              shape_str(cell.weight_hh) + ": weight_hh must be " + shape_str(H, H));
-  require(cell.bias_ih.cols() == H, where,
-          "weight_ih is " + shape_str(cell.weight_ih) + " but bias_ih is " +
-              shape_str(cell.bias_ih) + ": bias_ih must be " + shape_str(1, H));
-  require(cell.bias_hh.cols() == H, where,
-          "weight_hh is " + shape_str(cell.weight_hh) + " but bias_hh is " +
-              shape_str(cell.bias_hh) + ": bias_hh must be " + shape_str(1, H));
+  require(H >= 1 && cell.weight_ih.cols() >= 1, where, [&] {
+    return "weight_ih is " + shape_str(cell.weight_ih) + ": it needs at least one row and column";
+  });
+  require(cell.weight_hh.rows() == H && cell.weight_hh.cols() == H, where, [&] {
+    return "weight_ih is " + shape_str(cell.weight_ih) + " but weight_hh is " +
+           shape_str(cell.weight_hh) + ": weight_hh must be " + shape_str(H, H);
+  });
+  require(cell.bias_ih.cols() == H, where, [&] {
+    return "weight_ih is " + shape_str(cell.weight_ih) + " but bias_ih is " +
+           shape_str(cell.bias_ih) + ": bias_ih must be " + shape_str(1, H);
+  });
+  require(cell.bias_hh.cols() == H, where, [&] {
+    return "weight_hh is " + shape_str(cell.weight_hh) + " but bias_hh is " +
+           shape_str(cell.bias_hh) + ": bias_hh must be " + shape_str(1, H);
+  });
 }
 
 RowVector rnn_step(const RnnCell& cell, const RowVector& x, const RowVector& a_prev) {
   check_cell(cell, "rnn_step");
-  require(x.cols() == cell.input_size(), "rnn_step",
-          "x is " + shape_str(x) + " but weight_ih is " + shape_str(cell.weight_ih) +
-              ": x must be [1 x " + int_str(cell.input_size()) + "]");
+  require(x.cols() == cell.input_size(), "rnn_step", [&] {
+    return "x is " + shape_str(x) + " but weight_ih is " + shape_str(cell.weight_ih) +
+           ": x must be [1 x " + int_str(cell.input_size()) + "]";
+  });
   check_state(cell, a_prev.rows(), a_prev.cols(), "rnn_step");
   const RowVector p = x * cell.weight_ih.transpose() + cell.bias_ih;  // [1 x H]
   return step_from_projection<float>(cell.weight_hh, cell.bias_hh, p, a_prev);
@@ -187,11 +200,14 @@ RnnRun one_to_many(const RnnCell& cell, const OutputHead& head, const RowVector&
                    const RowVector& h0, Index steps) {
   check_cell(cell, "one_to_many");
   check_head(head, cell.hidden_size(), "one_to_many");
-  require(head.output_size() == cell.input_size(), "one_to_many",
-          "W_y is " + shape_str(head.weight) + " but weight_ih is " + shape_str(cell.weight_ih) +
-              ": each output is fed back as the next input, so O must equal I = " +
-              int_str(cell.input_size()));
-  require(steps >= 1, "one_to_many", "steps is " + int_str(steps) + ": it must be at least 1");
+  require(head.output_size() == cell.input_size(), "one_to_many", [&] {
+    return "W_y is " + shape_str(head.weight) + " but weight_ih is " + shape_str(cell.weight_ih) +
+           ": each output is fed back as the next input, so O must equal I = " +
+           int_str(cell.input_size());
+  });
+  require(steps >= 1, "one_to_many", [&] {
+    return "steps is " + int_str(steps) + ": it must be at least 1";
+  });
   RnnRun run;
   run.states.resize(steps, cell.hidden_size());   // [N x H]
   run.outputs.resize(steps, head.output_size());  // [N x O]
@@ -212,10 +228,11 @@ Seq2SeqRun seq2seq(const RnnCell& encoder, const RnnCell& decoder, const OutputH
   check_cell(decoder, "seq2seq");
   check_sequence(encoder, X, "seq2seq", true);
   check_state(encoder, h0.rows(), h0.cols(), "seq2seq");
-  require(decoder.hidden_size() == encoder.hidden_size(), "seq2seq",
-          "the encoder's weight_hh is " + shape_str(encoder.weight_hh) +
-              " but the decoder's is " + shape_str(decoder.weight_hh) +
-              ": the context vector must fit the decoder's state");
+  require(decoder.hidden_size() == encoder.hidden_size(), "seq2seq", [&] {
+    return "the encoder's weight_hh is " + shape_str(encoder.weight_hh) +
+           " but the decoder's is " + shape_str(decoder.weight_hh) +
+           ": the context vector must fit the decoder's state";
+  });
   Seq2SeqRun run;
   run.encoder_states = rnn_forward(encoder, X, h0);  // [N x H]
   run.context = run.encoder_states.bottomRows(1);  // [1 x H]: all the decoder will see of X
@@ -255,8 +272,9 @@ MatrixD input_jacobian_central_difference(const RnnCell& cell, const Matrix& X,
   check_cell(cell, "input_jacobian_central_difference");
   check_sequence(cell, X, "input_jacobian_central_difference", true);
   check_state(cell, h0.rows(), h0.cols(), "input_jacobian_central_difference");
-  require(eps > 0.0, "input_jacobian_central_difference",
-          "eps is " + std::to_string(eps) + ": it must be positive");
+  require(eps > 0.0, "input_jacobian_central_difference", [&] {
+    return "eps is " + std::to_string(eps) + ": it must be positive";
+  });
   const MatrixD Xd = X.cast<double>();    // [T x I]
   const MatrixD h0d = h0.cast<double>();  // [1 x H]
   const Index last = X.rows() - 1;

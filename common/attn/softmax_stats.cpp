@@ -12,9 +12,10 @@ namespace {
 
 void check_weights(std::span<const float> p, const char* where) {
   for (std::size_t j = 0; j < p.size(); ++j) {
-    if (std::isfinite(p[j]) && p[j] >= 0.0f) continue;  // the message is built only on failure
-    require(false, where, "weight " + std::to_string(j) + " is " + std::to_string(p[j]) +
-                              ": weights must be finite and >= 0");
+    require(std::isfinite(p[j]) && p[j] >= 0.0f, where, [&] {  // built only on failure
+      return "weight " + std::to_string(j) + " is " + std::to_string(p[j]) +
+             ": weights must be finite and >= 0";
+    });
   }
 }
 

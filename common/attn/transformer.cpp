@@ -8,40 +8,60 @@ namespace attn {
 
 namespace {
 
-// What one sub-layer returns: its output and, for attention, every head's weights.
-struct Sublayer {
-  Matrix out;                   // [n x d_model]
-  std::vector<Matrix> weights;  // per head, or empty
-};
-
-// One residual step around `sublayer`:
+// One residual step around `sublayer` (a function of the sub-layer's input, [n x d_model]):
 //   post-norm: LayerNorm(x + sublayer(x))      pre-norm: x + sublayer(LayerNorm(x))
+// The arithmetic is the same with and without a cache; the cache only keeps the pieces.
 template <typename F>
 Matrix residual(const Matrix& x, const LayerNorm& norm, NormPlacement placement, F&& sublayer,
-                std::vector<SublayerTrace>* trace) {
-  Sublayer s = placement == NormPlacement::post ? sublayer(x)
-                                                : sublayer(layer_norm_forward(norm, x));
-  Matrix sum = x + s.out;  // [n x d_model]: the residual connection
-  Matrix after = placement == NormPlacement::post ? layer_norm_forward(norm, sum) : std::move(sum);
-  if (trace) trace->push_back({std::move(s.out), after, std::move(s.weights)});
+                SublayerCache* cache) {
+  LayerNormCache* norm_cache = cache ? &cache->norm : nullptr;
+  if (placement == NormPlacement::post) {
+    Matrix s = sublayer(x);  // [n x d_model]
+    Matrix sum = x + s;      // [n x d_model]: the residual connection
+    Matrix after = layer_norm_forward(norm, sum, norm_cache);  // [n x d_model]
+    if (cache) {
+      cache->input = x;
+      cache->sublayer_in = x;
+      cache->sublayer_out = std::move(s);
+      cache->norm_in = std::move(sum);
+      cache->output = after;
+    }
+    return after;
+  }
+  Matrix normed = layer_norm_forward(norm, x, norm_cache);  // [n x d_model]
+  Matrix s = sublayer(normed);                              // [n x d_model]
+  Matrix after = x + s;  // [n x d_model]: the residual path carries x untouched
+  if (cache) {
+    cache->input = x;
+    cache->sublayer_in = std::move(normed);
+    cache->sublayer_out = std::move(s);
+    cache->norm_in = x;
+    cache->output = after;
+  }
   return after;
 }
 
-Sublayer attend(const MultiHeadAttention& mha, const Matrix& q, const MatrixView& kv,
-                const std::optional<MaskView>& allowed) {
-  MultiHeadResult r = multi_head_forward(mha, q, kv, kv, allowed);
-  return {std::move(r.out), std::move(r.weights)};
+// Multi-head attention as a sub-layer: its output, and all it computed into `cache` if given.
+Matrix attend(const MultiHeadAttention& mha, const Matrix& q, const MatrixView& kv,
+              const std::optional<MaskView>& allowed, MultiHeadResult* cache) {
+  MultiHeadResult r = multi_head_forward(mha, q, kv, kv, {.allowed = allowed});
+  if (!cache) return std::move(r.out);
+  *cache = std::move(r);
+  return cache->out;  // [n_q x d_model]
 }
 
-std::optional<MaskView> element(const AllowedBatch* masks, Index b) {
+// Batch element b's mask of a stack, or none.
+std::optional<MaskView> element(const std::optional<BatchMaskView>& masks, Index b) {
   if (!masks) return std::nullopt;
-  return MaskView(masks->batch() == 1 ? (*masks)[0] : (*masks)[b]);
+  return masks->element(b);
 }
 
-void check_batch(const AllowedBatch* masks, Index B, const char* where, const char* name) {
-  require(!masks || masks->batch() == B || masks->batch() == 1, where,
-          std::string(name) + " is " + (masks ? masks->shape_str() : std::string()) +
-              ": its batch must be " + std::to_string(B) + " or 1 (shared)");
+void check_batch(const std::optional<BatchMaskView>& masks, Index B, const char* where,
+                 const char* name) {
+  require(!masks || masks->fits(B), where, [&] {
+    return std::string(name) + " is " + masks->shape_str() + ": its batch must be " +
+           std::to_string(B) + " or 1 (shared)";
+  });
 }
 
 }  // namespace
@@ -50,7 +70,7 @@ EncoderLayer encoder_layer_init(Rng& rng, Index d_model, Index heads, Index d_ff
                                 NormPlacement norm) {
   EncoderLayer layer;
   layer.self_attn = multi_head_init(rng, d_model, heads);
-  layer.ff = feed_forward_init(rng, d_model, d_ff);
+  layer.ff = ffn_init(rng, d_model, d_ff);
   layer.norm1 = layer.norm2 = layer_norm_init(d_model);
   layer.norm = norm;
   return layer;
@@ -61,59 +81,72 @@ DecoderLayer decoder_layer_init(Rng& rng, Index d_model, Index heads, Index d_ff
   DecoderLayer layer;
   layer.self_attn = multi_head_init(rng, d_model, heads);
   layer.multihead_attn = multi_head_init(rng, d_model, heads);
-  layer.ff = feed_forward_init(rng, d_model, d_ff);
+  layer.ff = ffn_init(rng, d_model, d_ff);
   layer.norm1 = layer.norm2 = layer.norm3 = layer_norm_init(d_model);
   layer.norm = norm;
   return layer;
 }
 
 Matrix encoder_layer_forward(const EncoderLayer& layer, const MatrixView& x,
-                             const std::optional<MaskView>& allowed,
-                             std::vector<SublayerTrace>* trace) {
+                             const EncoderLayerOptions& opts, EncoderLayerCache* cache) {
   const Matrix in = x;  // [n x d_model]
   // ---- self-attention, then Add & Norm ----------------------------------------------------------
-  const Matrix h = residual(in, layer.norm1, layer.norm,
-                            [&](const Matrix& q) { return attend(layer.self_attn, q, q, allowed); },
-                            trace);
+  const Matrix h = residual(
+      in, layer.norm1, layer.norm,
+      [&](const Matrix& q) {
+        return attend(layer.self_attn, q, q, opts.allowed, cache ? &cache->self_attn : nullptr);
+      },
+      cache ? &cache->sublayer1 : nullptr);
   // ---- feed-forward, then Add & Norm ------------------------------------------------------------
-  return residual(h, layer.norm2, layer.norm,
-                  [&](const Matrix& v) { return Sublayer{feed_forward(layer.ff, v), {}}; }, trace);
+  return residual(
+      h, layer.norm2, layer.norm,
+      [&](const Matrix& v) { return ffn_forward(layer.ff, v, cache ? &cache->ff : nullptr); },
+      cache ? &cache->sublayer2 : nullptr);
 }
 
 Matrix decoder_layer_forward(const DecoderLayer& layer, const MatrixView& x,
-                             const MatrixView& memory, const std::optional<MaskView>& self_allowed,
-                             const std::optional<MaskView>& cross_allowed,
-                             std::vector<SublayerTrace>* trace) {
-  require(memory.cols() == x.cols(), "decoder_layer_forward",
-          "x is " + shape_str(x) + " but memory is " + shape_str(memory) +
-              ": the encoder's output must have the decoder's d_model columns");
+                             const MatrixView& memory, const DecoderLayerOptions& opts,
+                             DecoderLayerCache* cache) {
+  require(memory.cols() == x.cols(), "decoder_layer_forward", [&] {
+    return "x is " + shape_str(x) + " but memory is " + shape_str(memory) +
+           ": the encoder's output must have the decoder's d_model columns";
+  });
   const Matrix in = x;  // [n_t x d_model]
   // ---- causal self-attention over the target ----------------------------------------------------
   const Matrix h1 = residual(
       in, layer.norm1, layer.norm,
-      [&](const Matrix& q) { return attend(layer.self_attn, q, q, self_allowed); }, trace);
+      [&](const Matrix& q) {
+        return attend(layer.self_attn, q, q, opts.self_allowed,
+                      cache ? &cache->self_attn : nullptr);
+      },
+      cache ? &cache->sublayer1 : nullptr);
   // ---- cross-attention: queries from the target, keys and values from the encoder ---------------
   const Matrix h2 = residual(
       h1, layer.norm2, layer.norm,
-      [&](const Matrix& q) { return attend(layer.multihead_attn, q, memory, cross_allowed); },
-      trace);
+      [&](const Matrix& q) {
+        return attend(layer.multihead_attn, q, memory, opts.cross_allowed,
+                      cache ? &cache->multihead_attn : nullptr);
+      },
+      cache ? &cache->sublayer2 : nullptr);
   // ---- feed-forward -----------------------------------------------------------------------------
-  return residual(h2, layer.norm3, layer.norm,
-                  [&](const Matrix& v) { return Sublayer{feed_forward(layer.ff, v), {}}; }, trace);
+  return residual(
+      h2, layer.norm3, layer.norm,
+      [&](const Matrix& v) { return ffn_forward(layer.ff, v, cache ? &cache->ff : nullptr); },
+      cache ? &cache->sublayer3 : nullptr);
 }
 
 Batch encoder_forward(const std::vector<EncoderLayer>& layers, const Batch& x,
-                      const AllowedBatch* allowed,
-                      std::vector<std::vector<std::vector<SublayerTrace>>>* traces) {
-  check_batch(allowed, x.batch(), "encoder_forward", "the mask");
+                      const EncoderOptions& opts, EncoderCache* cache) {
+  check_batch(opts.allowed, x.batch(), "encoder_forward", "the mask");
+  const auto L = static_cast<Index>(layers.size());
   Batch out(x.batch(), x.rows(), x.cols());  // [B, n, d_model]
-  if (traces) traces->assign(static_cast<std::size_t>(x.batch()), {});
+  if (cache) *cache = EncoderCache(x.batch(), L);
   for (Index b = 0; b < x.batch(); ++b) {
     Matrix h = x[b];  // [n x d_model]
-    for (const EncoderLayer& layer : layers) {
-      std::vector<SublayerTrace>* t = nullptr;
-      if (traces) t = &(*traces)[static_cast<std::size_t>(b)].emplace_back();
-      h = encoder_layer_forward(layer, h, element(allowed, b), t);
+    const EncoderLayerOptions layer_opts{.allowed = element(opts.allowed, b)};
+    for (Index l = 0; l < L; ++l) {
+      h = encoder_layer_forward(layers[static_cast<std::size_t>(l)], h, layer_opts,
+                                cache ? &cache->at(b, l) : nullptr);
     }
     out[b] = h;
   }
@@ -121,23 +154,23 @@ Batch encoder_forward(const std::vector<EncoderLayer>& layers, const Batch& x,
 }
 
 Batch decoder_forward(const std::vector<DecoderLayer>& layers, const Batch& x,
-                      const Batch& memory, const AllowedBatch* self_allowed,
-                      const AllowedBatch* cross_allowed,
-                      std::vector<std::vector<std::vector<SublayerTrace>>>* traces) {
-  require(memory.batch() == x.batch(), "decoder_forward",
-          "x is " + x.shape_str() + " but memory is " + memory.shape_str() +
-              ": the batch sizes (first dimension) must agree");
-  check_batch(self_allowed, x.batch(), "decoder_forward", "the self-attention mask");
-  check_batch(cross_allowed, x.batch(), "decoder_forward", "the cross-attention mask");
+                      const Batch& memory, const DecoderOptions& opts, DecoderCache* cache) {
+  require(memory.batch() == x.batch(), "decoder_forward", [&] {
+    return "x is " + x.shape_str() + " but memory is " + memory.shape_str() +
+           ": the batch sizes (first dimension) must agree";
+  });
+  check_batch(opts.self_allowed, x.batch(), "decoder_forward", "the self-attention mask");
+  check_batch(opts.cross_allowed, x.batch(), "decoder_forward", "the cross-attention mask");
+  const auto L = static_cast<Index>(layers.size());
   Batch out(x.batch(), x.rows(), x.cols());  // [B, n_t, d_model]
-  if (traces) traces->assign(static_cast<std::size_t>(x.batch()), {});
+  if (cache) *cache = DecoderCache(x.batch(), L);
   for (Index b = 0; b < x.batch(); ++b) {
     Matrix h = x[b];  // [n_t x d_model]
-    for (const DecoderLayer& layer : layers) {
-      std::vector<SublayerTrace>* t = nullptr;
-      if (traces) t = &(*traces)[static_cast<std::size_t>(b)].emplace_back();
-      h = decoder_layer_forward(layer, h, memory[b], element(self_allowed, b),
-                                element(cross_allowed, b), t);
+    const DecoderLayerOptions layer_opts{.self_allowed = element(opts.self_allowed, b),
+                                         .cross_allowed = element(opts.cross_allowed, b)};
+    for (Index l = 0; l < L; ++l) {
+      h = decoder_layer_forward(layers[static_cast<std::size_t>(l)], h, memory[b], layer_opts,
+                                cache ? &cache->at(b, l) : nullptr);
     }
     out[b] = h;
   }

@@ -16,6 +16,13 @@
 ///
 /// Member names follow PyTorch's state_dict (self_attn, multihead_attn, linear1/linear2 inside
 /// ff, norm1..norm3), so loading its weights is one assignment per tensor.
+///
+/// Caches (attn.hpp): a layer's forward fills an EncoderLayerCache or DecoderLayerCache when
+/// given one: for each sub-layer k (normalised by norm k) its input, what the sub-layer read and
+/// returned, the norm's input and statistics, and the value after Add & Norm (SublayerCache),
+/// plus the attention's MultiHeadResult or the FFN's FeedForwardCache. A stack fills one cache
+/// per batch element and layer (StackCache, `cache.at(b, layer)`). Chapter 08 prints from them;
+/// the backward passes of the training chapter will read them.
 #pragma once
 
 #include "attn/attention.hpp"
@@ -24,7 +31,10 @@
 #include "attn/multi_head.hpp"
 #include "attn/random.hpp"
 
+#include <cstddef>
+#include <limits>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace attn {
@@ -49,44 +59,130 @@ struct DecoderLayer {
   NormPlacement norm = NormPlacement::post;
 };
 
-/// Fresh layers, initialised as PyTorch initialises them (multi_head_init, feed_forward_init,
+/// Fresh layers, initialised as PyTorch initialises them (multi_head_init, ffn_init,
 /// layer_norm_init). Throws unless heads divides d_model.
 EncoderLayer encoder_layer_init(Rng& rng, Index d_model, Index heads, Index d_ff,
                                 NormPlacement norm = NormPlacement::post);
 DecoderLayer decoder_layer_init(Rng& rng, Index d_model, Index heads, Index d_ff,
                                 NormPlacement norm = NormPlacement::post);
 
-/// What one layer computed on the way, for printing and figures: each sub-layer's output
-/// and the value after its residual step (the layer's output is the last `after`).
-struct SublayerTrace {
-  Matrix sublayer;              ///< [n x d_model] what the attention or FFN returned
-  Matrix after;                 ///< [n x d_model] x after "Add & Norm" (or the pre-norm add)
-  std::vector<Matrix> weights;  ///< per head [n_q x n_k]; empty for the FFN
+// ---- Caches -------------------------------------------------------------------------------------
+
+/// One sub-layer f (attention or FFN) inside its residual connection and LayerNorm:
+///   post-norm: output = LayerNorm(input + f(input))
+///   pre-norm:  output = input + f(LayerNorm(input))
+/// Every matrix the backward of that step needs, [n x d_model] each, whichever the placement.
+struct SublayerCache {
+  Matrix input;         ///< x, the step's input
+  Matrix sublayer_in;   ///< what f read: x (post-norm) or LayerNorm(x) (pre-norm)
+  Matrix sublayer_out;  ///< what f returned
+  Matrix norm_in;       ///< what the LayerNorm read: x + f(x) (post-norm) or x (pre-norm)
+  LayerNormCache norm;  ///< that LayerNorm's per-row mean and rstd
+  Matrix output;        ///< the value after "Add & Norm" (post-norm) or the add (pre-norm)
 };
 
-/// One encoder layer on one sequence x [n x d_model]; allowed [n x n] (true = may attend),
-/// unset = every key. Fills `trace` (self-attention, FFN) when given.
+/// What encoder_layer_forward computed: sub-layer 1 is the self-attention (norm1), sub-layer 2
+/// the FFN (norm2). The layer's output is sublayer2.output.
+struct EncoderLayerCache {
+  SublayerCache sublayer1;
+  MultiHeadResult self_attn;  ///< inside sublayer1: Q, K, V, per-head weights, concat, out
+  SublayerCache sublayer2;
+  FeedForwardCache ff;        ///< inside sublayer2
+};
+
+/// What decoder_layer_forward computed: sub-layer 1 the causal self-attention (norm1),
+/// 2 the cross-attention (norm2), 3 the FFN (norm3). The layer's output is sublayer3.output.
+struct DecoderLayerCache {
+  SublayerCache sublayer1;
+  MultiHeadResult self_attn;       ///< inside sublayer1
+  SublayerCache sublayer2;
+  MultiHeadResult multihead_attn;  ///< inside sublayer2: Q from the target, K and V from memory
+  SublayerCache sublayer3;
+  FeedForwardCache ff;             ///< inside sublayer3
+};
+
+/// The one trace type of a stack: a layer cache per batch element and per layer,
+/// `at(b, layer)`. encoder_forward and decoder_forward size it and fill every entry.
+template <typename LayerCache>
+class StackCache {
+ public:
+  StackCache() = default;
+  StackCache(Index batch, Index layers)
+      : batch_(batch), layers_(layers), caches_(count(batch, layers)) {}
+
+  Index batch() const { return batch_; }
+  Index layers() const { return layers_; }
+  /// Batch element b's cache of layer `layer` (0-based). Throws std::invalid_argument outside.
+  LayerCache& at(Index b, Index layer) { return caches_[slot(b, layer)]; }
+  const LayerCache& at(Index b, Index layer) const { return caches_[slot(b, layer)]; }
+
+ private:
+  static std::size_t count(Index batch, Index layers) {
+    constexpr Index kMax = std::numeric_limits<Index>::max();
+    require(batch >= 0 && layers >= 0 && (layers == 0 || batch <= kMax / layers), "StackCache",
+            [&] {
+              return "batch " + std::to_string(batch) + " x layers " + std::to_string(layers) +
+                     " is not a number of caches";
+            });
+    return static_cast<std::size_t>(batch * layers);
+  }
+  std::size_t slot(Index b, Index layer) const {
+    require(b >= 0 && b < batch_ && layer >= 0 && layer < layers_, "StackCache::at", [&] {
+      return "(" + std::to_string(b) + ", " + std::to_string(layer) + ") is outside " +
+             std::to_string(batch_) + " batch elements x " + std::to_string(layers_) + " layers";
+    });
+    return static_cast<std::size_t>(b * layers_ + layer);
+  }
+
+  Index batch_ = 0, layers_ = 0;
+  std::vector<LayerCache> caches_;  // element b, layer l at b * layers + l
+};
+
+using EncoderCache = StackCache<EncoderLayerCache>;
+using DecoderCache = StackCache<DecoderLayerCache>;
+
+// ---- One layer, one sequence --------------------------------------------------------------------
+
+struct EncoderLayerOptions {
+  /// [n x n], true = query i may attend to key j. Unset: every key.
+  std::optional<MaskView> allowed{};
+};
+
+struct DecoderLayerOptions {
+  std::optional<MaskView> self_allowed{};   ///< [n_t x n_t]: causal, and target padding
+  std::optional<MaskView> cross_allowed{};  ///< [n_t x n_s]: source padding
+};
+
+/// One encoder layer on one sequence x [n x d_model] -> [n x d_model]. Fills `cache` when given.
 Matrix encoder_layer_forward(const EncoderLayer& layer, const MatrixView& x,
-                             const std::optional<MaskView>& allowed = {},
-                             std::vector<SublayerTrace>* trace = nullptr);
+                             const EncoderLayerOptions& opts = {},
+                             EncoderLayerCache* cache = nullptr);
 
-/// One decoder layer: x [n_t x d_model] (target), memory [n_s x d_model] (encoder output),
-/// self_allowed [n_t x n_t] (causal, and target padding), cross_allowed [n_t x n_s] (source
-/// padding). Fills `trace` (self-attention, cross-attention, FFN) when given.
+/// One decoder layer: x [n_t x d_model] (target), memory [n_s x d_model] (encoder output)
+/// -> [n_t x d_model]. Fills `cache` when given.
 Matrix decoder_layer_forward(const DecoderLayer& layer, const MatrixView& x,
-                             const MatrixView& memory,
-                             const std::optional<MaskView>& self_allowed = {},
-                             const std::optional<MaskView>& cross_allowed = {},
-                             std::vector<SublayerTrace>* trace = nullptr);
+                             const MatrixView& memory, const DecoderLayerOptions& opts = {},
+                             DecoderLayerCache* cache = nullptr);
 
-/// A stack of layers on a batch: x [B, n, d_model] -> [B, n, d_model]. Masks are [B, ...] or
-/// [1, ...] (shared), or null. `traces`, when given, receives traces[b][layer] per sub-layer.
+// ---- A stack of layers on a batch ---------------------------------------------------------------
+
+struct EncoderOptions {
+  /// [B, n, n] or [1, n, n] (shared). Unset: every key.
+  std::optional<BatchMaskView> allowed{};
+};
+
+struct DecoderOptions {
+  std::optional<BatchMaskView> self_allowed{};   ///< [B or 1, n_t, n_t]
+  std::optional<BatchMaskView> cross_allowed{};  ///< [B or 1, n_t, n_s]
+};
+
+/// x [B, n, d_model] through every layer -> [B, n, d_model]. `cache`, when given, is resized
+/// to [B x layers] and filled.
 Batch encoder_forward(const std::vector<EncoderLayer>& layers, const Batch& x,
-                      const AllowedBatch* allowed = nullptr,
-                      std::vector<std::vector<std::vector<SublayerTrace>>>* traces = nullptr);
+                      const EncoderOptions& opts = {}, EncoderCache* cache = nullptr);
+/// x [B, n_t, d_model] (target), memory [B, n_s, d_model] -> [B, n_t, d_model].
 Batch decoder_forward(const std::vector<DecoderLayer>& layers, const Batch& x,
-                      const Batch& memory, const AllowedBatch* self_allowed = nullptr,
-                      const AllowedBatch* cross_allowed = nullptr,
-                      std::vector<std::vector<std::vector<SublayerTrace>>>* traces = nullptr);
+                      const Batch& memory, const DecoderOptions& opts = {},
+                      DecoderCache* cache = nullptr);
 
 }  // namespace attn

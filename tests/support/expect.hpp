@@ -1,0 +1,38 @@
+// expect.hpp: the small checks several suites make, written once.
+#pragma once
+
+#include <Eigen/Core>
+
+#include <cstring>
+#include <type_traits>
+#include <stdexcept>
+#include <string>
+
+namespace attn_test {
+
+/// What `f()` throws as std::invalid_argument, or "(no exception)": a test then asserts on the
+/// message, which must name the function and the shapes.
+template <typename F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+
+/// Bit-for-bit equality of two matrices, NaN included (NaN != NaN under ==): the promises the
+/// masks make ("a blocked key changes nothing") are exact, not approximate.
+template <typename A, typename B>
+bool identical(const Eigen::DenseBase<A>& a, const Eigen::DenseBase<B>& b) {
+  using Scalar = typename A::Scalar;
+  static_assert(std::is_same_v<Scalar, typename B::Scalar>, "compare like with like");
+  if (a.rows() != b.rows() || a.cols() != b.cols()) return false;
+  const auto ea = a.derived().eval();  // contiguous copies, so memcmp sees every element
+  const auto eb = b.derived().eval();
+  return std::memcmp(ea.data(), eb.data(), sizeof(Scalar) * static_cast<std::size_t>(ea.size())) ==
+         0;
+}
+
+}  // namespace attn_test
