@@ -45,8 +45,8 @@ TEST(Chapter01, PrintsTheShapesAndTheCheck) {
            "N->1 (classify a sequence): x [9 x 5] -> a<9> [1 x 7] -> y_hat [1 x 2]",
            "N->N (label every step): x [9 x 5] -> A [9 x 7] -> Y_hat [9 x 2]",
            "1->N (generate): x<1> [1 x 5] -> A [9 x 7] -> Y_hat [9 x 5]",
-           "seq2seq (encode N, decode M): x [9 x 5] -> context a<9> [1 x 7],\n"
-           "    then the decoder from it: A [3 x 7] -> Y_hat [3 x 2]",
+           "seq2seq (encode N, decode M): x [9 x 5] -> context a<9> [1 x 7]\n"
+           "  then the decoder from it: A [3 x 7] -> Y_hat [3 x 2]",
            "analytic d a<5>/d x<1> matches central finite differences",
        }) {
     EXPECT_NE(r.out.find(line), std::string::npos) << "missing: " << line;

@@ -3,6 +3,7 @@
 // Each row must end with exit code 2, the problem named on stderr, the usage after it,
 // nothing on stdout (no work was started) and no file written anywhere.
 #include "chapter_run.hpp"
+#include "chapters.hpp"  // kChapters, generated from ATTN_CHAPTERS
 
 #include <gtest/gtest.h>
 
@@ -12,6 +13,8 @@
 #include <vector>
 
 namespace {
+
+using attn_test::kChapters;
 
 namespace fs = std::filesystem;
 
@@ -31,10 +34,6 @@ const std::vector<std::pair<std::string, std::string>> kCommon = {
     {"positional", "positional"},
     {"--out", "--out"},
 };
-
-const char* const kChapters[] = {"01_rnn",          "02_attention_by_hand", "03_vectorized_qkv",
-                                 "04_softmax_scaling", "05_masking",        "06_multi_head",
-                                 "07_positional_encoding", "08_transformer_block"};
 
 // Each chapter's own knobs: negative, zero, NaN, beyond the machine, contradictory.
 const BadInput kKnobs[] = {

@@ -133,26 +133,6 @@ TEST_F(CliTest, NoPlotsSkipsTheOutFolderCheck) {
 
 namespace {
 
-// What happens when an exception escapes main(): std::terminate with it as the current exception.
-[[noreturn]] void escape_main() {
-  try {
-    throw std::runtime_error("the knob combination broke");
-  } catch (...) {
-    std::terminate();
-  }
-}
-
-TEST(CliDeathTest, AnEscapedExceptionIsOneClearLineAndExitCodeOne) {
-  // Without ChapterCli's handler this would be std::terminate's abort: exit code 134 and
-  // "terminate called after throwing an instance of ...".
-  EXPECT_EXIT(
-      {
-        course::ChapterCli cli("01_test", "A test chapter.", 1);
-        escape_main();
-      },
-      ::testing::ExitedWithCode(1), "^01_test: error: the knob combination broke\n$");
-}
-
 TEST(Cli, FiniteRangeRejectsNaNAndOutOfRange) {
   const CLI::Validator v = course::finite_range(0.5, 2.0);
   for (std::string ok : {"0.5", "1", "2", "1e0"}) EXPECT_EQ(v(ok), "") << ok;

@@ -3,16 +3,10 @@
 
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
-#include <exception>
 #include <fstream>
 #include <iostream>
 #include <string>
 #include <system_error>
-
-#ifndef ATTN_PLOTS_DIR
-#define ATTN_PLOTS_DIR "plots"
-#endif
 
 namespace course {
 
@@ -34,31 +28,25 @@ std::string check_writable_dir(const std::filesystem::path& dir) {
   return {};
 }
 
-// The program's name for the terminate handler (a chapter has one ChapterCli).
-std::string& program_name() {
-  static std::string name;
-  return name;
-}
-
-[[noreturn]] void report_and_exit() {
-  std::string what = "unknown error";
-  if (const std::exception_ptr e = std::current_exception()) {
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& ex) {
-      what = ex.what();
-    } catch (...) {
-    }
-  }
-  std::cout.flush();
-  std::cerr << program_name() << ": error: " << what << "\n";
-  std::_Exit(1);
-}
-
 }  // namespace
 
+std::filesystem::path default_plots_dir() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);  // Linux: the running binary
+  if (!ec) {
+    for (fs::path dir = exe.parent_path(); dir.has_relative_path(); dir = dir.parent_path()) {
+      if (fs::is_directory(dir / "chapters", ec) && fs::is_directory(dir / "plots", ec)) {
+        return dir / "plots";
+      }
+    }
+  }
+  return "plots";
+}
+
 CLI::Validator finite_range(double lo, double hi) {
-  const std::string range = "[" + CLI::detail::to_string(lo) + ", " + CLI::detail::to_string(hi) + "]";
+  const std::string range =
+      "[" + CLI::detail::to_string(lo) + ", " + CLI::detail::to_string(hi) + "]";
   return CLI::Validator(
       [lo, hi, range](const std::string& text) {
         double v = 0.0;
@@ -71,10 +59,8 @@ CLI::Validator finite_range(double lo, double hi) {
 
 ChapterCli::ChapterCli(std::string name, std::string about, std::uint64_t default_seed)
     : app_(std::move(about), std::move(name)) {
-  program_name() = app_.get_name();
-  std::set_terminate(report_and_exit);
   opts_.seed = default_seed;
-  opts_.out_dir = ATTN_PLOTS_DIR;
+  opts_.out_dir = default_plots_dir();
   // CLI11 would read "-1" into the unsigned seed as 2^64 - 1 and clamp 2^70 to 2^64 - 1, so
   // a typo would run with a seed nobody asked for: accept only what fits, digit for digit.
   app_.add_option("--seed", opts_.seed, "Random seed (the same seed prints the same numbers)")
@@ -110,6 +96,9 @@ std::optional<int> ChapterCli::parse(int argc, char** argv) {
     return 0;
   } catch (const CLI::ParseError& e) {
     return usage_error(e.what());
+  }
+  for (const auto& rule : rules_) {
+    if (std::string problem = rule(); !problem.empty()) return usage_error(problem);
   }
   if (!opts_.no_plots) {
     if (auto problem = check_writable_dir(opts_.out_dir); !problem.empty()) {

@@ -3,7 +3,7 @@
 ///
 ///   --help          usage, exit 0
 ///   --seed N        the random seed (each chapter has a fixed default)
-///   --out DIR       where figures go (default: the repository's plots/)
+///   --out DIR       where figures go (default: default_plots_dir())
 ///   --no-plots      draw nothing
 ///   --dump DIR      write the chapter's named intermediates as .npy files into DIR
 ///
@@ -18,8 +18,10 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace course {
 
@@ -34,16 +36,21 @@ struct CommonOptions {
 /// "nan", which passes every < and > comparison and would reach the chapter unchecked.
 CLI::Validator finite_range(double lo, double hi);
 
+/// Where figures go when --out is not given, decided when the program runs: the plots/ folder
+/// of the checkout the executable was built in (found by walking up from the executable's own
+/// folder to one that holds chapters/ and plots/), else plots/ in the current folder.
+std::filesystem::path default_plots_dir();
+
 class ChapterCli {
  public:
   /// `name` is the executable ("01_rnn"), `about` the one-line description under the usage.
-  /// Also installs the chapter's last line of defence: an exception that escapes main() is
-  /// printed as "<name>: error: <what>" and ends the program with exit code 1, instead of
-  /// std::terminate's abort (exit code 134 and a core dump).
   ChapterCli(std::string name, std::string about, std::uint64_t default_seed);
 
   /// Add chapter-specific knobs here before parse().
   CLI::App& app() { return app_; }
+  /// A check across knobs (heads must divide d_model), run by parse() after CLI11 has read
+  /// the values and before --out or --dump is created: it returns the problem, or "".
+  void add_rule(std::function<std::string()> rule) { rules_.push_back(std::move(rule)); }
 
   /// Parses the command line. Returns an exit code when the program should stop now
   /// (0 after --help, 2 after any error, with the message and usage on stderr);
@@ -59,6 +66,7 @@ class ChapterCli {
  private:
   CLI::App app_;
   CommonOptions opts_;
+  std::vector<std::function<std::string()>> rules_;
 };
 
 }  // namespace course

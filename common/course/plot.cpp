@@ -24,9 +24,11 @@
 #include <system_error>
 
 #include <fcntl.h>
-#include <sys/stat.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char** environ;  // the process environment, handed on to gnuplot
 
 namespace course {
 
@@ -394,78 +396,43 @@ void write_atomic(const std::filesystem::path& path, const std::string& content)
 
 // ---- Running gnuplot ----------------------------------------------------------------------------
 
-bool is_executable_file(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
-}
-
-// The program as execvp would find it: a name with '/' as it is, otherwise the first
-// executable match along PATH (an empty PATH entry means the current folder).
-std::optional<std::string> find_program(const std::string& program) {
-  if (program.empty()) return std::nullopt;
-  if (program.find('/') != std::string::npos) {
-    if (is_executable_file(program)) return program;
-    return std::nullopt;
-  }
-  const char* env = std::getenv("PATH");
-  const std::string path = env ? env : "/usr/local/bin:/usr/bin:/bin";
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t end = path.find(':', start);
-    std::string dir = path.substr(start, end == std::string::npos ? end : end - start);
-    if (dir.empty()) dir = ".";
-    const std::string candidate = dir + "/" + program;
-    if (is_executable_file(candidate)) return candidate;
-    if (end == std::string::npos) return std::nullopt;
-    start = end + 1;
-  }
-}
-
 struct RunResult {
-  int status;       // exit code, or 128 + signal number
-  std::string err;  // everything the program wrote to stderr
+  bool found = true;  // false: no such program, or not executable (nothing ran)
+  int status = 0;     // exit code, or 128 + signal number
+  std::string err;    // everything the program wrote to stderr
 };
 
-// Run `program args...` in `dir` with stdin and stdout on /dev/null and stderr captured.
-// No shell is involved, so names are never parsed as shell syntax. The child does only
-// async-signal-safe calls between fork and exec (everything is prepared before the fork).
+// Runs `program args...` in `dir`, stdin and stdout on /dev/null, stderr captured. posix_spawnp
+// looks the program up on PATH as execvp does (a name with '/' is used as it is) and reports a
+// failed exec as its return value; no shell is involved, so names are never parsed as syntax.
 RunResult run_in(const std::string& program, const std::vector<std::string>& args,
                  const std::filesystem::path& dir) {
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(program.c_str()));
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  const std::string dir_str = dir.string();
 
   int pipe_fd[2];
   if (::pipe2(pipe_fd, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("Plotter: pipe failed: ") + std::strerror(errno));
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    const int e = errno;
-    ::close(pipe_fd[0]);
-    ::close(pipe_fd[1]);
-    throw std::runtime_error(std::string("Plotter: fork failed: ") + std::strerror(e));
-  }
-  if (pid == 0) {
-    const int null_fd = ::open("/dev/null", O_RDWR);
-    if (null_fd >= 0) {
-      ::dup2(null_fd, STDIN_FILENO);
-      ::dup2(null_fd, STDOUT_FILENO);
-    }
-    ::dup2(pipe_fd[1], STDERR_FILENO);
-    if (::chdir(dir_str.c_str()) != 0) {
-      static const char msg[] = "cannot change into the output folder\n";
-      [[maybe_unused]] const auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
-      ::_exit(126);
-    }
-    ::execv(program.c_str(), argv.data());
-    static const char msg[] = "cannot execute the program\n";
-    [[maybe_unused]] const auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
-    ::_exit(127);
-  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fd[1], STDERR_FILENO);
+  posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());  // glibc 2.29+
+  pid_t pid = 0;
+  const int spawned =
+      ::posix_spawnp(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
   ::close(pipe_fd[1]);
-  RunResult result{0, {}};
+  RunResult result;
+  if (spawned != 0) {
+    ::close(pipe_fd[0]);
+    if (spawned == ENOENT || spawned == EACCES || spawned == ENOTDIR) return {false, 127, {}};
+    throw std::runtime_error("Plotter: cannot run " + program + " in " + dir.string() + ": " +
+                             std::strerror(spawned));
+  }
   char buf[4096];
   while (true) {
     const ssize_t n = ::read(pipe_fd[0], buf, sizeof buf);
@@ -503,15 +470,10 @@ std::string shell_word(const std::string& s) {
 Plotter::Plotter(std::filesystem::path out_dir, bool enabled, std::string gnuplot)
     : out_dir_(std::move(out_dir)), enabled_(enabled), gnuplot_(std::move(gnuplot)) {}
 
-namespace {
-// Where "gnuplot" lives on PATH, searched once per process.
-const std::optional<std::string>& default_gnuplot() {
-  static const std::optional<std::string> path = find_program("gnuplot");
-  return path;
+bool Plotter::gnuplot_available() {
+  static const bool available = run_in("gnuplot", {"--version"}, ".").found;  // asked once
+  return available;
 }
-}  // namespace
-
-bool Plotter::gnuplot_available() { return default_gnuplot().has_value(); }
 
 Figure Plotter::render(const std::string& name, const std::string& script,
                        const std::string& data) {
@@ -527,20 +489,18 @@ Figure Plotter::render(const std::string& name, const std::string& script,
   write_atomic(fig.dat, data);
   write_atomic(fig.gp, script);
 
-  const std::optional<std::string> program =
-      gnuplot_ == "gnuplot" ? default_gnuplot() : find_program(gnuplot_);
-  if (!program) {
+  // The name holds only [A-Za-z0-9_.-] (check_name), so it is safe inside the quotes.
+  const std::string tmp_png = name + ".png.tmp";
+  const RunResult r = run_in(gnuplot_, {"-e", "outfile='" + tmp_png + "'", name + ".gp"}, out_dir_);
+  if (!r.found) {
     std::cout << "plot: gnuplot not found; render with: cd " << shell_word(out_dir_.string())
               << " && gnuplot " << name << ".gp\n";
     return fig;
   }
-  // The name holds only [A-Za-z0-9_.-] (check_name), so it is safe inside the quotes.
-  const std::string tmp_png = name + ".png.tmp";
-  const RunResult r = run_in(*program, {"-e", "outfile='" + tmp_png + "'", name + ".gp"}, out_dir_);
   const std::filesystem::path tmp_path = out_dir_ / tmp_png;
   if (r.status != 0 || !std::filesystem::exists(tmp_path)) {
     std::filesystem::remove(tmp_path, ec);
-    throw std::runtime_error("Plotter: " + *program + " failed on " + fig.gp.string() +
+    throw std::runtime_error("Plotter: " + gnuplot_ + " failed on " + fig.gp.string() +
                              " (exit status " + std::to_string(r.status) + "): " + r.err);
   }
   std::filesystem::rename(tmp_path, fig.png, ec);

@@ -132,10 +132,7 @@ class Plotter {
   ///   "  figures: plots/05_batch_weights.png\n           plots/05_masks.png\n"
   /// ("  figure: " for one; empty when nothing was rendered, e.g. with --no-plots).
   std::string summary() const;
-  const std::filesystem::path& out_dir() const { return out_dir_; }
-  /// The program this plotter runs to render (default "gnuplot").
-  const std::string& gnuplot() const { return gnuplot_; }
-  /// Whether a gnuplot executable was found on PATH (checked once).
+  /// Whether `gnuplot --version` runs from PATH (asked once per process).
   static bool gnuplot_available();
 
  private:

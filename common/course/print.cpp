@@ -37,6 +37,13 @@ std::string fixed(double v, int precision) {
 std::string format_matrix(std::string_view name, const MatrixD& m, const PrintOptions& opts) {
   require(opts.precision >= 0 && opts.precision <= 17, "format_matrix",
           "precision must be in [0, 17], got " + std::to_string(opts.precision));
+  // Printing is not a hot path: the messages may be built eagerly.
+  require(opts.row_labels.empty() || std::ssize(opts.row_labels) == m.rows(), "format_matrix",
+          std::to_string(opts.row_labels.size()) + " row labels for " +
+              std::to_string(m.rows()) + " rows");
+  require(opts.col_labels.empty() || std::ssize(opts.col_labels) == m.cols(), "format_matrix",
+          std::to_string(opts.col_labels.size()) + " column labels for " +
+              std::to_string(m.cols()) + " columns");
   std::string out;
   if (!name.empty()) out.append(name).append(" ").append(shape_str(m)).append("\n");
 
@@ -50,18 +57,55 @@ std::string format_matrix(std::string_view name, const MatrixD& m, const PrintOp
       if (r >= 0 && c >= 0) width = std::max(width, fixed(m(r, c), opts.precision).size());
     }
   }
+  for (Index c : cols) {
+    if (c >= 0 && !opts.col_labels.empty()) {
+      width = std::max(width, opts.col_labels[static_cast<std::size_t>(c)].size());
+    }
+  }
+  std::size_t label_width = 0;
+  for (const std::string& l : opts.row_labels) label_width = std::max(label_width, l.size());
+  const auto row_label = [&](Index r) {
+    if (opts.row_labels.empty()) return std::string();
+    const std::string l = r < 0 ? "" : opts.row_labels[static_cast<std::size_t>(r)];
+    return l + std::string(label_width - l.size() + 2, ' ');
+  };
   const std::string indent(static_cast<std::size_t>(std::max(opts.indent, 0)), ' ');
-  for (Index r : rows) {
-    out += indent;
+  const auto line = [&](const std::string& lead, const auto& cell_of) {
+    out += indent + lead;
     for (std::size_t k = 0; k < cols.size(); ++k) {
-      const Index c = cols[k];
-      const std::string cell = (r < 0 || c < 0) ? "..." : fixed(m(r, c), opts.precision);
+      const std::string cell = cell_of(cols[k]);
       if (k > 0) out += "  ";
       out.append(width - cell.size(), ' ').append(cell);
     }
     out += "\n";
+  };
+  if (!opts.col_labels.empty()) {
+    line(std::string(opts.row_labels.empty() ? 0 : label_width + 2, ' '), [&](Index c) {
+      return c < 0 ? std::string("...") : opts.col_labels[static_cast<std::size_t>(c)];
+    });
+  }
+  for (Index r : rows) {
+    line(row_label(r), [&](Index c) {
+      return (r < 0 || c < 0) ? std::string("...") : fixed(m(r, c), opts.precision);
+    });
   }
   return out;
+}
+
+std::vector<std::string> labels(std::string_view prefix, Index n) {
+  std::vector<std::string> out;
+  for (Index i = 1; i <= n; ++i) out.push_back(std::string(prefix) + std::to_string(i));
+  return out;
+}
+
+std::string with_commas(long long n) {
+  const std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
 }
 
 std::string fmt(const char* format, ...) {

@@ -25,7 +25,28 @@ struct PrintOptions {
   Index max_rows = 8;   ///< beyond this many rows, show the first and last max_rows/2
   Index max_cols = 8;   ///< beyond this many columns, show the first and last max_cols/2
   int indent = 2;       ///< spaces before every row
+  /// A label per row, printed before it ("k^1", "<pad>"): empty for none, else one per row.
+  std::vector<std::string> row_labels{};
+  /// A label per column, printed above it, right-aligned like the numbers.
+  std::vector<std::string> col_labels{};
 };
+
+/// "[4 x 2]": a matrix's shape as the course prints it.
+template <typename Derived>
+std::string shape(const Eigen::EigenBase<Derived>& m) {
+  return shape_str(m.rows(), m.cols());
+}
+/// "[2, 5, 512]": a batch's shape as PyTorch prints a tensor's.
+template <typename T>
+std::string shape(const BatchOf<T>& x) {
+  return x.shape_str();
+}
+
+/// {"k^1", "k^2", ...}: n labels counted from 1, as the notes count tokens.
+std::vector<std::string> labels(std::string_view prefix, Index n);
+
+/// 640000 -> "640,000": big counts read at a glance.
+std::string with_commas(long long n);
 
 /// Formats `m` under the header "<name> [rows x cols]" (no header when name is empty).
 std::string format_matrix(std::string_view name, const MatrixD& m, const PrintOptions& opts = {});

@@ -1,5 +1,9 @@
 // chapter_run.hpp: running a chapter executable from a test, the way a learner does.
 //
+//   const attn_test::ChapterRun chapter("02_attention_by_hand");
+//   const fs::path dir = chapter.scratch("queries");
+//   const attn_test::Output r = chapter.run("--no-plots", dir);
+//
 // Every chapter test starts the real program (built into ATTN_BIN_DIR), captures what it prints
 // and reads what it writes. Shared here so that eight chapter suites do it one way.
 #pragma once
@@ -16,6 +20,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 
 namespace attn_test {
 
@@ -77,5 +82,26 @@ inline void expect_two_identical_runs(const std::string& chapter, const std::str
   EXPECT_TRUE(contains(a.out, "== What to notice")) << args;
   fs::remove_all(dir);
 }
+
+/// One chapter as its suite runs it: the chapter's name is said once.
+class ChapterRun {
+ public:
+  explicit ChapterRun(std::string chapter) : chapter_(std::move(chapter)) {}
+
+  const std::string& name() const { return chapter_; }
+  /// A fresh, empty folder for the test `test` of this chapter.
+  fs::path scratch(const std::string& test) const { return attn_test::scratch(chapter_, test); }
+  /// Runs the chapter with `args`, its output captured through files in `dir`.
+  Output run(const std::string& args, const fs::path& dir) const {
+    return run_chapter(chapter_, args, dir);
+  }
+  /// See attn_test::expect_two_identical_runs.
+  void expect_two_identical_runs(const std::string& args, std::size_t min_bytes) const {
+    attn_test::expect_two_identical_runs(chapter_, args, min_bytes);
+  }
+
+ private:
+  std::string chapter_;
+};
 
 }  // namespace attn_test

@@ -1,0 +1,164 @@
+// chapter.cpp: one chapter run, from the command line to the closing "Try this".
+#include "course/chapter.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <exception>
+#include <iostream>
+#include <string>
+
+namespace course {
+
+namespace {
+
+// "02_attention_by_hand" -> "02": the chapter's number, as the opening line shows it.
+std::string number_of(const std::string& name) { return name.substr(0, name.find('_')); }
+
+// A space that does not break a line; written out as a space.
+constexpr char kGlue = '\x1f';
+
+// Splits text into words at spaces (a run of spaces counts as one break). A space inside
+// brackets does not break: a shape like "[2, 6, 32]" stays on one line.
+std::vector<std::string_view> words_of(std::string_view text) {
+  std::vector<std::string_view> words;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && text[i] == ' ') ++i;
+    const std::size_t start = i;
+    int depth = 0;
+    while (i < text.size() && (text[i] != ' ' || depth > 0)) {
+      depth += text[i] == '[' ? 1 : text[i] == ']' ? -1 : 0;
+      ++i;
+    }
+    if (i > start) words.push_back(text.substr(start, i - start));
+  }
+  return words;
+}
+
+}  // namespace
+
+Chapter::Chapter(std::string name, std::string title, std::uint64_t default_seed)
+    : Chapter(std::move(name), std::move(title), default_seed, std::cout) {}
+
+Chapter::Chapter(std::string name, std::string title, std::uint64_t default_seed,
+                 std::ostream& out)
+    : name_(std::move(name)),
+      title_(std::move(title)),
+      out_(out),
+      cli_(name_, "Chapter " + number_of(name_) + ": " + title_, default_seed) {
+  cli_.app().add_flag("--step", stepping_,
+                      "Pause after each step until Enter (only when both the input and the "
+                      "output are a terminal)");
+}
+
+Chapter::~Chapter() = default;
+
+void Chapter::require_knobs(std::function<std::string()> rule) { cli_.add_rule(std::move(rule)); }
+
+int Chapter::run(int argc, char** argv, const std::function<void()>& lesson) {
+  if (const std::optional<int> code = cli_.parse(argc, argv)) return *code;
+  // --step waits for a person: never in a pipe, a test or CI, where nobody presses Enter.
+  stepping_ = stepping_ && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO);
+  plot_ = cli_.plotter();
+  dump_ = cli_.dumper();
+  try {
+    lesson();
+  } catch (const std::exception& e) {
+    out_.flush();
+    std::cerr << name_ << ": error: " << e.what() << "\n";
+    return 1;
+  }
+  out_.flush();
+  return 0;
+}
+
+void Chapter::write_intro(const std::string& details) {
+  std::string line = number_of(name_) + " . " + title_;
+  if (!details.empty()) line += " (" + details + ")";
+  write_wrapped("", "  ", line);
+}
+
+void Chapter::pause() {
+  if (!stepping_) return;
+  out_ << "  [Enter: next step]" << std::flush;
+  std::string ignored;
+  std::getline(std::cin, ignored);
+}
+
+void Chapter::write_step(const std::string& title) {
+  if (steps_ > 0) pause();
+  ++steps_;
+  banner(out_, std::to_string(steps_) + ". " + title);
+}
+
+void Chapter::write_lines(const std::string& text) {
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    const std::string_view line = std::string_view(text).substr(start, end - start);
+    out_ << (line.empty() ? "" : "  ") << line << "\n";
+    start = end + 1;
+  }
+}
+
+void Chapter::write_wrapped(std::string_view first, std::string_view rest,
+                            const std::string& text) {
+  const auto emit = [&](std::string& line) {
+    std::replace(line.begin(), line.end(), kGlue, ' ');
+    out_ << line << "\n";
+  };
+  std::string line(first);
+  bool empty = true;  // no word on the line yet
+  for (const std::string_view word : words_of(text)) {
+    if (!empty && line.size() + 1 + word.size() > kWidth) {
+      emit(line);
+      line.assign(rest);
+      empty = true;
+    }
+    if (!empty) line += ' ';
+    line += word;
+    empty = false;
+  }
+  emit(line);
+}
+
+void Chapter::write_raw(const std::string& text) { out_ << text; }
+
+void Chapter::gap() { out_ << "\n"; }
+
+void Chapter::flow(std::initializer_list<Stage> stages) {
+  std::string text;
+  // kGlue holds a stage together, so a line breaks only after an arrow, never inside
+  // "Add & Norm [2, 6, 32]" or between "Y_hat" and "[3 x 2]".
+  for (const Stage& s : stages) {
+    std::string stage = s.label + kGlue + s.shape;
+    std::replace(stage.begin(), stage.end(), ' ', kGlue);
+    text += (text.empty() ? "" : " -> ") + stage;
+  }
+  write_wrapped("  ", "     ", text);
+}
+
+void Chapter::finish(std::initializer_list<std::string> facts,
+                     std::initializer_list<TryThis> try_this) {
+  pause();
+  banner(out_, "What to notice");
+  for (const std::string& fact : facts) notice("{}", fact);
+  if (try_this.size() > 0) {
+    banner(out_, "Try this");
+    std::size_t width = 0;
+    for (const TryThis& t : try_this) width = std::max(width, t.options.size());
+    for (const TryThis& t : try_this) {
+      const std::string command = "  " + name_ + " " + t.options;
+      write_wrapped(command + std::string(width - t.options.size() + 3, ' '),
+                    std::string(command.size() + width - t.options.size() + 3, ' '), t.shows);
+    }
+  }
+  if (const std::string f = plot_.summary(); !f.empty()) out_ << "\n" << f;
+  if (const std::string d = dump_.summary(); !d.empty()) {
+    out_ << "\n";
+    write_wrapped("", "  ", d);
+  }
+}
+
+}  // namespace course

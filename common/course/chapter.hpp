@@ -1,0 +1,180 @@
+/// @file
+/// A chapter run: its options, its voice, its figures and its dumps, in one object.
+///
+/// Every chapter's main.cpp has the same frame, so that what is left in it is the lecture:
+///
+///     void lesson(course::Chapter& ch, const Knobs& k) {
+///       ch.step("Scores: alpha_ij = q^i . k^j");       // == 3. Scores: ... ========
+///       Matrix A = ...;                                  // [n_k x n_q]
+///       ch.show("A", A, {.row_labels = ..., .col_labels = ...});
+///       ch.notice("column 2 is the four scores above: one query against all four keys.");
+///       ch.dump("A", A);
+///       ...
+///       ch.finish({"fact the numbers showed", ...}, {{"--scale", "what it shows"}, ...});
+///     }
+///
+///     int main(int argc, char** argv) {
+///       course::Chapter ch("02_attention_by_hand", "Attention by hand", 2026);
+///       Knobs k;
+///       ch.flag("--scale", k.scale, "divide every score by sqrt(d_k)");
+///       return ch.run(argc, argv, [&] { lesson(ch, k); });
+///     }
+///
+/// run() is the one entry point: it parses the command line (a bad option is the problem and
+/// the usage on stderr, exit 2, before anything is written), runs the lesson, and turns an
+/// exception that escapes it into "<chapter>: error: <what>" and exit 1, never an abort.
+///
+/// The text goes to one stream (std::cout by default) and follows one layout: steps are
+/// numbered banners, text is indented two spaces, notices start with "->", and no line the
+/// chapter writes through this class is wider than kWidth columns: prose and notices wrap by
+/// themselves. Formatting is {fmt}'s, checked against the arguments at compile time:
+/// `ch.say("q^{} = ({:.4f})", i + 1, fmt::join(Q.col(i), ", "))`.
+#pragma once
+
+#include "course/cli.hpp"
+#include "course/dump.hpp"
+#include "course/plot.hpp"
+#include "course/print.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <iosfwd>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace course {
+
+/// One command of the closing "Try this" list: the options, and what they show.
+struct TryThis {
+  std::string options;
+  std::string shows;
+};
+
+/// One tensor in a shape trace: a label and the tensor's real shape (see shape()).
+struct Stage {
+  std::string label;
+  std::string shape;
+
+  template <typename T>
+  Stage(std::string label_, const T& tensor)
+      : label(std::move(label_)), shape(course::shape(tensor)) {}
+};
+
+class Chapter {
+ public:
+  /// The widest line the narration writes.
+  static constexpr std::size_t kWidth = 100;
+
+  /// `name` is the executable ("02_attention_by_hand"); `title` the chapter's title, shown in
+  /// --help and in the opening line; `default_seed` the seed when --seed is not given.
+  Chapter(std::string name, std::string title, std::uint64_t default_seed);
+  /// The same, narrating into `out` instead of std::cout (the tests read it back).
+  Chapter(std::string name, std::string title, std::uint64_t default_seed, std::ostream& out);
+  ~Chapter();
+  Chapter(const Chapter&) = delete;
+  Chapter& operator=(const Chapter&) = delete;
+
+  // ---- Knobs, declared before run() ---------------------------------------------------------
+
+  /// A knob with a value: `--heads 4`. Its default is shown in --help.
+  template <typename T>
+  CLI::Option* option(const std::string& flag, T& value, const std::string& help) {
+    return cli_.app().add_option(flag, value, help)->capture_default_str();
+  }
+  /// An on/off knob: `--scale`.
+  CLI::Option* flag(const std::string& flag, bool& value, const std::string& help) {
+    return cli_.app().add_flag(flag, value, help);
+  }
+  /// A rule that involves several knobs (heads must divide d_model), checked right after
+  /// parsing and before any folder is made: return the problem, or "" when the knobs agree.
+  void require_knobs(std::function<std::string()> rule);
+  /// The CLI11 application, for anything the two helpers above do not cover.
+  CLI::App& app() { return cli_.app(); }
+
+  /// Parses the command line and runs `lesson`. Returns the exit code for main(): 0 after the
+  /// lesson or --help, 2 after a usage error, 1 when the lesson throws.
+  int run(int argc, char** argv, const std::function<void()>& lesson);
+
+  // ---- What a lesson uses ------------------------------------------------------------------
+
+  std::uint64_t seed() const { return cli_.options().seed; }
+  const std::string& name() const { return name_; }
+  Plotter& plot() { return plot_; }
+  /// Writes DIR/NAME.npy when --dump DIR was given; does nothing otherwise.
+  template <typename... Args>
+  void dump(Args&&... args) {
+    dump_(std::forward<Args>(args)...);
+  }
+
+  /// The opening line, "02 . <title> (<details>)"; details formatted like say().
+  template <typename... Args>
+  void intro(fmt::format_string<Args...> details, Args&&... args) {
+    write_intro(fmt::format(details, std::forward<Args>(args)...));
+  }
+  /// The next step's banner, numbered by the chapter ("== 3. Scores: ... ===="). With --step
+  /// on a terminal, waits for Enter first, as a lecturer pauses between slides.
+  template <typename... Args>
+  void step(fmt::format_string<Args...> title, Args&&... args) {
+    write_step(fmt::format(title, std::forward<Args>(args)...));
+  }
+  /// Lines exactly as formatted (tables, written-out sums), each indented two spaces; a "\n"
+  /// in the text starts a new line. Not wrapped: a table is laid out by its author.
+  template <typename... Args>
+  void say(fmt::format_string<Args...> text, Args&&... args) {
+    write_lines(fmt::format(text, std::forward<Args>(args)...));
+  }
+  /// A paragraph of prose, wrapped at word boundaries to kWidth columns, indented two spaces.
+  template <typename... Args>
+  void prose(fmt::format_string<Args...> text, Args&&... args) {
+    write_wrapped("  ", "  ", fmt::format(text, std::forward<Args>(args)...));
+  }
+  /// What to notice about the numbers just shown: "  -> text", wrapped under itself.
+  template <typename... Args>
+  void notice(fmt::format_string<Args...> text, Args&&... args) {
+    write_wrapped("  -> ", "     ", fmt::format(text, std::forward<Args>(args)...));
+  }
+  /// A matrix under "<name> [rows x cols]", with row and column labels when given.
+  template <typename Derived>
+  void show(std::string_view name, const Eigen::MatrixBase<Derived>& m,
+            const PrintOptions& opts = {}) {
+    const MatrixD widened = m.template cast<double>();  // exact for float input
+    write_raw(format_matrix(name, widened, opts));
+  }
+  /// A shape trace: "  source ids [2 x 6] -> embedded [2, 6, 32] -> ...", each shape read
+  /// from the tensor itself, wrapped before kWidth.
+  void flow(std::initializer_list<Stage> stages);
+  /// A blank line.
+  void gap();
+
+  /// The end of every chapter: "What to notice" (the facts the numbers showed), "Try this"
+  /// (commands with their knobs), then the figures drawn and the arrays dumped.
+  void finish(std::initializer_list<std::string> facts, std::initializer_list<TryThis> try_this);
+
+  /// The stream the chapter narrates into, for the rare text that fits none of the above.
+  std::ostream& out() { return out_; }
+
+ private:
+  void write_intro(const std::string& details);
+  void write_step(const std::string& title);
+  void write_lines(const std::string& text);
+  void write_wrapped(std::string_view first, std::string_view rest, const std::string& text);
+  void write_raw(const std::string& text);
+  void pause();
+
+  std::string name_, title_;
+  std::ostream& out_;
+  ChapterCli cli_;
+  std::vector<std::function<std::string()>> knob_rules_;
+  bool stepping_ = false;
+  int steps_ = 0;
+  Plotter plot_{"", false};
+  Dumper dump_{};
+};
+
+}  // namespace course

@@ -1,0 +1,262 @@
+// course::Chapter: the frame every chapter runs in. Exit codes, numbered steps, the 100-column
+// promise (notices, prose and shape traces wrap by themselves), real shapes in a trace, the
+// closing "What to notice" / "Try this", and knob rules that stop a run before it writes.
+#include "course/chapter.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// What one Chapter::run did.
+struct Ran {
+  int code = -1;
+  std::string out, err;  // the narration, and stderr
+};
+
+// Runs `lesson` in a chapter "09_test" on the command line `words` (plus --no-plots unless the
+// words name --out), narrating into a string.
+Ran run(course::Chapter& ch, std::ostringstream& narration, std::vector<std::string> words,
+        const std::function<void()>& lesson) {
+  words.insert(words.begin(), "09_test");
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  Ran r;
+  r.code = ch.run(static_cast<int>(words.size()), argv.data(), lesson);
+  const std::string help = ::testing::internal::GetCapturedStdout();
+  r.err = ::testing::internal::GetCapturedStderr();
+  r.out = narration.str() + help;
+  return r;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST(Chapter, StepsAreNumberedBannersInOrder) {
+  std::ostringstream text;
+  course::Chapter ch("09_test", "A test chapter", 7, text);
+  const Ran r = run(ch, text, {"--no-plots"}, [&] {
+    ch.intro("seed {}", ch.seed());
+    ch.step("First: x = {}", 1);
+    ch.say("a line\nanother line");
+    ch.step("Second");
+  });
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "09 . A test chapter (seed 7)\n"
+            "\n== 1. First: x = 1 " + std::string(88 - 19, '=') + "\n"
+            "  a line\n"
+            "  another line\n"
+            "\n== 2. Second " + std::string(88 - 13, '=') + "\n");
+}
+
+TEST(Chapter, NoticesAndProseWrapAtOneHundredColumnsWithoutSplittingWordsOrShapes) {
+  std::ostringstream text;
+  course::Chapter ch("09_test", "A test chapter", 7, text);
+  std::string long_text;
+  for (int i = 0; i < 40; ++i) long_text += "word" + std::to_string(i) + " ";
+  long_text += "the shape [2, 5, 512] stays whole";
+  const Ran r = run(ch, text, {"--no-plots"}, [&] {
+    ch.notice("{}", long_text);
+    ch.prose("{}", long_text);
+  });
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_GT(lines.size(), 4u) << "40 words do not fit on one line of a notice and one of prose";
+  std::string words_back;
+  for (const std::string& line : lines) {
+    EXPECT_LE(line.size(), course::Chapter::kWidth) << line;
+    EXPECT_TRUE(line.rfind("  -> ", 0) == 0 || line.rfind("     ", 0) == 0 ||
+                line.rfind("  ", 0) == 0)
+        << line;
+  }
+  EXPECT_EQ(lines[0].rfind("  -> word0 word1 ", 0), 0u);
+  EXPECT_EQ(lines[1].rfind("     word", 0), 0u) << "a notice continues under its own text";
+  EXPECT_NE(r.out.find("[2, 5, 512]"), std::string::npos) << "a shape is never split";
+  // Wrapping only moves line breaks: the words come back in order.
+  std::istringstream in(r.out);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  EXPECT_EQ(words[0], "->");
+  EXPECT_EQ(words[1], "word0");
+  EXPECT_EQ(words[40], "word39");
+}
+
+TEST(Chapter, FlowPrintsTheShapesOfTheTensorsItIsHanded) {
+  std::ostringstream text;
+  course::Chapter ch("09_test", "A test chapter", 7, text);
+  const attn::Matrix ids(2, 6);       // [2 x 6]
+  const attn::Batch x(2, 6, 32);      // [2, 6, 32]
+  const attn::Matrix W(32, 8);        // [32 x 8]
+  const Ran r = run(ch, text, {"--no-plots"}, [&] {
+    ch.flow({{"ids", ids}, {"x", x}, {"W", W}});
+  });
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "  ids [2 x 6] -> x [2, 6, 32] -> W [32 x 8]\n");
+}
+
+TEST(Chapter, ALongFlowWrapsBetweenStagesNeverBetweenALabelAndItsShape) {
+  std::ostringstream text;
+  course::Chapter ch("09_test", "A test chapter", 7, text);
+  const attn::Batch x(2, 6, 32);  // [2, 6, 32]
+  const Ran r = run(ch, text, {"--no-plots"}, [&] {
+    ch.flow({{"source embedded", x}, {"self-attention", x}, {"Add & Norm", x}, {"feed-forward", x},
+             {"Add & Norm", x}, {"encoder output", x}});
+  });
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_GE(lines.size(), 2u) << r.out;
+  for (const std::string& line : lines) {
+    EXPECT_LE(line.size(), course::Chapter::kWidth) << line;
+    const bool ends_a_stage = line.ends_with("]") || line.ends_with("] ->");
+    EXPECT_TRUE(ends_a_stage) << "a line breaks only after a stage's shape: " << line;
+  }
+}
+
+TEST(Chapter, ShowPrintsLabelledRowsAndColumns) {
+  std::ostringstream text;
+  course::Chapter ch("09_test", "A test chapter", 7, text);
+  attn::Matrix m(2, 2);  // [2 x 2]
+  m << 0.25f, 0.75f, 1, 0;
+  const Ran r = run(ch, text, {"--no-plots"}, [&] {
+    ch.show("W", m, {.precision = 2, .row_labels = {"I", "dog"}, .col_labels = {"k^1", "k^2"}});
+  });
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "W [2 x 2]\n"
+            "        k^1   k^2\n"
+            "  I    0.25  0.75\n"
+            "  dog  1.00  0.00\n");
+}
+
+TEST(Chapter, FinishPrintsWhatToNoticeThenTryThisAligned) {
+  std::ostringstream text;
+  course::Chapter ch("09_test", "A test chapter", 7, text);
+  const Ran r = run(ch, text, {"--no-plots"}, [&] {
+    ch.finish({"first fact", "second fact"},
+              {{"--scale", "flatter weights"}, {"--heads 8 --seed 3", "another draw"}});
+  });
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "\n== What to notice " + std::string(88 - 18, '=') + "\n"
+            "  -> first fact\n"
+            "  -> second fact\n"
+            "\n== Try this " + std::string(88 - 12, '=') + "\n"
+            "  09_test --scale              flatter weights\n"
+            "  09_test --heads 8 --seed 3   another draw\n");
+}
+
+TEST(Chapter, AnExceptionInTheLessonIsOneClearLineAndExitCodeOne) {
+  std::ostringstream text;
+  course::Chapter ch("09_test", "A test chapter", 7, text);
+  const Ran r = run(ch, text, {"--no-plots"}, [&] {
+    ch.say("before");
+    throw std::invalid_argument("attention: Q is [5 x 64] but K is [5 x 32]");
+  });
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "09_test: error: attention: Q is [5 x 64] but K is [5 x 32]\n");
+  EXPECT_EQ(r.out, "  before\n") << "what was said before the error is kept";
+}
+
+// A whole chapter process whose lesson throws, ended with main()'s exit code.
+[[noreturn]] void chapter_whose_lesson_throws() {
+  std::ostringstream text;
+  course::Chapter ch("01_test", "A test chapter", 1, text);
+  char name[] = "01_test", no_plots[] = "--no-plots";
+  char* argv[] = {name, no_plots, nullptr};
+  std::exit(ch.run(2, argv, [] { throw std::runtime_error("the knob combination broke"); }));
+}
+
+TEST(ChapterDeathTest, AnEscapedErrorEndsTheProcessWithExitCodeOneNotAnAbort) {
+  // Without run()'s catch this would be std::terminate's abort: exit code 134 and
+  // "terminate called after throwing an instance of ...".
+  EXPECT_EXIT(chapter_whose_lesson_throws(), ::testing::ExitedWithCode(1),
+              "^01_test: error: the knob combination broke\n$");
+}
+
+TEST(Chapter, AKnobRuleStopsTheRunBeforeAnythingIsWritten) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("attn_chapter_rule_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  std::ostringstream text;
+  course::Chapter ch("09_test", "A test chapter", 7, text);
+  int heads = 3, d_model = 8;
+  ch.option("--heads", heads, "heads");
+  ch.require_knobs([&] {
+    return d_model % heads == 0 ? std::string()
+                                : fmt::format("--heads {} does not divide {}", heads, d_model);
+  });
+  bool ran = false;
+  const Ran r = run(ch, text, {"--out", (dir / "plots").string(), "--dump", (dir / "d/x").string()},
+                    [&] { ran = true; });
+  EXPECT_EQ(r.code, 2);
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(r.err.rfind("09_test: --heads 3 does not divide 8\n", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("Usage:"), std::string::npos) << "the usage follows the problem";
+  EXPECT_FALSE(fs::exists(dir)) << "a rejected run creates no folder";
+  // The same chapter with knobs that agree runs.
+  std::ostringstream text2;
+  course::Chapter ok("09_test", "A test chapter", 7, text2);
+  ok.option("--heads", heads, "heads");
+  ok.require_knobs([&] { return d_model % heads == 0 ? std::string() : "no"; });
+  EXPECT_EQ(run(ok, text2, {"--no-plots", "--heads", "4"}, [] {}).code, 0);
+}
+
+TEST(Chapter, StepIsIgnoredWithoutATerminal) {
+  // ctest runs with stdin and stdout not a terminal: --step must never wait there.
+  std::ostringstream text;
+  course::Chapter ch("09_test", "A test chapter", 7, text);
+  const Ran r = run(ch, text, {"--no-plots", "--step"}, [&] {
+    ch.step("One");
+    ch.step("Two");
+    ch.finish({}, {});
+  });
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("[Enter"), std::string::npos);
+}
+
+TEST(Chapter, HelpNamesTheChapterAndTheDefaultFigureFolder) {
+  std::ostringstream text;
+  course::Chapter ch("09_test", "A test chapter", 7, text);
+  bool ran = false;
+  const Ran r = run(ch, text, {"--help"}, [&] { ran = true; });
+  EXPECT_EQ(r.code, 0);
+  EXPECT_FALSE(ran);
+  EXPECT_NE(r.out.find("Chapter 09: A test chapter"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(course::default_plots_dir().string()), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--step"), std::string::npos);
+}
+
+TEST(DefaultPlotsDir, IsThePlotsFolderOfTheCheckoutTheTestWasBuiltIn) {
+  // The test executable lives in <checkout>/build/<preset>/... like the chapters, so the
+  // walk up from it must find this checkout's plots/, decided at run time.
+  const fs::path expected = fs::path(ATTN_TEST_DATA_DIR).parent_path().parent_path() / "plots";
+  EXPECT_EQ(fs::weakly_canonical(course::default_plots_dir()), fs::weakly_canonical(expected));
+}
+
+TEST(Print, WithCommasAndLabels) {
+  EXPECT_EQ(course::with_commas(0), "0");
+  EXPECT_EQ(course::with_commas(999), "999");
+  EXPECT_EQ(course::with_commas(1000), "1,000");
+  EXPECT_EQ(course::with_commas(640000), "640,000");
+  EXPECT_EQ(course::with_commas(-1234567), "-1,234,567");
+  EXPECT_EQ(course::labels("q^", 3), (std::vector<std::string>{"q^1", "q^2", "q^3"}));
+  EXPECT_THROW(course::format_matrix("m", attn::MatrixD::Zero(2, 2), {.row_labels = {"a"}}),
+               std::invalid_argument);
+}
+
+}  // namespace
