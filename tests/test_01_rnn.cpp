@@ -20,26 +20,20 @@ using attn::RowVector;
 
 using attn_test::Output;
 
-fs::path scratch(const std::string& name) {
-  return attn_test::scratch("01_rnn", name);
-}
-
-Output run_chapter(const std::string& args, const fs::path& dir) {
-  return attn_test::run_chapter("01_rnn", args, dir);
-}
+const attn_test::ChapterRun chapter("01_rnn");
 
 Matrix load(const fs::path& dir, const std::string& name) {
   return attn_test::load(dir, name).cast<float>();
 }
 
 TEST(Chapter01, TwoRunsPrintIdenticalBytes) {
-  attn_test::expect_two_identical_runs("01_rnn", "--no-plots", 1000u);
-  attn_test::expect_two_identical_runs("01_rnn", "--no-plots --seed 777 --hidden 7 --steps 9", 1000u);
+  chapter.expect_two_identical_runs("--no-plots", 1000u);
+  chapter.expect_two_identical_runs("--no-plots --seed 777 --hidden 7 --steps 9", 1000u);
 }
 
 TEST(Chapter01, PrintsTheShapesAndTheCheck) {
-  const fs::path dir = scratch("shapes");
-  const Output r = run_chapter("--no-plots --input-size 5 --hidden 7 --steps 9", dir);
+  const fs::path dir = chapter.scratch("shapes");
+  const Output r = chapter.run("--no-plots --input-size 5 --hidden 7 --steps 9", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* line : {
            "N->1 (classify a sequence): x [9 x 5] -> a<9> [1 x 7] -> y_hat [1 x 2]",
@@ -63,9 +57,9 @@ TEST(Chapter01, PrintsTheShapesAndTheCheck) {
 }
 
 TEST(Chapter01, DumpIsReproducedFromTheDumpedWeights) {
-  const fs::path dir = scratch("dump");
+  const fs::path dir = chapter.scratch("dump");
   const fs::path dump = dir / "dump";
-  const Output r = run_chapter(
+  const Output r = chapter.run(
       "--no-plots --seed 777 --input-size 5 --hidden 7 --steps 9 --dump '" + dump.string() + "'",
       dir);
   ASSERT_EQ(r.code, 0) << r.err;
@@ -101,8 +95,8 @@ TEST(Chapter01, DumpIsReproducedFromTheDumpedWeights) {
 }
 
 TEST(Chapter01, WritesBothFigures) {
-  const fs::path dir = scratch("plots");
-  const Output r = run_chapter("--distance 20 --seeds 2 --out '" + (dir / "plots").string() + "'",
+  const fs::path dir = chapter.scratch("plots");
+  const Output r = chapter.run("--distance 20 --seeds 2 --out '" + (dir / "plots").string() + "'",
                             dir);
   ASSERT_EQ(r.code, 0) << r.err;
   // The data and the script are written even where gnuplot is missing (then no .png).
@@ -114,18 +108,18 @@ TEST(Chapter01, WritesBothFigures) {
 }
 
 TEST(Chapter01, KnobsOutOfRangeAreUsageErrors) {
-  const fs::path dir = scratch("usage");
+  const fs::path dir = chapter.scratch("usage");
   for (const std::string bad :
        {"--input-size 0", "--input-size 65", "--hidden 0", "--hidden 257", "--steps 0",
         "--steps 1001", "--experiment-hidden 0", "--experiment-hidden 257", "--distance 0",
         "--distance 201", "--seeds 0", "--seeds 65", "--scales 0", "--scales 0.5,11",
         "--scales 1,1,1,1,1,1,1", "--hidden seven", "--steps", "--no-such-option"}) {
-    const Output r = run_chapter("--no-plots " + bad, dir);
+    const Output r = chapter.run("--no-plots " + bad, dir);
     EXPECT_EQ(r.code, 2) << bad;
     EXPECT_NE(r.err.find("Usage:"), std::string::npos) << bad << "\n" << r.err;
     EXPECT_TRUE(r.out.empty()) << bad << ": nothing may run before the options are valid";
   }
-  const Output help = run_chapter("--help", dir);
+  const Output help = chapter.run("--help", dir);
   EXPECT_EQ(help.code, 0);
   EXPECT_NE(help.out.find("--hidden"), std::string::npos);
   fs::remove_all(dir);

@@ -20,13 +20,7 @@ using attn_test::load;
 using attn_test::Output;
 using attn_test::read_file;
 
-fs::path scratch(const std::string& name) {
-  return attn_test::scratch("02_attention_by_hand", name);
-}
-
-Output run(const std::string& args, const fs::path& dir) {
-  return attn_test::run_chapter("02_attention_by_hand", args, dir);
-}
+const attn_test::ChapterRun chapter("02_attention_by_hand");
 
 std::string f4(double v) {
   char buf[32];
@@ -37,13 +31,13 @@ std::string f4(double v) {
 using attn_test::contains;
 
 TEST(Chapter02, TwoRunsPrintIdenticalBytes) {
-  attn_test::expect_two_identical_runs("02_attention_by_hand", "--no-plots", 2000u);
-  attn_test::expect_two_identical_runs("02_attention_by_hand", "--no-plots --scale --random-weights --seed 9", 2000u);
+  chapter.expect_two_identical_runs("--no-plots", 2000u);
+  chapter.expect_two_identical_runs("--no-plots --scale --random-weights --seed 9", 2000u);
 }
 
 TEST(Chapter02, PrintsNote000sQueries) {
-  const fs::path dir = scratch("queries");
-  const Output r = run("--no-plots", dir);
+  const fs::path dir = chapter.scratch("queries");
+  const Output r = chapter.run("--no-plots", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   // Note 000: q^1 = (1, 2), q^2 = (3, 1), q^3 = (3, 0), q^4 = (2, 6).
   const double q[4][2] = {{1, 2}, {3, 1}, {3, 0}, {2, 6}};
@@ -58,8 +52,8 @@ TEST(Chapter02, PrintsNote000sQueries) {
 }
 
 TEST(Chapter02, PrintsNote000sWeightedSum) {
-  const fs::path dir = scratch("weighted");
-  const Output r = run("--no-plots", dir);
+  const fs::path dir = chapter.scratch("weighted");
+  const Output r = chapter.run("--no-plots", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   // y^2 = 0.1 v^1 + 0.2 v^2 + 0.3 v^3 + 0.4 v^4 = (1, 2), term by term.
   EXPECT_TRUE(contains(r.out, "y^2 = 0.1 v^1 + 0.2 v^2 + 0.3 v^3 + 0.4 v^4"));
@@ -74,10 +68,10 @@ TEST(Chapter02, PrintsNote000sWeightedSum) {
 }
 
 TEST(Chapter02, DumpObeysTheFormulas) {
-  const fs::path dir = scratch("dump");
+  const fs::path dir = chapter.scratch("dump");
   for (const std::string flags : {"", " --scale"}) {
     const fs::path d = dir / ("dump" + flags.substr(flags.empty() ? 0 : 3));
-    const Output r = run("--no-plots --dump '" + d.string() + "'" + flags, dir);
+    const Output r = chapter.run("--no-plots --dump '" + d.string() + "'" + flags, dir);
     ASSERT_EQ(r.code, 0) << r.err;
     const MatrixD X = load(d, "X"), W_q = load(d, "W_q"), W_k = load(d, "W_k");
     const MatrixD W_v = load(d, "W_v"), Q = load(d, "Q"), K = load(d, "K"), V = load(d, "V");
@@ -104,8 +98,8 @@ TEST(Chapter02, DumpObeysTheFormulas) {
 }
 
 TEST(Chapter02, DrawsTheWeightsFigure) {
-  const fs::path dir = scratch("figure");
-  const Output r = run("--out '" + (dir / "plots").string() + "'", dir);
+  const fs::path dir = chapter.scratch("figure");
+  const Output r = chapter.run("--out '" + (dir / "plots").string() + "'", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(fs::exists(dir / "plots" / "02_weights.gp"));
   EXPECT_TRUE(fs::exists(dir / "plots" / "02_weights.dat"));
@@ -113,9 +107,9 @@ TEST(Chapter02, DrawsTheWeightsFigure) {
 }
 
 TEST(Chapter02, BadOptionsAreUsageErrors) {
-  const fs::path dir = scratch("usage");
+  const fs::path dir = chapter.scratch("usage");
   for (const std::string args : {"--no-such-option", "--seed minus-one", "--scale=maybe"}) {
-    const Output r = run(args, dir);
+    const Output r = chapter.run(args, dir);
     EXPECT_EQ(r.code, 2) << args;
     EXPECT_TRUE(contains(r.err, "Usage")) << args << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << args;

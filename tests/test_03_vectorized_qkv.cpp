@@ -22,13 +22,7 @@ using attn_test::load;
 using attn_test::Output;
 using attn_test::read_file;
 
-fs::path scratch(const std::string& name) {
-  return attn_test::scratch("03_vectorized_qkv", name);
-}
-
-Output run(const std::string& args, const fs::path& dir) {
-  return attn_test::run_chapter("03_vectorized_qkv", args, dir);
-}
+const attn_test::ChapterRun chapter("03_vectorized_qkv");
 
 using attn_test::contains;
 
@@ -47,31 +41,34 @@ std::string grouped(std::uint64_t v) {
 }
 
 TEST(Chapter03, TwoRunsPrintIdenticalBytes) {
-  attn_test::expect_two_identical_runs("03_vectorized_qkv", "--no-plots", 2000u);
-  attn_test::expect_two_identical_runs("03_vectorized_qkv", "--no-plots --scale --n 6 --d-model 64 --seed 3", 2000u);
+  chapter.expect_two_identical_runs("--no-plots", 2000u);
+  chapter.expect_two_identical_runs("--no-plots --scale --n 6 --d-model 64 --seed 3", 2000u);
 }
 
 TEST(Chapter03, PrintsEveryShape) {
-  const fs::path dir = scratch("shapes");
-  const Output r = run("--no-plots --n 6 --d-model 16", dir);
+  const fs::path dir = chapter.scratch("shapes");
+  const Output r = chapter.run("--no-plots --n 6 --d-model 16", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   // Note 000's shapes: W_q 2x3, X 3x4, Q 2x4, K^T 4x2, A 4x4, V 2x4, Y 2x4.
-  EXPECT_TRUE(contains(r.out, "shapes: W_q [2 x 3], X [3 x 4], Q [2 x 4], K^T [4 x 2]"));
-  EXPECT_TRUE(contains(r.out, "A [4 x 4], A' [4 x 4], V [2 x 4], Y [2 x 4]"));
+  EXPECT_TRUE(contains(r.out, "X [3 x 4] -> Q = W_q X [2 x 4] -> A = K^T Q [4 x 4] -> "
+                              "A' = softmax(A) [4 x 4] -> Y = V A' [2 x 4]\n"));
+  EXPECT_TRUE(contains(r.out, "with W_q [2 x 3], K^T [4 x 2], V [2 x 4]\n"));
   // The row form: tokens as rows, everything transposed.
-  EXPECT_TRUE(contains(r.out, "shapes: X [4 x 3], Q [4 x 2], K [4 x 2], V [4 x 2], "
-                              "weights [4 x 4], out [4 x 2]"));
+  EXPECT_TRUE(contains(r.out, "X [4 x 3] -> Q = X W_q^T [4 x 2] -> weights [4 x 4] -> "
+                              "out = weights V [4 x 2]\n"));
+  EXPECT_TRUE(contains(r.out, "with K [4 x 2], V [4 x 2]\n"));
   // Note 001 with n = 6 words of d = 16 features: X X^T [n x n], out [n x d].
   EXPECT_TRUE(contains(r.out, "X X^T (entry i,j = word i . word j) [6 x 6]"));
-  EXPECT_TRUE(contains(r.out, "shapes: X [6 x 16], W^Q [16 x 16], Q [6 x 16], Q K^T [6 x 6], "
-                              "out [6 x 16]"));
+  EXPECT_TRUE(contains(r.out, "X [6 x 16] -> Q = X W^Q [6 x 16] -> weights [6 x 6] -> "
+                              "out = weights V [6 x 16]\n"));
+  EXPECT_TRUE(contains(r.out, "with W^Q [16 x 16], K [6 x 16], V [6 x 16]\n"));
   fs::remove_all(dir);
 }
 
 TEST(Chapter03, LoopsEqualProductsAndRowsEqualColumnsTransposed) {
-  const fs::path dir = scratch("equal");
+  const fs::path dir = chapter.scratch("equal");
   for (const std::string flags : {"", " --scale"}) {
-    const Output r = run("--no-plots" + flags, dir);
+    const Output r = chapter.run("--no-plots" + flags, dir);
     ASSERT_EQ(r.code, 0) << r.err;
     // Integers and quarters: Q, K, V, A are exact in any order, and A' is the same softmax of
     // the same floats. Y sums inexact weights, so only a bound: a 4-term sum of values <= 9.
@@ -85,8 +82,8 @@ TEST(Chapter03, LoopsEqualProductsAndRowsEqualColumnsTransposed) {
 }
 
 TEST(Chapter03, DumpedRowFormIsTheTransposedColumnForm) {
-  const fs::path dir = scratch("dump");
-  const Output r = run("--no-plots --dump '" + (dir / "d").string() + "'", dir);
+  const fs::path dir = chapter.scratch("dump");
+  const Output r = chapter.run("--no-plots --dump '" + (dir / "d").string() + "'", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const fs::path d = dir / "d";
   const MatrixD Q = load(d, "Q"), K = load(d, "K"), V = load(d, "V"), A = load(d, "A");
@@ -107,8 +104,8 @@ TEST(Chapter03, DumpedRowFormIsTheTransposedColumnForm) {
 }
 
 TEST(Chapter03, CostTableIsComputedNotCopied) {
-  const fs::path dir = scratch("cost");
-  const Output r = run("--no-plots", dir);
+  const fs::path dir = chapter.scratch("cost");
+  const Output r = chapter.run("--no-plots", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   for (std::uint64_t n : {4ULL, 800ULL, 8192ULL, 65536ULL}) {
     EXPECT_TRUE(contains(r.out, grouped(n * n))) << n;
@@ -125,8 +122,8 @@ TEST(Chapter03, CostTableIsComputedNotCopied) {
 }
 
 TEST(Chapter03, DrawsItsFigures) {
-  const fs::path dir = scratch("figures");
-  const Output r = run("--out '" + (dir / "plots").string() + "'", dir);
+  const fs::path dir = chapter.scratch("figures");
+  const Output r = chapter.run("--out '" + (dir / "plots").string() + "'", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* name : {"03_weights", "03_attention_memory"}) {
     EXPECT_TRUE(fs::exists(dir / "plots" / (std::string(name) + ".gp"))) << name;
@@ -136,10 +133,10 @@ TEST(Chapter03, DrawsItsFigures) {
 }
 
 TEST(Chapter03, BadKnobsAreUsageErrors) {
-  const fs::path dir = scratch("usage");
+  const fs::path dir = chapter.scratch("usage");
   for (const std::string args : {"--no-such-option", "--n 1", "--n 65", "--d-model 0",
                                  "--d-model many", "--seed -"}) {
-    const Output r = run(args, dir);
+    const Output r = chapter.run(args, dir);
     EXPECT_EQ(r.code, 2) << args;
     EXPECT_TRUE(contains(r.err, "Usage")) << args << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << args;

@@ -3,11 +3,11 @@
 // var(q . k) = d_k within a tolerance derived from the sample count (in the chapter's dump and
 // in an independent simulation here), saturation as d_k grows, the Jacobian's dumps, identical
 // bytes on every run, and usage errors.
+#include "attn/random.hpp"
 #include "chapter_run.hpp"
 #include "course/plot.hpp"
-#include "course/print.hpp"
-#include "attn/random.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,13 +25,7 @@ using attn_test::contains;
 using attn_test::load;
 using attn_test::Output;
 
-fs::path scratch(const std::string& name) {
-  return attn_test::scratch("04_softmax_scaling", name);
-}
-
-Output run(const std::string& args, const fs::path& dir) {
-  return attn_test::run_chapter("04_softmax_scaling", args, dir);
-}
+const attn_test::ChapterRun chapter("04_softmax_scaling");
 
 // The stable softmax of one row, in double: the reference the float results are held to.
 std::vector<double> softmax_d(const MatrixD& z) {
@@ -53,8 +47,8 @@ double worst_sum_error(double n) { return n * std::ldexp(1.0, -24); }
 class Chapter04Dump : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = new fs::path(scratch("dump"));
-    const Output r = run("--no-plots --dump '" + (*dir_ / "d").string() + "'", *dir_);
+    dir_ = new fs::path(chapter.scratch("dump"));
+    const Output r = chapter.run("--no-plots --dump '" + (*dir_ / "d").string() + "'", *dir_);
     out_ = new std::string(r.out);
     ASSERT_EQ(r.code, 0) << r.err;
   }
@@ -90,7 +84,7 @@ TEST_F(Chapter04Dump, NoteSamplesHaveTheNotesDistribution) {
   EXPECT_NEAR(std, 100.0, 5.0 * 100.0 / std::sqrt(2.0 * n));
   // The printed 1/N of the uniform row and ln N - 1/2.
   EXPECT_TRUE(contains(out(), "uniform     0.000050"));
-  EXPECT_TRUE(contains(out(), course::fmt("ln N - 1/2 = %.4f", std::log(n) - 0.5)));
+  EXPECT_TRUE(contains(out(), fmt::format("ln N - 1/2 = {:.4f}", std::log(n) - 0.5)));
 }
 
 TEST_F(Chapter04Dump, SoftmaxOfBothMatchesADoubleReference) {
@@ -172,7 +166,8 @@ TEST_F(Chapter04Dump, NaiveSoftmaxOverflowsEntryByEntryAndStableDoesNot) {
   EXPECT_TRUE(stable.allFinite());
   // 20,000 weights each within the worst-case relative error of its sum: the sum is 1 to that.
   EXPECT_NEAR(stable.sum(), 1.0, 2.0 * worst_sum_error(20000.0));
-  EXPECT_TRUE(contains(out(), course::fmt("exp(a_j) is inf for %d of the 20000 a_j", overflowing)));
+  EXPECT_TRUE(
+      contains(out(), fmt::format("exp(a_j) is inf for {} of the 20000 a_j", overflowing)));
   // Where the naive formula is safe (|b_j| < 6), it equals the stable one: both are within the
   // worst-case sum error of the same exact weights, so within twice that of each other.
   const MatrixD nb = get("naive_softmax_b"), sb = get("softmax_b");
@@ -198,7 +193,7 @@ TEST_F(Chapter04Dump, DotProductVarianceIsDkWithinItsSamplingError) {
     EXPECT_NEAR(t(r, 3) / d, 1.0, 5.0 * std::sqrt((2.0 + 6.0 / d) / n)) << "d_k " << d;
     EXPECT_NEAR(t(r, 2), 0.0, 5.0 * std::sqrt(d / n)) << "d_k " << d;
     // The printed "expected sd" column is the same formula.
-    EXPECT_TRUE(contains(out(), course::fmt("   %.4f\n", std::sqrt((2.0 + 6.0 / d) / n)))) << d;
+    EXPECT_TRUE(contains(out(), fmt::format("   {:.4f}\n", std::sqrt((2.0 + 6.0 / d) / n)))) << d;
   }
 }
 
@@ -287,11 +282,12 @@ TEST_F(Chapter04Dump, JacobianNormAgainstTheSpreadOfTheLogits) {
 }
 
 TEST(Chapter04, OneRowScoresAreScaledDotProducts) {
-  const fs::path dir = scratch("row");
+  const fs::path dir = chapter.scratch("row");
   const fs::path on = dir / "on", off = dir / "off";
-  const Output r1 = run("--no-plots --d-k 256 --seed 7 --dump '" + on.string() + "'", dir);
-  const Output r2 = run("--no-plots --d-k 256 --seed 7 --no-scale --dump '" + off.string() + "'",
-                        dir);
+  const Output r1 =
+      chapter.run("--no-plots --d-k 256 --seed 7 --dump '" + on.string() + "'", dir);
+  const Output r2 =
+      chapter.run("--no-plots --d-k 256 --seed 7 --no-scale --dump '" + off.string() + "'", dir);
   ASSERT_EQ(r1.code, 0) << r1.err;
   ASSERT_EQ(r2.code, 0) << r2.err;
   EXPECT_TRUE(contains(r1.out, "5. One query against 8 keys at d_k = 256, scaled"));
@@ -316,8 +312,8 @@ TEST(Chapter04, OneRowScoresAreScaledDotProducts) {
 }
 
 TEST(Chapter04, SmallStdDoesNotOverflow) {
-  const fs::path dir = scratch("small_std");
-  const Output r = run("--no-plots --std 1 --samples 1000", dir);
+  const fs::path dir = chapter.scratch("small_std");
+  const Output r = chapter.run("--no-plots --std 1 --samples 1000", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   // |a_j| < 6 for 1000 standard normals: exp never reaches float's limit at 88.72.
   EXPECT_TRUE(contains(r.out, "exp(a_j) is inf for 0 of the 1000 a_j"));
@@ -326,13 +322,14 @@ TEST(Chapter04, SmallStdDoesNotOverflow) {
 }
 
 TEST(Chapter04, TwoRunsPrintIdenticalBytes) {
-  attn_test::expect_two_identical_runs("04_softmax_scaling", "--no-plots", 4000u);
-  attn_test::expect_two_identical_runs("04_softmax_scaling", "--no-plots --samples 500 --std 3 --d-k 7 --no-scale --seed 9", 4000u);
+  chapter.expect_two_identical_runs("--no-plots", 4000u);
+  chapter.expect_two_identical_runs("--no-plots --samples 500 --std 3 --d-k 7 --no-scale --seed 9",
+                                    4000u);
 }
 
 TEST(Chapter04, DrawsItsFigures) {
-  const fs::path dir = scratch("figures");
-  const Output r = run("--samples 2000 --out '" + (dir / "plots").string() + "'", dir);
+  const fs::path dir = chapter.scratch("figures");
+  const Output r = chapter.run("--samples 2000 --out '" + (dir / "plots").string() + "'", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* name : {"04_histograms", "04_softmax_unscaled", "04_softmax_scaled",
                            "04_variance_vs_dk", "04_saturation_vs_dk", "04_jacobian_norm"}) {
@@ -346,11 +343,11 @@ TEST(Chapter04, DrawsItsFigures) {
 }
 
 TEST(Chapter04, BadKnobsAreUsageErrors) {
-  const fs::path dir = scratch("usage");
+  const fs::path dir = chapter.scratch("usage");
   for (const std::string args :
        {"--no-such-option", "--samples 9", "--samples 200001", "--samples many", "--std 0",
         "--std -1", "--std 1001", "--std nan", "--d-k 0", "--d-k 16385", "--seed -"}) {
-    const Output r = run(args, dir);
+    const Output r = chapter.run(args, dir);
     EXPECT_EQ(r.code, 2) << args;
     EXPECT_TRUE(contains(r.err, "Usage")) << args << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << args;

@@ -20,11 +20,7 @@ using attn::Index;
 using attn_test::contains;
 using attn_test::Output;
 
-fs::path scratch(const std::string& name) { return attn_test::scratch("05_masking", name); }
-
-Output run(const std::string& args, const fs::path& dir) {
-  return attn_test::run_chapter("05_masking", args, dir);
-}
+const attn_test::ChapterRun chapter("05_masking");
 
 Batch load3(const fs::path& dir, const std::string& name) {
   return course::read_npy(dir / (name + ".npy")).to_batch();
@@ -34,8 +30,8 @@ Batch load3(const fs::path& dir, const std::string& name) {
 const int kIds[2][5] = {{5, 2, 1, 0, 0}, {1, 3, 1, 4, 0}};
 
 TEST(Chapter05, Note001BatchEndToEnd) {
-  const fs::path dir = scratch("note001");
-  const Output r = run("--no-plots --dump " + (dir / "d").string(), dir);
+  const fs::path dir = chapter.scratch("note001");
+  const Output r = chapter.run("--no-plots --dump " + (dir / "d").string(), dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const Batch X = load3(dir / "d", "X"), W = load3(dir / "d", "weights"),
               out = load3(dir / "d", "out"), allowed = load3(dir / "d", "allowed");
@@ -96,10 +92,11 @@ TEST(Chapter05, Note001BatchEndToEnd) {
 
 TEST(Chapter05, MaskKindsCombinePaddingWithTheShape) {
   // --mask causal and --mask window are the padding mask AND the shape, by hand here.
-  const fs::path dir = scratch("kinds");
+  const fs::path dir = chapter.scratch("kinds");
   for (const std::string kind : {"none", "pad", "causal", "window"}) {
     const fs::path d = dir / kind;
-    const Output r = run("--no-plots --mask " + kind + " --window 1 --dump " + d.string(), dir);
+    const Output r =
+        chapter.run("--no-plots --mask " + kind + " --window 1 --dump " + d.string(), dir);
     ASSERT_EQ(r.code, 0) << r.err;
     const Batch allowed = load3(d, "allowed"), W = load3(d, "weights");
     for (Index b = 0; b < 2; ++b) {
@@ -120,8 +117,8 @@ TEST(Chapter05, MaskKindsCombinePaddingWithTheShape) {
 }
 
 TEST(Chapter05, PrintsTheIdentitiesItClaims) {
-  const fs::path dir = scratch("claims");
-  const Output r = run("--no-plots", dir);
+  const fs::path dir = chapter.scratch("claims");
+  const Output r = chapter.run("--no-plots", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   // Each of these is an exact identity, so the printed difference must be exactly 0.
   EXPECT_TRUE(contains(
@@ -138,15 +135,16 @@ TEST(Chapter05, PrintsTheIdentitiesItClaims) {
 TEST(Chapter05, NoNaNUnderAnyKnobs) {
   // Every mask and fill, with a sentence that is all padding (every key blocked), in a batch
   // of one and of two: the dumps are finite and nothing prints as nan.
-  const fs::path dir = scratch("every_knob");
+  const fs::path dir = chapter.scratch("every_knob");
   int runs = 0;
   for (const std::string mask : {"none", "pad", "causal", "window"}) {
     for (const std::string fill : {"neg-inf", "-1e9"}) {
       for (const std::string ids : {"0,0,0/1,2,3", "7", "0", "1,0,0,0,0,0,0,0"}) {
         const fs::path d = dir / std::to_string(runs++);
-        const Output r = run("--no-plots --d-model 8 --d-k 8 --window 0 --mask " + mask +
-                                 " --fill " + fill + " --ids " + ids + " --dump " + d.string(),
-                             dir);
+        const Output r =
+            chapter.run("--no-plots --d-model 8 --d-k 8 --window 0 --mask " + mask + " --fill " +
+                            fill + " --ids " + ids + " --dump " + d.string(),
+                        dir);
         ASSERT_EQ(r.code, 0) << mask << " " << fill << " " << ids << "\n" << r.err;
         EXPECT_FALSE(contains(r.out, "nan")) << mask << " " << fill << " " << ids;
         for (const char* name : {"weights", "out"}) {
@@ -165,12 +163,12 @@ TEST(Chapter05, NoNaNUnderAnyKnobs) {
 }
 
 TEST(Chapter05, BadOptionsAreUsageErrors) {
-  const fs::path dir = scratch("bad");
+  const fs::path dir = chapter.scratch("bad");
   for (const std::string args :
        {"--mask diagonal", "--window -1", "--window 65", "--fill 0", "--ids 1,a",
         "--ids 1,2/3", "--ids ''", "--ids 1,,2", "--ids -3", "--ids 10", "--vocab 1",
         "--d-model 0", "--d-k 0", "--ids 5 --vocab 5"}) {
-    const Output r = run("--no-plots " + args, dir);
+    const Output r = chapter.run("--no-plots " + args, dir);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
     EXPECT_TRUE(contains(r.err, "Usage:")) << args << "\n" << r.err;
     EXPECT_EQ(r.out, "") << args << ": nothing runs before the options are checked";
@@ -178,8 +176,8 @@ TEST(Chapter05, BadOptionsAreUsageErrors) {
 }
 
 TEST(Chapter05, DrawsItsFigures) {
-  const fs::path dir = scratch("figures");
-  const Output r = run("--out " + (dir / "plots").string(), dir);
+  const fs::path dir = chapter.scratch("figures");
+  const Output r = chapter.run("--out " + (dir / "plots").string(), dir);
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* name : {"05_batch_weights", "05_masks"}) {
     for (const char* ext : {".png", ".gp", ".dat"}) {

@@ -20,11 +20,7 @@ using attn::MatrixD;
 using attn_test::contains;
 using attn_test::Output;
 
-fs::path scratch(const std::string& name) { return attn_test::scratch("06_multi_head", name); }
-
-Output run(const std::string& args, const fs::path& dir) {
-  return attn_test::run_chapter("06_multi_head", args, dir);
-}
+const attn_test::ChapterRun chapter("06_multi_head");
 
 MatrixD slice(const course::NpyArray& a, std::size_t b) { return a.slice(b).cast<double>(); }
 
@@ -75,9 +71,9 @@ Reference reference(const MatrixD& x, const MatrixD& in_w, const MatrixD& in_b,
 }
 
 void check_against_reference(const std::string& args, double tolerance) {
-  const fs::path dir = scratch("replay");
+  const fs::path dir = chapter.scratch("replay");
   const fs::path d = dir / "dump";
-  const Output r = run("--no-plots " + args + " --dump " + d.string(), dir);
+  const Output r = chapter.run("--no-plots " + args + " --dump " + d.string(), dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto load = [&](const char* name) {
     return course::read_npy(d / (std::string(name) + ".npy"));
@@ -129,8 +125,8 @@ TEST(Chapter06, OtherShapesAndMasksMatchTheDefinitionInDouble) {
 }
 
 TEST(Chapter06, PrintsTheShapesOfEveryStep) {
-  const fs::path dir = scratch("shapes");
-  const Output r = run("--no-plots", dir);
+  const fs::path dir = chapter.scratch("shapes");
+  const Output r = chapter.run("--no-plots", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* piece :
        {"X [2, 5, 512]", "are each [512 x 512]",
@@ -147,21 +143,21 @@ TEST(Chapter06, PrintsTheShapesOfEveryStep) {
 }
 
 TEST(Chapter06, BadOptionsAreUsageErrors) {
-  const fs::path dir = scratch("bad");
+  const fs::path dir = chapter.scratch("bad");
   for (const std::string args : {"--heads 3", "--heads 0", "--d-model 10 --heads 4",
                                  "--seq-len 2", "--mask window", "--heads 65"}) {
-    const Output r = run("--no-plots " + args, dir);
+    const Output r = chapter.run("--no-plots " + args, dir);
     EXPECT_EQ(r.code, 2) << args;
     EXPECT_TRUE(contains(r.err, "Usage:")) << args << "\n" << r.err;
     EXPECT_EQ(r.out, "") << args;
   }
-  const Output r = run("--no-plots --heads 3", dir);
+  const Output r = chapter.run("--no-plots --heads 3", dir);
   EXPECT_TRUE(contains(r.err, "--heads 3 does not divide --d-model 512")) << r.err;
 }
 
 TEST(Chapter06, DrawsOneGridPerSentence) {
-  const fs::path dir = scratch("figures");
-  const Output r = run("--out " + (dir / "plots").string(), dir);
+  const fs::path dir = chapter.scratch("figures");
+  const Output r = chapter.run("--out " + (dir / "plots").string(), dir);
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* name : {"06_heads_sentence1", "06_heads_sentence2"}) {
     for (const char* ext : {".png", ".gp", ".dat"}) {

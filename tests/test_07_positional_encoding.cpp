@@ -26,13 +26,7 @@ using attn::MatrixD;
 using attn_test::contains;
 using attn_test::Output;
 
-fs::path scratch(const std::string& name) {
-  return attn_test::scratch("07_positional_encoding", name);
-}
-
-Output run(const std::string& args, const fs::path& dir) {
-  return attn_test::run_chapter("07_positional_encoding", args, dir);
-}
+const attn_test::ChapterRun chapter("07_positional_encoding");
 
 double max_abs_diff(const MatrixD& a, const MatrixD& b) { return (a - b).cwiseAbs().maxCoeff(); }
 
@@ -135,8 +129,8 @@ TEST(Chapter07, AddingPositionsBreaksThePermutation) {
 // ---- The chapter as a program -------------------------------------------------------------------
 
 TEST(Chapter07, DumpReplaysDogBitesMan) {
-  const fs::path dir = scratch("dog");
-  const Output r = run("--no-plots --d-model 16 --dump " + (dir / "d").string(), dir);
+  const fs::path dir = chapter.scratch("dog");
+  const Output r = chapter.run("--no-plots --d-model 16 --dump " + (dir / "d").string(), dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto L = [&](const std::string& n) { return attn_test::load(dir / "d", n); };
   const MatrixD Xa = L("X_dog_bites_man"), Xb = L("X_man_bites_dog");  // [3 x 16]
@@ -180,8 +174,8 @@ TEST(Chapter07, DumpReplaysDogBitesMan) {
 }
 
 TEST(Chapter07, PrintsNote004TableWithItsKnownValues) {
-  const fs::path dir = scratch("note004");
-  const Output r = run("--no-plots --dump " + (dir / "d").string(), dir);
+  const fs::path dir = chapter.scratch("note004");
+  const Output r = chapter.run("--no-plots --dump " + (dir / "d").string(), dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const MatrixD pe = attn_test::load(dir / "d", "pe_note004");  // [5 x 8]
   ASSERT_EQ(pe.rows(), 5);
@@ -194,7 +188,7 @@ TEST(Chapter07, PrintsNote004TableWithItsKnownValues) {
   }
   for (Index c = 0; c < 8; ++c) EXPECT_EQ(pe(0, c), c % 2 == 0 ? 0.0 : 1.0);  // PE(0)
   EXPECT_TRUE(contains(r.out, "PE(1, 0) = sin 1 = 0.8415, PE(1, 1) = cos 1 = 0.5403"));
-  EXPECT_TRUE(contains(r.out, "  dog      3    0.1411  -0.9900     0.2955   0.9553"));
+  EXPECT_TRUE(contains(r.out, "  dog      3   0.1411  -0.9900   0.2955   0.9553"));
 }
 
 TEST(Chapter07, RotationErrorsStayWithinTheirBounds) {
@@ -202,14 +196,14 @@ TEST(Chapter07, RotationErrorsStayWithinTheirBounds) {
   // errors. Bounds (test_positional_encoding.cpp has the derivations): float 5 * 2^-24 =
   // 3.0e-7 whatever the positions; double 3 half-ulps of the largest angle P + K - 1 plus
   // 8 * 2^-53.
-  const fs::path dir = scratch("rotation");
+  const fs::path dir = chapter.scratch("rotation");
   for (const auto& [P, K, d] : std::vector<std::tuple<int, int, int>>{
            {100, 100, 128}, {512, 1500, 64}, {7, 4096, 8}}) {
     const fs::path d_dir = dir / std::to_string(K);
-    const Output r = run("--no-plots --positions " + std::to_string(P) + " --max-offset " +
-                             std::to_string(K) + " --d-model " + std::to_string(d) +
-                             " --dump " + d_dir.string(),
-                         dir);
+    const Output r = chapter.run("--no-plots --positions " + std::to_string(P) +
+                                     " --max-offset " + std::to_string(K) + " --d-model " +
+                                     std::to_string(d) + " --dump " + d_dir.string(),
+                                 dir);
     ASSERT_EQ(r.code, 0) << r.err;
     const MatrixD e = attn_test::load(d_dir, "rotation_max_error");  // [1 x 2]: float, double
     const double angle = P + K - 1;
@@ -228,8 +222,8 @@ TEST(Chapter07, RotationErrorsStayWithinTheirBounds) {
 }
 
 TEST(Chapter07, DotProductCurveIsTheSumOfCosines) {
-  const fs::path dir = scratch("dot");
-  const Output r = run("--no-plots --max-offset 300 --dump " + (dir / "d").string(), dir);
+  const fs::path dir = chapter.scratch("dot");
+  const Output r = chapter.run("--no-plots --max-offset 300 --dump " + (dir / "d").string(), dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const MatrixD dot = attn_test::load(dir / "d", "dot_by_offset");  // [1 x 301]
   ASSERT_EQ(dot.cols(), 301);
@@ -251,8 +245,8 @@ TEST(Chapter07, Float32RecipeMatchesPyTorchsInSize) {
   // The chapter imitates the tutorials' float32 table; the fixture holds PyTorch's own. They
   // need not agree bit for bit (PyTorch's float32 exp differs from the C library's by an ulp
   // now and then, and that moves a large angle), but both must be off the truth alike.
-  const fs::path dir = scratch("recipe");
-  const Output r = run("--no-plots --d-model 64 --dump " + (dir / "d").string(), dir);
+  const fs::path dir = chapter.scratch("recipe");
+  const Output r = chapter.run("--no-plots --d-model 64 --dump " + (dir / "d").string(), dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const MatrixD at = attn_test::load(dir / "d", "recipe_positions");     // [1 x 5]
   const MatrixD ours = attn_test::load(dir / "d", "pe_float32_recipe");  // [5 x 64]
@@ -286,33 +280,33 @@ TEST(Chapter07, Float32RecipeMatchesPyTorchsInSize) {
 }
 
 TEST(Chapter07, BadOptionsAreUsageErrors) {
-  const fs::path dir = scratch("bad");
+  const fs::path dir = chapter.scratch("bad");
   for (const std::string args :
        {"--d-model 7", "--d-model 1", "--d-model 0", "--d-model 514", "--d-model 2.5",
         "--d-model x", "--positions 0", "--positions 513", "--max-offset 0",
         "--max-offset 4097", "--max-offset -1", "--seed -1"}) {
-    const Output r = run("--no-plots " + args, dir);
+    const Output r = chapter.run("--no-plots " + args, dir);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
     EXPECT_TRUE(contains(r.err, "Usage:")) << args << "\n" << r.err;
     EXPECT_EQ(r.out, "") << args << ": nothing runs before the options are checked";
   }
-  const Output odd = run("--no-plots --d-model 9", dir);
+  const Output odd = chapter.run("--no-plots --d-model 9", dir);
   EXPECT_TRUE(contains(odd.err, "d_model must be even")) << odd.err;
 }
 
 TEST(Chapter07, SmallestAndLargestKnobsRun) {
-  const fs::path dir = scratch("edges");
+  const fs::path dir = chapter.scratch("edges");
   for (const std::string args : {"--d-model 2 --positions 1 --max-offset 1",
                                  "--d-model 8 --positions 512 --max-offset 4096"}) {
-    const Output r = run("--no-plots " + args, dir);
+    const Output r = chapter.run("--no-plots " + args, dir);
     EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
     EXPECT_FALSE(contains(r.out, "nan")) << args;
   }
 }
 
 TEST(Chapter07, DrawsItsFigures) {
-  const fs::path dir = scratch("figures");
-  const Output r = run("--out " + (dir / "plots").string(), dir);
+  const fs::path dir = chapter.scratch("figures");
+  const Output r = chapter.run("--out " + (dir / "plots").string(), dir);
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* name : {"07_permutation", "07_encoding", "07_frequencies", "07_dot_product"}) {
     for (const char* ext : {".png", ".gp", ".dat"}) {

@@ -25,13 +25,7 @@ using attn::RowVector;
 using attn_test::contains;
 using attn_test::Output;
 
-fs::path scratch(const std::string& name) {
-  return attn_test::scratch("08_transformer_block", name);
-}
-
-Output run(const std::string& args, const fs::path& dir) {
-  return attn_test::run_chapter("08_transformer_block", args, dir);
-}
+const attn_test::ChapterRun chapter("08_transformer_block");
 
 struct Dump {
   fs::path dir;
@@ -63,8 +57,8 @@ struct Dump {
 
 TEST(Chapter08, DumpReloadsAndReproducesTheRunBitForBit) {
   for (const std::string args : {"", "--norm pre --layers 3 --heads 2 --d-model 8 --d-ff 16"}) {
-    const fs::path dir = scratch("replay");
-    const Output r = run("--no-plots " + args + " --dump " + (dir / "d").string(), dir);
+    const fs::path dir = chapter.scratch("replay");
+    const Output r = chapter.run("--no-plots " + args + " --dump " + (dir / "d").string(), dir);
     ASSERT_EQ(r.code, 0) << r.err;
     const Dump d{dir / "d"};
     const Index H = static_cast<Index>(d.get("heads").data[0]);
@@ -110,13 +104,14 @@ TEST(Chapter08, DumpReloadsAndReproducesTheRunBitForBit) {
 }
 
 TEST(Chapter08, PrintsItsShapesAndExactPromises) {
-  const fs::path dir = scratch("claims");
-  const Output r = run("--no-plots", dir);
+  const fs::path dir = chapter.scratch("claims");
+  const Output r = chapter.run("--no-plots", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* piece : {
-           "source ids [2, 6] -> [2, 6, 32]     target ids [2, 5] -> [2, 5, 32]",
-           "-> FFN [2, 6, 64] -> [2, 6, 32] -> Add & Norm",
-           "-> cross-attention (Q [2, 5, 32], K = V = memory [2, 6, 32]) [2, 5, 32]",
+           "source ids [2 x 6] -> table[ids] + PE [2, 6, 32]\n",
+           "target ids [2 x 5] -> table[ids] + PE [2, 5, 32]\n",
+           "FFN hidden [2, 6, 64] -> FFN out [2, 6, 32] -> Add & Norm",
+           "cross-attention (Q [2, 5, 32], K = V = memory [2, 6, 32]) [2, 5, 32]",
            "[2, 5, 10]",
            "outputs 1-4 move by 0, output 5 by",
            "real memory rows move by 0, decoder output by 0\n",
@@ -126,8 +121,8 @@ TEST(Chapter08, PrintsItsShapesAndExactPromises) {
 }
 
 TEST(Chapter08, CostTableFollowsTheFormulas) {
-  const fs::path dir = scratch("costs");
-  const Output r = run("--no-plots", dir);
+  const fs::path dir = chapter.scratch("costs");
+  const Output r = chapter.run("--no-plots", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   // d = 512: RNN 2 n d^2, attention layer 4 n d^2 + 2 n^2 d, its n x n part 2 n^2 d.
   const double d = 512;
@@ -146,10 +141,10 @@ TEST(Chapter08, CostTableFollowsTheFormulas) {
 }
 
 TEST(Chapter08, BadOptionsAreUsageErrors) {
-  const fs::path dir = scratch("bad");
+  const fs::path dir = chapter.scratch("bad");
   for (const std::string args : {"--heads 3", "--layers 0", "--layers 13", "--norm middle",
                                  "--d-ff 0", "--d-model 1", "--d-model 30 --heads 4"}) {
-    const Output r = run("--no-plots " + args, dir);
+    const Output r = chapter.run("--no-plots " + args, dir);
     EXPECT_EQ(r.code, 2) << args;
     EXPECT_TRUE(contains(r.err, "Usage:")) << args << "\n" << r.err;
     EXPECT_EQ(r.out, "") << args;
@@ -157,8 +152,8 @@ TEST(Chapter08, BadOptionsAreUsageErrors) {
 }
 
 TEST(Chapter08, DrawsItsFigures) {
-  const fs::path dir = scratch("figures");
-  const Output r = run("--out " + (dir / "plots").string(), dir);
+  const fs::path dir = chapter.scratch("figures");
+  const Output r = chapter.run("--out " + (dir / "plots").string(), dir);
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* name : {"08_encoder_attention", "08_decoder_self_attention",
                            "08_cross_attention", "08_rnn_vs_attention", "08_graph_attention"}) {

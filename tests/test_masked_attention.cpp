@@ -12,6 +12,8 @@
 #include "attn/softmax.hpp"
 #include "attn/transformer.hpp"
 
+#include "expect.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,17 +28,14 @@
 
 namespace {
 
+using attn_test::identical;
+using attn_test::message_of;
+
 using attn::AllowedBatch;
 using attn::AllowedMask;
 using attn::Batch;
 using attn::Index;
 using attn::Matrix;
-
-// Bit-for-bit equality, NaN included: the promises below are exact, not approximate.
-bool identical(const Matrix& a, const Matrix& b) {
-  return a.rows() == b.rows() && a.cols() == b.cols() &&
-         std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<std::size_t>(a.size())) == 0;
-}
 
 AllowedMask from_rows(std::initializer_list<std::initializer_list<int>> rows) {
   AllowedMask m(static_cast<Index>(rows.size()), static_cast<Index>(rows.begin()->size()));
@@ -356,16 +355,6 @@ TEST(BatchAttention, EachElementIsItsOwnAttention) {
 }
 
 // ---- Errors name the shapes ---------------------------------------------------------------------
-
-template <typename F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
 
 TEST(MaskedAttention, ShapeErrorsNameTheShapes) {
   const Qkv x = random_qkv(8, 3, 4, 2, 2);

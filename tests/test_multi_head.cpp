@@ -8,6 +8,8 @@
 #include "course/npy.hpp"
 #include "attn/random.hpp"
 
+#include "expect.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,6 +20,9 @@
 
 namespace {
 
+using attn_test::identical;
+using attn_test::message_of;
+
 using attn::Batch;
 using attn::Index;
 using attn::Matrix;
@@ -25,11 +30,6 @@ using attn::MatrixD;
 using attn::RowVector;
 
 std::string data(const std::string& file) { return std::string(ATTN_TEST_DATA_DIR) + "/" + file; }
-
-bool identical(const Matrix& a, const Matrix& b) {
-  return a.rows() == b.rows() && a.cols() == b.cols() &&
-         std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<std::size_t>(a.size())) == 0;
-}
 
 // ---- torch.nn.MultiheadAttention ----------------------------------------------------------------
 
@@ -265,16 +265,6 @@ TEST(LayerNorm, MatchesTorchLayerNorm) {
 }
 
 // ---- Errors name the shapes ---------------------------------------------------------------------
-
-template <typename F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
 
 TEST(MultiHead, ShapeErrorsNameTheShapes) {
   attn::Rng rng(7);

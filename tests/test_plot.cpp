@@ -20,6 +20,7 @@
 #include <limits>
 #include <locale>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -342,6 +343,79 @@ TEST_F(PlotTest, LogLinePlotRenders) {
   const PngSize size = png_size(fig.png);
   EXPECT_EQ(size.width, 700u);
   EXPECT_EQ(size.height, 500u);
+}
+
+// ---- Curves from Eigen vectors ------------------------------------------------------------------
+
+TEST(Curve, ValuesOfTakesVectorsOneRowMatricesAndExpressions) {
+  // Floats widen to double exactly, so every value compares equal to its float.
+  Matrix row(1, 3);  // [1 x 3], a row of weights as softmax_rows returns it
+  row << 0.1f, 0.2f, 0.7f;
+  EXPECT_EQ(course::values_of(row), (std::vector<double>{0.1f, 0.2f, 0.7f}));
+  attn::MatrixD table(3, 2);  // [3 x 2], a results table: x in column 0, y in column 1
+  table << 1, 10,  //
+      2, 20,       //
+      4, 40;
+  EXPECT_EQ(course::values_of(table.col(1)), (std::vector<double>{10, 20, 40}));
+  EXPECT_EQ(course::values_of(table.topRows(1)), (std::vector<double>{1, 10}));  // a [1 x 2] block
+  // An expression is evaluated entry by entry: 1 - y / 40 = 0.75, 0.5, 0 (all exact in binary).
+  EXPECT_EQ(course::values_of(1.0 - table.col(1).array() / 40.0),
+            (std::vector<double>{0.75, 0.5, 0.0}));
+  EXPECT_TRUE(course::values_of(Eigen::VectorXd()).empty());
+  // A [3 x 2] matrix has no one order to flatten it in.
+  EXPECT_THROW(course::values_of(table), std::invalid_argument);
+}
+
+TEST(Curve, FromEigenColumnsKeepsEveryPointAndTheStyle) {
+  attn::MatrixD table(3, 2);  // [3 x 2]: d_k and a measured variance
+  table << 1, 0.5,  //
+      2, 2.25,      //
+      4, 3.75;
+  const course::Series solid = course::curve("var", table.col(0), table.col(1));
+  EXPECT_EQ(solid.label, "var");
+  EXPECT_EQ(solid.x, (std::vector<double>{1, 2, 4}));
+  EXPECT_EQ(solid.y, (std::vector<double>{0.5, 2.25, 3.75}));
+  EXPECT_TRUE(solid.points);
+  EXPECT_FALSE(solid.dashed);
+  const course::Series bound =
+      course::curve("bound", {1.0, 4.0}, {1.0, 4.0}, {.points = false, .dashed = true});
+  EXPECT_EQ(bound.x, (std::vector<double>{1, 4}));
+  EXPECT_FALSE(bound.points);
+  EXPECT_TRUE(bound.dashed);
+  // x and y of different lengths are refused here, with the curve's label in the message.
+  try {
+    course::curve("lopsided", Eigen::VectorXd::Zero(3), Eigen::VectorXd::Zero(2));
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "curve: curve \"lopsided\" has 3 x but 2 y values");
+  }
+  EXPECT_THROW(course::curve_for_log_y("l", {1.0}, {1.0, 2.0}), std::invalid_argument);
+}
+
+TEST_F(PlotTest, CurveForLogYDropsOnlyThePointsALogAxisCannotShow) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Eigen::VectorXd x(6), y(6);  // [6] each
+  x << 1, 2, 3, 4, 5, 6;
+  y << 0.5, 0.0, -1.0, 1e-300, -0.0, 2.0;  // 0, -1 and -0 cannot sit on a log axis
+  const course::Series s =
+      course::curve_for_log_y("norm", x, y, {.points = false, .dashed = true});
+  EXPECT_EQ(s.x, (std::vector<double>{1, 4, 6}));
+  EXPECT_EQ(s.y, (std::vector<double>{0.5, 1e-300, 2.0}));
+  EXPECT_FALSE(s.points);
+  EXPECT_TRUE(s.dashed);
+  // What is left, Plotter::lines draws on a log y axis (it would refuse the dropped points).
+  course::Plotter plot(dir_, true, "/nonexistent/gnuplot");
+  testing::internal::CaptureStdout();
+  plot.lines("log", {s}, {.logy = true});
+  testing::internal::GetCapturedStdout();
+  EXPECT_EQ(data_rows(dir_ / "log.dat"), (std::vector<std::string>{"1 0.5", "4 1e-300", "6 2"}));
+  // A NaN is not "not positive": it is kept, so that lines() reports it instead of hiding it.
+  Eigen::VectorXd y_nan(2);  // [2]
+  y_nan << nan, 1.0;
+  const course::Series with_nan = course::curve_for_log_y("nan", x.head(2), y_nan);
+  ASSERT_EQ(with_nan.y.size(), 2u);
+  EXPECT_TRUE(std::isnan(with_nan.y[0]));
+  EXPECT_THROW(plot.lines("nan", {with_nan}, {.logy = true}), std::invalid_argument);
 }
 
 // ---- Disabled, missing and failing gnuplot ------------------------------------------------------

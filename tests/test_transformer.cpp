@@ -7,6 +7,8 @@
 #include "attn/random.hpp"
 #include "attn/transformer.hpp"
 
+#include "expect.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -15,17 +17,14 @@
 
 namespace {
 
+using attn_test::identical;
+
 using attn::AllowedBatch;
 using attn::Batch;
 using attn::Index;
 using attn::Matrix;
 using attn::NormPlacement;
 using attn::RowVector;
-
-bool identical(const Matrix& a, const Matrix& b) {
-  return a.rows() == b.rows() && a.cols() == b.cols() &&
-         std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<std::size_t>(a.size())) == 0;
-}
 
 // ---- Loading a PyTorch state_dict written by scripts/fixtures/transformer.py --------------------
 

@@ -19,14 +19,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
-#include <numeric>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
-
 
 namespace {
 
@@ -43,85 +40,6 @@ struct Knobs {
 
 std::span<const float> row_of(const Matrix& m, Index r) {
   return {m.row(r).data(), static_cast<std::size_t>(m.cols())};
-}
-
-template <typename Pred>
-Index count_where(const Matrix& m, Pred pred) {
-  return std::count_if(m.data(), m.data() + m.size(), pred);
-}
-
-// A vector (or a [1 x n] matrix) as the std::vector<double> a figure takes.
-template <typename Derived>
-std::vector<double> values_of(const Eigen::DenseBase<Derived>& v) {
-  std::vector<double> out;
-  for (Index i = 0; i < v.size(); ++i) out.push_back(v(i));
-  return out;
-}
-
-// A curve with markers through (x_i, y_i).
-course::Series curve(std::string label, std::vector<double> x, const Eigen::VectorXd& y) {
-  return {.label = std::move(label), .x = std::move(x), .y = values_of(y)};
-}
-
-// A curve through the points with y > 0 only (a log axis cannot show 0); dashed without markers
-// for a bound.
-course::Series positive(std::string label, const Eigen::VectorXd& x, const Eigen::VectorXd& y,
-                        bool dashed = false) {
-  std::vector<double> xs, ys;
-  for (Index i = 0; i < x.size(); ++i) {
-    if (y(i) > 0.0) xs.push_back(x(i)), ys.push_back(y(i));
-  }
-  return {std::move(label), xs, ys, !dashed, dashed};
-}
-
-// Mean, standard deviation (dividing by N), smallest and largest entry, in double.
-Eigen::RowVectorXd summary(const Matrix& m) {
-  const Eigen::ArrayXd v = Eigen::Map<const Eigen::ArrayXf>(m.data(), m.size()).cast<double>();
-  const double mean = v.mean();
-  Eigen::RowVectorXd s(4);  // [1 x 4]: dynamic, as GCC 12 misreads a fixed [1 x 4] under AVX-512
-  s << mean, std::sqrt((v - mean).square().mean()), v.minCoeff(), v.maxCoeff();
-  return s;
-}
-
-// The middle value (the mean of the two middle ones for an even count) of a copy.
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-// The two largest entries, largest first.
-std::pair<float, float> top_two(std::span<const float> v) {
-  std::vector<float> sorted(v.begin(), v.end());
-  std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
-  return {sorted[0], sorted[1]};
-}
-
-// What sections 2 and 5 report about one row of weights.
-struct RowFacts {
-  double largest = 0.0, runner_up = 0.0, entropy = 0.0;
-  Index at = 0, above = 0, zeros = 0;  // index of the largest, weights > 1e-3, weights == 0
-};
-
-RowFacts facts(std::span<const float> p) {
-  const auto [largest, runner_up] = top_two(p);
-  return {largest, runner_up, attn::entropy(p), std::ranges::max_element(p) - p.begin(),
-          std::ranges::count_if(p, [](float w) { return w > 1e-3; }), std::ranges::count(p, 0.0f)};
-}
-
-// Sums of the largest weight and the entropy, and every row's ||J||_F, over rows of weights.
-struct RowsFacts {
-  double largest = 0.0, entropy = 0.0;
-  std::vector<double> jacobian_norms;
-};
-
-RowsFacts tally(const Matrix& P, RowsFacts f = {}) {
-  for (Index r = 0; r < P.rows(); ++r) {
-    f.largest += std::ranges::max(row_of(P, r));
-    f.entropy += attn::entropy(row_of(P, r));
-    f.jacobian_norms.push_back(attn::softmax_jacobian_norm(row_of(P, r)));
-  }
-  return f;
 }
 
 // A float as the overflow table shows it: "NaN", "inf", or three significant digits.
@@ -146,14 +64,14 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   ch.show("a", a, {.precision = 2});
   ch.show(fmt::format("b = a / {:g}", knob.std), b);
   MatrixD stats(2, 4);  // [2 x 4]: rows a and b; mean, std, min, max
-  stats << summary(a), summary(b);
+  stats << attn::mean_std_min_max(a), attn::mean_std_min_max(b);
   ch.show("", stats, {.row_labels = {"a", "b"}, .col_labels = {"mean", "std", "min", "max"}});
   ch.notice("b is a with the axis relabelled: the same histogram, {:g} times narrower.", knob.std);
   ch.plot().histograms(
       "04_histograms",
-      {{.values = values_of(a), .title = "Histogram of a",
+      {{.values = course::values_of(a), .title = "Histogram of a",
         .xlabel = fmt::format("a ~ N(0, {:g}^2)", knob.std)},
-       {.values = values_of(b), .title = "Histogram of b",
+       {.values = course::values_of(b), .title = "Histogram of b",
         .xlabel = fmt::format("b = a / {:g}", knob.std)}},
       {.title = fmt::format("{} samples, before and after dividing by {:g}", N, knob.std)});
   ch.dump("a", a);
@@ -164,11 +82,12 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   const Matrix p_a = attn::softmax_rows(a);  // [1 x N], sums to 1
   const Matrix p_b = attn::softmax_rows(b);  // [1 x N], sums to 1
   // [softmax]
-  const RowFacts fa = facts(row_of(p_a, 0)), fb = facts(row_of(p_b, 0));
+  const attn::WeightStats fa = attn::weight_stats(row_of(p_a, 0));
+  const attn::WeightStats fb = attn::weight_stats(row_of(p_b, 0));
   const double n = N, ln_N = std::log(n);
   ch.say("            largest  at index  runner-up   entropy  exp(entropy)  above 1e-3");
   for (const auto& [name, f] : {std::pair{"softmax(a)", fa}, std::pair{"softmax(b)", fb}}) {
-    ch.say("{}  {:8.6f}  {:8}  {:9.2e}  {:8.4f}  {:12.1f}  {:10}", name, f.largest, f.at,
+    ch.say("{}  {:8.6f}  {:8}  {:9.2e}  {:8.4f}  {:12.1f}  {:10}", name, f.largest, f.argmax,
            f.runner_up, f.entropy, std::exp(f.entropy), f.above);
   }
   ch.say("uniform     {:8.6f}    (all 1/N)           {:8.4f}  {:12.1f}", 1.0 / n, ln_N, n);
@@ -178,7 +97,7 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   double sum_exp_b = 0.0;
   for (const float b_j : row_of(b, 0)) sum_exp_b += std::exp(double{b_j});
   const double b_max = stats(1, 3), e_half = std::exp(0.5);
-  const auto [a_1, a_2] = top_two(row_of(a, 0));
+  const auto [a_1, a_2] = attn::two_largest(row_of(a, 0));
   const double gap = double{a_1} - double{a_2};
   ch.gap();
   ch.say("softmax(b): b_max = {:.4f} and the mean of exp(b_j) is {:.4f}, so the largest weight is\n"
@@ -193,16 +112,15 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
             "factor of {:.0f} in the weights.", fa.largest, N, gap, std::exp(gap));
   ch.notice("softmax(b) keeps about {:.0f} entries in play; its largest weight is {:.4f}.",
             std::exp(fb.entropy), fb.largest);
-  std::vector<double> index(p_a.size());  // j = 0, 1, ..., N - 1
-  std::iota(index.begin(), index.end(), 0.0);
+  const Eigen::VectorXd index = Eigen::VectorXd::LinSpaced(N, 0.0, n - 1.0);  // [N]: j = 0, 1, ...
   ch.plot().lines("04_softmax_unscaled",
-                  {{.label = fmt::format("softmax(a), a ~ N(0, {:g}^2)", knob.std), .x = index,
-                    .y = values_of(p_a), .points = false}},
+                  {course::curve(fmt::format("softmax(a), a ~ N(0, {:g}^2)", knob.std), index, p_a,
+                                 {.points = false})},
                   {.title = "Softmax of a: almost all the weight on one entry",
                    .xlabel = "index j (from 0)", .ylabel = "weight"});
   ch.plot().lines("04_softmax_scaled",
-                  {{.label = fmt::format("softmax(b), b = a / {:g}", knob.std), .x = index,
-                    .y = values_of(p_b), .points = false},
+                  {course::curve(fmt::format("softmax(b), b = a / {:g}", knob.std), index, p_b,
+                                 {.points = false}),
                    {.label = "1/N, every weight of a uniform softmax", .x = {0.0, n - 1.0},
                     .y = {1.0 / n, 1.0 / n}, .points = false, .dashed = true}},
                   {.title = fmt::format("Softmax of b = a / {:g}: every weight small", knob.std),
@@ -216,14 +134,15 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   const Matrix naive_b = attn::naive_softmax_rows(b);  // [1 x N]: |b_j| < 6, nothing overflows
   // [overflow]
   const double flt_max = std::numeric_limits<float>::max();
-  const Index overflowing = count_where(a, [](float x) { return std::isinf(std::exp(x)); });
-  const Index nan_a = count_where(naive_a, [](float x) { return std::isnan(x); });
-  const Index zero_a = count_where(naive_a, [](float x) { return x == 0.0f; });
+  const Index overflowing =
+      std::ranges::count_if(row_of(a, 0), [](float x) { return std::isinf(std::exp(x)); });
+  const Index nan_a = naive_a.array().isNaN().count();
+  const Index zero_a = (naive_a.array() == 0.0f).count();
   ch.say("float's largest value is {:.4e} = exp({:.4f}).\n"
          "exp(a_j) is inf for {} of the {} a_j. The first four, and the largest:\n"
          "       j          a_j   exp(a_j) in float   naive weight   stable weight",
          flt_max, std::log(flt_max), overflowing, N);
-  for (const Index j : {Index{0}, Index{1}, Index{2}, Index{3}, fa.at}) {
+  for (const Index j : {Index{0}, Index{1}, Index{2}, Index{3}, fa.argmax}) {
     ch.say("{:8}  {:11.4f}  {:>18}  {:>13}  {:>14}", j, a(0, j), shown(std::exp(a(0, j))),
            shown(naive_a(0, j)), shown(p_a(0, j)));
   }
@@ -231,7 +150,7 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
          "stable softmax(a): {} not finite, sum of the weights {:.6f}\n"
          "naive  softmax(b): max |naive - stable| = {:.1e}, on weights up to {:.1e}",
          nan_a, zero_a, N - nan_a - zero_a,
-         count_where(p_a, [](float x) { return !std::isfinite(x); }), p_a.cast<double>().sum(),
+         p_a.size() - p_a.array().isFinite().count(), p_a.cast<double>().sum(),
          attn::max_abs_diff(naive_b, p_b), fb.largest);
   if (overflowing > 0) {
     ch.notice("one exp(a_j) = inf makes the sum inf, and every weight inf / inf = NaN or x / inf "
@@ -273,14 +192,12 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   ch.notice("var(q.k) grows like d_k, and var(q.k / sqrt(d_k)) = var(q.k) / d_k stays at 1.");
   ch.notice("unscaled, scores spread like sqrt(d_k): 32 at d_k = 1024. Note 001's a is that, at "
             "100.");
-  const std::vector<double> dks = values_of(variance.col(0));
   ch.plot().lines(
       "04_variance_vs_dk",
-      {curve("measured var(q . k)", dks, variance.col(3)),
-       {.label = "var = d_k", .x = {1.0, 1024.0}, .y = {1.0, 1024.0}, .points = false,
-        .dashed = true},
-       curve("measured var(q . k / sqrt(d_k))", dks,
-             variance.col(3).cwiseQuotient(variance.col(0)))},
+      {course::curve("measured var(q . k)", variance.col(0), variance.col(3)),
+       course::curve("var = d_k", {1.0, 1024.0}, {1.0, 1024.0}, {.points = false, .dashed = true}),
+       course::curve("measured var(q . k / sqrt(d_k))", variance.col(0),
+                     variance.col(3).cwiseQuotient(variance.col(0)))},
       {.title = fmt::format("The variance of a dot product grows with d_k ({} pairs per d_k)",
                             n_pairs),
        .xlabel = "d_k", .ylabel = "variance", .logx = true, .logy = true});
@@ -303,9 +220,9 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   ch.show(scale ? fmt::format("scores = q K^T / sqrt({})", d_k) : "scores = q K^T", scores,
           {.precision = 2, .col_labels = keys});
   ch.show("weights = softmax(scores)", weights, {.col_labels = keys});
-  const RowFacts fr = facts(row_of(weights, 0));
+  const attn::WeightStats fr = attn::weight_stats(row_of(weights, 0));
   ch.say("largest weight {:.4f}, entropy {:.4f} of ln 8 = {:.4f}, ||J||_F {:.2e} (section 7)",
-         fr.largest, fr.entropy, std::log(8.0), attn::softmax_jacobian_norm(row_of(weights, 0)));
+         fr.largest, fr.entropy, std::log(8.0), fr.jacobian_norm);
   ch.notice("{}, the scores spread by about {:.0f}: the best key takes {:.2f} and {} of the 8 "
             "keys get more than 0.001.", scale ? "scaled" : "unscaled",
             scale ? 1.0 : std::sqrt(d_k), fr.largest, fr.above);
@@ -328,7 +245,7 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   for (Index w = 0; w < std::ssize(widths); ++w) {
     const Index d = widths[w];
     const float inv_sqrt_dk = 1.0f / std::sqrt(static_cast<float>(d));
-    RowsFacts unscaled, scaled;
+    attn::WeightRowsTally unscaled, scaled;
     for (Index batch = 0; batch < n_batches; ++batch) {
       // [sweep]
       const Matrix Q = attn::random_normal(sweep_rng, n_queries, d);  // [64 x d_k]
@@ -337,12 +254,12 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
       const Matrix P_unscaled = attn::softmax_rows(S);                // [64 x 64]
       const Matrix P_scaled = attn::softmax_rows(S * inv_sqrt_dk);    // [64 x 64]
       // [sweep]
-      unscaled = tally(P_unscaled, std::move(unscaled));
-      scaled = tally(P_scaled, std::move(scaled));
+      unscaled.add(P_unscaled);
+      scaled.add(P_scaled);
     }
-    saturation.row(w) << d, unscaled.largest / rows_per_dk, unscaled.entropy / rows_per_dk,
-        median(unscaled.jacobian_norms), scaled.largest / rows_per_dk,
-        scaled.entropy / rows_per_dk, median(scaled.jacobian_norms);
+    saturation.row(w) << d, unscaled.mean_largest(), unscaled.mean_entropy(),
+        unscaled.median_jacobian_norm(), scaled.mean_largest(), scaled.mean_entropy(),
+        scaled.median_jacobian_norm();
     const auto r = saturation.row(w);
     ch.say("{:5}    {:.4f}   {:.4f}      {:.2e}     {:.4f}   {:.4f}      {:.2e}", d, r(1), r(2),
            r(3), r(4), r(5), r(6));
@@ -353,15 +270,17 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
             saturation(last, 1), saturation(0, 2), saturation(last, 2));
   ch.notice("scaled, they stay near {:.2f} and {:.2f} at every d_k (ln {} - 1/2 = {:.2f}).",
             saturation(last, 4), saturation(last, 5), n_keys, ln_keys - 0.5);
-  ch.plot().lines("04_saturation_vs_dk",
-                  {curve("largest weight, softmax(Q K^T)", dks, saturation.col(1)),
-                   {.label = "entropy / ln 64, softmax(Q K^T)", .x = dks,
-                    .y = values_of(saturation.col(2) / ln_keys), .dashed = true},
-                   curve("largest weight, softmax(Q K^T / sqrt(d_k))", dks, saturation.col(4)),
-                   {.label = "entropy / ln 64, softmax(Q K^T / sqrt(d_k))", .x = dks,
-                    .y = values_of(saturation.col(5) / ln_keys), .dashed = true}},
-                  {.title = "Rows of 64 weights: without 1/sqrt(d_k) they turn one-hot",
-                   .xlabel = "d_k", .ylabel = "mean over 512 rows", .logx = true});
+  const Eigen::VectorXd dks = saturation.col(0);  // [11]: the d_k of each row
+  ch.plot().lines(
+      "04_saturation_vs_dk",
+      {course::curve("largest weight, softmax(Q K^T)", dks, saturation.col(1)),
+       course::curve("entropy / ln 64, softmax(Q K^T)", dks, saturation.col(2) / ln_keys,
+                     {.dashed = true}),
+       course::curve("largest weight, softmax(Q K^T / sqrt(d_k))", dks, saturation.col(4)),
+       course::curve("entropy / ln 64, softmax(Q K^T / sqrt(d_k))", dks,
+                     saturation.col(5) / ln_keys, {.dashed = true})},
+      {.title = "Rows of 64 weights: without 1/sqrt(d_k) they turn one-hot", .xlabel = "d_k",
+       .ylabel = "mean over 512 rows", .logx = true});
   ch.dump("saturation_vs_dk", saturation);
 
   ch.step("Saturation stops learning: the Jacobian J = diag(p) - p p^T");
@@ -401,14 +320,12 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   for (int e = -4; e <= 8; ++e) {  // sigma = 10^(e/4) = 0.1 ... 100, four steps per decade
     const double sigma = std::pow(10.0, e / 4.0);
     const Matrix P = attn::softmax_rows(G * static_cast<float>(sigma));  // [512 x 64]
-    const RowsFacts f = tally(P);
-    const double rows = P.rows(), top = f.largest / rows;
-    const double jmean =
-        std::accumulate(f.jacobian_norms.begin(), f.jacobian_norms.end(), 0.0) / rows;
-    const double jmed = median(f.jacobian_norms);
-    ch.say("{:9.4f}    {:.4f}   {:.4f}     {:.2e}      {:.2e}         {:.2e}", sigma, top,
-           f.entropy / rows, jmean, jmed, 2.0 * (1.0 - top));
-    jacobian.row(e + 4) << sigma, top, f.entropy / rows, jmean, jmed;
+    const attn::WeightRowsTally rows(P);
+    jacobian.row(e + 4) << sigma, rows.mean_largest(), rows.mean_entropy(),
+        rows.mean_jacobian_norm(), rows.median_jacobian_norm();
+    const auto r = jacobian.row(e + 4);
+    ch.say("{:9.4f}    {:.4f}   {:.4f}     {:.2e}      {:.2e}         {:.2e}", sigma, r(1), r(2),
+           r(3), r(4), 2.0 * (1.0 - r(1)));
   }
   ch.notice("||J||_F <= 2 (1 - largest) in every row, so it peaks where a few logits compete and "
             "then falls with 1 - largest.");
@@ -420,12 +337,15 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   const Eigen::VectorXd sigmas = jacobian.col(0);
   ch.plot().lines(
       "04_jacobian_norm",
-      {positive("mean ||J||_F over 512 rows of sigma * g", sigmas, jacobian.col(3)),
-       positive("median ||J||_F over the same rows", sigmas, jacobian.col(4)),
-       positive("2 (1 - mean largest weight), a bound on the mean", sigmas,
-                2.0 * (1.0 - jacobian.col(1).array()), true),
-       positive("median ||J||_F of section 6's rows softmax(Q K^T), d_k = 1..1024, at sigma = "
-                "sqrt(d_k)", saturation.col(0).cwiseSqrt(), saturation.col(3))},
+      {course::curve_for_log_y("mean ||J||_F over 512 rows of sigma * g", sigmas,
+                               jacobian.col(3)),
+       course::curve_for_log_y("median ||J||_F over the same rows", sigmas, jacobian.col(4)),
+       course::curve_for_log_y("2 (1 - mean largest weight), a bound on the mean", sigmas,
+                               2.0 * (1.0 - jacobian.col(1).array()),
+                               {.points = false, .dashed = true}),
+       course::curve_for_log_y("median ||J||_F of section 6's rows softmax(Q K^T), d_k = 1..1024, "
+                               "at sigma = sqrt(d_k)", saturation.col(0).cwiseSqrt(),
+                               saturation.col(3))},
       {.title = "Softmax's gradient vanishes as its logits spread out (64 logits)",
        .xlabel = "sigma, the spread of the logits", .ylabel = "||J||_F = ||diag(p) - p p^T||_F",
        .logx = true, .logy = true});

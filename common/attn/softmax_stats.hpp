@@ -11,7 +11,11 @@
 ///
 ///   p_max (1 - p_max)  <=  ||J||_F  <=  2 (1 - p_max)
 ///
-/// All three functions take the weights as float (what softmax_rows() returns) and compute in
+/// Below them, the summaries chapter 04 tabulates: one row's statistics (weight_stats), totals
+/// over many rows (WeightRowsTally), and the plain statistics those tables need (two_largest,
+/// median, mean_std_min_max).
+///
+/// The functions take the weights as float (what softmax_rows() returns) and compute in
 /// double. Wherever the formula has 1 - p_i they use the sum of the other weights instead: the
 /// two are equal for an exact distribution, but for a saturated row such as
 /// p = (1.0f, 3e-12f, ...) the float 1 - p_max is exactly 0 while the other weights still
@@ -21,6 +25,8 @@
 #include "attn/matrix.hpp"
 
 #include <span>
+#include <utility>
+#include <vector>
 
 namespace attn {
 
@@ -42,5 +48,67 @@ MatrixD softmax_jacobian(std::span<const float> p);
 /// The sums of the others come from running prefix and suffix sums of positive terms, so
 /// nothing cancels. Same requirements on p as entropy(); an empty p gives 0.
 double softmax_jacobian_norm(std::span<const float> p);
+
+// ---- One row of weights, and many ---------------------------------------------------------------
+
+/// What a table of attention rows reports about one row p of weights.
+struct WeightStats {
+  double largest = 0.0;        ///< p_max: how much the favourite key takes
+  double runner_up = 0.0;      ///< the second largest weight (0 when p has one weight)
+  double entropy = 0.0;        ///< entropy(p), in nats
+  double jacobian_norm = 0.0;  ///< softmax_jacobian_norm(p): how much gradient gets through
+  Index argmax = 0;            ///< where p_max is (the first such index on a tie)
+  Index above = 0;             ///< weights above the threshold: the keys still in play
+  Index zeros = 0;             ///< weights exactly 0: underflowed in float, not just small
+};
+
+/// The statistics of one row of weights; `threshold` decides which weights count as `above`
+/// (1e-3: a key that gets less hardly moves the output). Same requirements on p as entropy(),
+/// and p must not be empty (std::invalid_argument otherwise).
+WeightStats weight_stats(std::span<const float> p, double threshold = 1e-3);
+
+/// Totals over many rows of weights (say 512 attention rows drawn at one d_k, fed in batches),
+/// for their mean largest weight, mean entropy and the mean and median of their Jacobian norms.
+/// The median is there because the mean norm of saturated rows is carried by the few rows whose
+/// two best logits nearly tie, while the median says what the typical row lets through.
+class WeightRowsTally {
+ public:
+  WeightRowsTally() = default;
+  /// The tally of the rows of P alone.
+  explicit WeightRowsTally(MatrixView P) { add(P); }
+
+  /// Adds every row of P [rows x n], each a distribution (same requirements as entropy()).
+  void add(MatrixView P);
+
+  Index rows() const { return static_cast<Index>(jacobian_norms_.size()); }
+  /// The mean over the rows added so far of p_max, of entropy(p), of softmax_jacobian_norm(p),
+  /// and the median of the latter. Each throws std::invalid_argument before any row is added.
+  double mean_largest() const;
+  double mean_entropy() const;
+  double mean_jacobian_norm() const;
+  double median_jacobian_norm() const;
+  /// softmax_jacobian_norm of every row, in the order they were added.
+  const std::vector<double>& jacobian_norms() const { return jacobian_norms_; }
+
+ private:
+  double largest_sum_ = 0.0, entropy_sum_ = 0.0;  // summed in double, in the order added
+  std::vector<double> jacobian_norms_;            // one per row: the rows() count
+};
+
+// ---- Plain statistics of a row ------------------------------------------------------------------
+
+/// The two largest entries of v, largest first (equal on a tie): the leader and the runner-up
+/// of a row of logits or weights, whose gap is the leader's margin (exp(gap) times the
+/// runner-up's weight). v needs two entries or more and no NaN (std::invalid_argument).
+std::pair<float, float> two_largest(std::span<const float> v);
+
+/// The middle value of v, the mean of the two middle ones for an even count (v is not
+/// reordered). Throws std::invalid_argument for an empty v or one holding a NaN.
+double median(std::span<const double> v);
+
+/// Mean, standard deviation (dividing by the count: the spread of these very samples), smallest
+/// and largest entry of m, computed in double, as one [1 x 4] row: the row of a summary table.
+/// Throws std::invalid_argument for an empty m.
+Eigen::RowVectorXd mean_std_min_max(const Matrix& m);
 
 }  // namespace attn

@@ -792,6 +792,36 @@ Figure Plotter::histograms(const std::string& name, const std::vector<HistogramP
   return render(name, s, dat);
 }
 
+// ---- Curves from Eigen vectors ------------------------------------------------------------------
+
+namespace {
+
+void check_same_length(const char* where, const std::string& label, std::size_t nx,
+                       std::size_t ny) {
+  require(nx == ny, where, [&] {
+    return "curve \"" + one_line(label) + "\" has " + std::to_string(nx) + " x but " +
+           std::to_string(ny) + " y values";
+  });
+}
+
+}  // namespace
+
+Series curve(std::string label, std::vector<double> x, std::vector<double> y, CurveStyle style) {
+  check_same_length("curve", label, x.size(), y.size());
+  return {.label = std::move(label), .x = std::move(x), .y = std::move(y),
+          .points = style.points, .dashed = style.dashed};
+}
+
+Series curve_for_log_y(std::string label, std::vector<double> x, std::vector<double> y,
+                       CurveStyle style) {
+  check_same_length("curve_for_log_y", label, x.size(), y.size());
+  std::vector<double> xs, ys;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    if (!(y[i] <= 0.0)) xs.push_back(x[i]), ys.push_back(y[i]);  // NaN stays, for lines()
+  }
+  return curve(std::move(label), std::move(xs), std::move(ys), style);
+}
+
 // ---- Line plot ----------------------------------------------------------------------------------
 
 Figure Plotter::lines(const std::string& name, const std::vector<Series>& series,

@@ -22,7 +22,8 @@
 // - Non-finite values: a heat map accepts NaN and +-inf (a masked score is -inf) and leaves
 //   those cells blank, printing "nan"/"-inf" when values are shown; at least one value must be
 //   finite. Histograms skip non-finite samples (the .dat header says how many); a panel needs at
-//   least one finite sample. Line plots reject non-finite x or y: drop the point instead.
+//   least one finite sample. Line plots reject non-finite x or y, and x or y <= 0 on a log
+//   axis: drop the point in the caller instead (curve_for_log_y() drops y <= 0 for a log y).
 #pragma once
 
 #include "course/types.hpp"
@@ -30,6 +31,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace course {
@@ -99,6 +101,57 @@ struct Series {
   bool points = true;  ///< draw markers at the data points as well as the line
   bool dashed = false;
 };
+
+// ---- Curves from Eigen vectors ------------------------------------------------------------------
+
+/// The entries of an Eigen vector, or of a matrix with one row or one column (a [1 x n] row of
+/// weights, a column of a results table, an expression of them), as the doubles that Series and
+/// HistogramPanel hold. Throws std::invalid_argument for a matrix of more rows and columns,
+/// which has no one order to flatten it in.
+template <typename Derived>
+std::vector<double> values_of(const Eigen::DenseBase<Derived>& v) {
+  require(v.rows() == 1 || v.cols() == 1, "values_of", [&] {
+    return shape_str(v.rows(), v.cols()) + " is not a vector: pass one row or one column";
+  });
+  std::vector<double> out;
+  out.reserve(static_cast<std::size_t>(v.size()));
+  // Two indices, not v(i): a block such as m.topRows(1) has no one-index access.
+  for (Index i = 0; i < v.size(); ++i)
+    out.push_back(static_cast<double>(v.rows() == 1 ? v(0, i) : v(i, 0)));
+  return out;
+}
+
+/// How curve() draws a series (the style members of Series).
+struct CurveStyle {
+  bool points = true;  ///< markers at the data points as well as the line
+  bool dashed = false;
+};
+
+/// A curve through the points (x_i, y_i). x and y must have the same length
+/// (std::invalid_argument otherwise, naming the label).
+Series curve(std::string label, std::vector<double> x, std::vector<double> y,
+             CurveStyle style = {});
+
+/// The same from Eigen vectors, e.g. two columns of a table of results:
+///   course::curve("measured var(q . k)", variance.col(0), variance.col(3))
+template <typename X, typename Y>
+Series curve(std::string label, const Eigen::DenseBase<X>& x, const Eigen::DenseBase<Y>& y,
+             CurveStyle style = {}) {
+  return curve(std::move(label), values_of(x), values_of(y), style);
+}
+
+/// curve() without the points whose y is 0 or negative, for a plot with a log y axis. A log
+/// axis cannot show them, and Plotter::lines rejects them rather than drop them unseen; a
+/// quantity that can underflow to exactly 0 (the gradient of a saturated softmax) is drawn
+/// through this, which says where points are dropped. A NaN y is kept, for lines() to reject.
+Series curve_for_log_y(std::string label, std::vector<double> x, std::vector<double> y,
+                       CurveStyle style = {});
+
+template <typename X, typename Y>
+Series curve_for_log_y(std::string label, const Eigen::DenseBase<X>& x,
+                       const Eigen::DenseBase<Y>& y, CurveStyle style = {}) {
+  return curve_for_log_y(std::move(label), values_of(x), values_of(y), style);
+}
 
 struct LineOptions {
   std::string title{}, xlabel{}, ylabel{};
