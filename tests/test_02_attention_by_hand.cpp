@@ -59,9 +59,9 @@ TEST(Chapter02, PrintsNote000sWeightedSum) {
   EXPECT_TRUE(contains(r.out, "y^2 = 0.1 v^1 + 0.2 v^2 + 0.3 v^3 + 0.4 v^4"));
   EXPECT_TRUE(contains(r.out, "= (0.1, 0.0) + (0.0, 0.4) + (0.9, 0.0) + (0.0, 1.6) = (1.0, 2.0)"));
   // Y = [[0.1, 1, 0.9, 0], [0, 2, 0, 1.6]] under its header and column labels, four decimals.
-  const std::string Y = "Y = V weights [2 x 4]\n     y^1     y^2     y^3     y^4\n  " + f4(0.1) + "  " + f4(1) + "  " + f4(0.9) +
-                        "  " + f4(0) + "\n  " + f4(0) + "  " + f4(2) + "  " + f4(0) + "  " +
-                        f4(1.6) + "\n";
+  const std::string Y = "Y = V weights [2 x 4]\n     y^1     y^2     y^3     y^4\n  " + f4(0.1) +
+                        "  " + f4(1) + "  " + f4(0.9) + "  " + f4(0) + "\n  " + f4(0) + "  " +
+                        f4(2) + "  " + f4(0) + "  " + f4(1.6) + "\n";
   EXPECT_TRUE(contains(r.out, Y)) << Y;
   EXPECT_TRUE(contains(r.out, "not softmax outputs"));
   fs::remove_all(dir);

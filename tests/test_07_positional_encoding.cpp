@@ -19,6 +19,8 @@
 
 namespace {
 
+using attn::max_abs_diff;
+
 namespace fs = std::filesystem;
 using attn::Index;
 using attn::Matrix;
@@ -27,8 +29,6 @@ using attn_test::contains;
 using attn_test::Output;
 
 const attn_test::ChapterRun chapter("07_positional_encoding");
-
-double max_abs_diff(const MatrixD& a, const MatrixD& b) { return (a - b).cwiseAbs().maxCoeff(); }
 
 // The paper's formula in double, written here independently of the library.
 double pe_formula(double pos, Index c, Index d_model) {

@@ -5,6 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <poll.h>
+#include <pty.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+
 #include <filesystem>
 #include <sstream>
 #include <stdexcept>
@@ -229,6 +236,52 @@ TEST(Chapter, StepIsIgnoredWithoutATerminal) {
   EXPECT_EQ(r.out.find("[Enter"), std::string::npos);
 }
 
+// Counts the occurrences of `piece` in `text`.
+std::size_t count_of(const std::string& text, const std::string& piece) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(piece); at != std::string::npos; at = text.find(piece, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+TEST(ChapterStep, OnATerminalPausesAfterEveryStepUntilEnter) {
+  // A real chapter on a pseudo-terminal, as a learner runs it: every "[Enter: next step]" is
+  // answered with Enter, and the run must end normally after one pause per step boundary.
+  int terminal = -1;
+  const pid_t pid = ::forkpty(&terminal, nullptr, nullptr, nullptr);
+  ASSERT_GE(pid, 0) << "forkpty failed";
+  if (pid == 0) {
+    const std::string exe = std::string(ATTN_BIN_DIR) + "/02_attention_by_hand";
+    ::execl(exe.c_str(), exe.c_str(), "--no-plots", "--step", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  std::string out;
+  std::size_t answered = 0;
+  while (true) {
+    pollfd p{terminal, POLLIN, 0};
+    if (::poll(&p, 1, 20000) <= 0) {  // 20 s without a byte: the chapter is stuck
+      ::kill(pid, SIGKILL);
+      ADD_FAILURE() << "no output for 20 s; so far:\n" << out;
+      break;
+    }
+    char buf[4096];
+    const ssize_t n = ::read(terminal, buf, sizeof buf);
+    if (n <= 0) break;  // EIO: the chapter ended and closed the terminal
+    out.append(buf, static_cast<std::size_t>(n));
+    for (; answered < count_of(out, "[Enter: next step]"); ++answered) {
+      ASSERT_EQ(::write(terminal, "\n", 1), 1);
+    }
+  }
+  ::close(terminal);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  // Chapter 02 has 7 steps: a pause before steps 2..7 and one before "What to notice".
+  EXPECT_EQ(answered, 7u) << out;
+  EXPECT_NE(out.find("== What to notice"), std::string::npos);
+}
+
 TEST(Chapter, HelpNamesTheChapterAndTheDefaultFigureFolder) {
   std::ostringstream text;
   course::Chapter ch("09_test", "A test chapter", 7, text);
@@ -255,6 +308,13 @@ TEST(Print, WithCommasAndLabels) {
   EXPECT_EQ(course::with_commas(640000), "640,000");
   EXPECT_EQ(course::with_commas(-1234567), "-1,234,567");
   EXPECT_EQ(course::labels("q^", 3), (std::vector<std::string>{"q^1", "q^2", "q^3"}));
+  attn::TokenIds ids(2, 4);  // [2 x 4]: two sentences, 0 = <pad>
+  ids << 5, 2, 0, 0,  //
+      1, 3, 1, 4;
+  EXPECT_EQ(course::token_labels(ids, 0), (std::vector<std::string>{"5", "2", "<pad>", "<pad>"}));
+  EXPECT_EQ(course::token_labels(ids, 1, {{0, "<pad>"}, {1, "<bos>"}}),
+            (std::vector<std::string>{"<bos>", "3", "<bos>", "4"}));
+  EXPECT_THROW(course::token_labels(ids, 2), std::invalid_argument);
   EXPECT_THROW(course::format_matrix("m", attn::MatrixD::Zero(2, 2), {.row_labels = {"a"}}),
                std::invalid_argument);
 }

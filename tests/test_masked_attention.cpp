@@ -354,6 +354,29 @@ TEST(BatchAttention, EachElementIsItsOwnAttention) {
   }
 }
 
+TEST(MaskedAttention, LargestBlockedIsTheWorstLeakOrExactlyZero) {
+  const AllowedMask allowed = from_rows({{1, 0, 0},  //
+                                         {1, 1, 0}});
+  Matrix kept(2, 3);  // [2 x 3]: the blocked entries hold 0, as a kept promise does
+  kept << 1.0f, 0.0f, 0.0f,  //
+      0.4f, 0.6f, 0.0f;
+  EXPECT_EQ(attn::largest_blocked(kept, allowed), 0.0f);
+  Matrix leaked = kept;  // [2 x 3]: two blocked entries leak; allowed weights are larger
+  leaked(0, 2) = 0.25f;
+  leaked(1, 2) = 0.125f;
+  EXPECT_EQ(attn::largest_blocked(leaked, allowed), 0.25f);
+  EXPECT_EQ(attn::largest_blocked(kept, attn::full_mask(2, 3)), 0.0f);  // nothing blocked
+  EXPECT_EQ(attn::largest_blocked(Matrix(0, 0), AllowedMask(0, 0)), 0.0f);
+  AllowedBatch stack(2, 2, 3);  // [2, 2, 3]: an element of a batch is read in place
+  stack[0] = attn::full_mask(2, 3);
+  stack[1] = allowed;
+  EXPECT_EQ(attn::largest_blocked(leaked, stack[1]), 0.25f);
+  EXPECT_EQ(attn::largest_blocked(leaked, stack[0]), 0.0f);
+  EXPECT_EQ(message_of([&] { attn::largest_blocked(kept, attn::causal_mask(3)); }),
+            "largest_blocked: weights are [2 x 3] but allowed is [3 x 3]: the mask needs an "
+            "entry per weight");
+}
+
 // ---- Errors name the shapes ---------------------------------------------------------------------
 
 TEST(MaskedAttention, ShapeErrorsNameTheShapes) {

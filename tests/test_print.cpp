@@ -1,4 +1,4 @@
-// course::format_matrix / banner / notice: the exact text the chapters print.
+// course::format_matrix / print_matrix / banner: the exact text the chapters print.
 #include "course/print.hpp"
 
 #include <gtest/gtest.h>
@@ -63,9 +63,6 @@ TEST(Banner, PadsTheTitleToOneWidth) {
   std::ostringstream os;
   course::banner(os, "1. Title");
   EXPECT_EQ(os.str(), "\n== 1. Title " + std::string(88 - 12, '=') + "\n");
-  std::ostringstream note;
-  course::notice(note, "look here");
-  EXPECT_EQ(note.str(), "  -> look here\n");
 }
 
 }  // namespace

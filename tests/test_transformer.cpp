@@ -14,10 +14,12 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace {
 
 using attn_test::identical;
+using attn_test::message_of;
 
 using attn::AllowedBatch;
 using attn::Batch;
@@ -271,6 +273,42 @@ TEST_P(Behaviour, StackCachesHoldEveryElementAndLayer) {
   }
   EXPECT_THROW(enc.at(2, 0), std::invalid_argument);
   EXPECT_THROW(dec.at(0, 2), std::invalid_argument);
+}
+
+TEST_P(Behaviour, StackedGathersOneMatrixPerElementIntoABatch) {
+  const Model m = random_model(11, GetParam());
+  attn::Rng rng(12);
+  const Batch source = random_batch(rng, 3, 5, 16), target = random_batch(rng, 3, 4, 16);
+  attn::EncoderCache enc;
+  const Batch memory = attn::encoder_forward(m.encoder, source, {}, &enc);
+  attn::DecoderCache dec;
+  attn::decoder_forward(m.decoder, target, memory, {}, &dec);
+  using Enc = attn::EncoderLayerCache;
+  using Dec = attn::DecoderLayerCache;
+  using Sub = attn::SublayerCache;
+  for (Index l = 0; l < 2; ++l) {
+    const Batch hidden = enc.stacked(l, &Enc::ff, &attn::FeedForwardCache::hidden);
+    EXPECT_EQ(hidden.shape(), (std::vector<std::size_t>{3, 5, 32}));  // [B, n_s, d_ff]
+    const Batch cross = dec.stacked(l, &Dec::sublayer2, &Sub::sublayer_out);
+    EXPECT_EQ(cross.shape(), (std::vector<std::size_t>{3, 4, 16}));  // [B, n_t, d_model]
+    for (Index b = 0; b < 3; ++b) {
+      EXPECT_TRUE(identical(hidden[b], enc.at(b, l).ff.hidden)) << b << l;
+      EXPECT_TRUE(identical(cross[b], dec.at(b, l).sublayer2.sublayer_out)) << b << l;
+    }
+  }
+  // The last layer's output, gathered, is the stack's output.
+  EXPECT_TRUE(identical(enc.stacked(1, &Enc::sublayer2, &Sub::output).data(), memory.data()));
+  EXPECT_EQ(message_of([&] { enc.stacked(2, &Enc::sublayer1, &Sub::input); }),
+            "StackCache::stacked: layer 2 of 3 batch elements x 2 layers: there is no such layer");
+  EXPECT_THROW(enc.stacked(-1, &Enc::sublayer1, &Sub::input), std::invalid_argument);
+  EXPECT_THROW(attn::EncoderCache().stacked(0, &Enc::sublayer1, &Sub::input),
+               std::invalid_argument);
+  attn::EncoderCache ragged(2, 1);  // filled by hand with two lengths: not one batch
+  ragged.at(0, 0).sublayer1.input = Matrix::Zero(3, 4);
+  ragged.at(1, 0).sublayer1.input = Matrix::Zero(2, 4);
+  EXPECT_EQ(message_of([&] { ragged.stacked(0, &Enc::sublayer1, &Sub::input); }),
+            "StackCache::stacked: element 1 is [2 x 4] but element 0 is [3 x 4]: a batch holds "
+            "one shape");
 }
 
 INSTANTIATE_TEST_SUITE_P(Norms, Behaviour,

@@ -76,13 +76,6 @@ std::string parse_ids(const std::string& text, attn::TokenIds* ids = nullptr) {
   return "";
 }
 
-// Sentence b's tokens as labels: {"5", "2", "1", "<pad>", "<pad>"} (note 001 gives ids, no words).
-std::vector<std::string> tokens(const attn::TokenIds& ids, Index b) {
-  std::vector<std::string> out;
-  for (const int id : ids.row(b)) out.push_back(id == kPad ? "<pad>" : fmt::format("{}", id));
-  return out;
-}
-
 // A mask as the notes draw it, 1 = may attend and . = blocked, a label per query (row) and per
 // key (column), laid out like Chapter::show.
 void show_mask(course::Chapter& ch, const std::string& name, const AllowedMask& m,
@@ -109,9 +102,11 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   parse_ids(k.ids, &ids);
   const float fill = k.fill == "neg-inf" ? -kInf : -1e9f;
   const Index B = ids.rows(), n = ids.cols();
+  // Note 001 gives ids, no words: the labels are the ids, "<pad>" for 0.
   const auto by_token = [&](Index b, int precision = 4) {  // rows = queries, columns = keys
-    return course::PrintOptions{
-        .precision = precision, .row_labels = tokens(ids, b), .col_labels = tokens(ids, b)};
+    return course::PrintOptions{.precision = precision,
+                                .row_labels = course::token_labels(ids, b),
+                                .col_labels = course::token_labels(ids, b)};
   };
   ch.intro("mask {}, fill {}, seed {}, d_model {}", k.mask, k.fill, ch.seed(), k.d_model);
 
@@ -119,7 +114,9 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.prose("Sentences differ in length; a batch is one rectangular tensor, so short ones are "
            "filled with the padding id 0. Vocabulary {}, id 0 = <pad>.", k.vocab);
   ch.show("ids", ids.cast<float>(), {.precision = 0, .row_labels = course::labels("sentence ", B)});
-  for (Index b = 0; b < B; ++b) ch.say("sentence {}: [{}]", b + 1, fmt::join(tokens(ids, b), " "));
+  for (Index b = 0; b < B; ++b) {
+    ch.say("sentence {}: [{}]", b + 1, fmt::join(course::token_labels(ids, b), " "));
+  }
   ch.notice("the <pad> tokens are not words: nothing should attend to them.");
 
   ch.step("Embedding + position: X = table[ids] + PE");
@@ -133,7 +130,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.say("table {} ~ N(0, 1) like nn.Embedding,  PE {} (chapter 07),  X {}", course::shape(table),
          course::shape(pe), course::shape(X));
   ch.show("X[0] (sentence 1, a row per token)", X[0],
-          {.max_cols = 6, .row_labels = tokens(ids, 0)});
+          {.max_cols = 6, .row_labels = course::token_labels(ids, 0)});
   ch.notice("both <pad> rows of sentence 1 share one embedding; only PE tells them apart.");
 
   ch.step("The mask allowed[b], built from the ids");
@@ -149,7 +146,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   }
   ch.flow({{"ids", ids}, {"allowed", allowed}});
   for (Index b = 0; b < B; ++b) {
-    show_mask(ch, fmt::format("allowed[{}]", b), allowed[b], tokens(ids, b), tokens(ids, b));
+    const std::vector<std::string> words = course::token_labels(ids, b);
+    show_mask(ch, fmt::format("allowed[{}]", b), allowed[b], words, words);
   }
   if (k.mask == "pad") {
     ch.notice("columns are blocked, not rows: the padded *keys* are hidden; a padded query still "
@@ -195,8 +193,9 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.dump("out", r.out);
   std::vector<course::HeatmapPanel> batch_panels;
   for (Index b = 0; b < B && b < 8; ++b) {
-    batch_panels.push_back({Matrix(r.weights[b]), fmt::format("sentence {}: [{}]", b + 1,
-                                                              fmt::join(tokens(ids, b), " "))});
+    batch_panels.push_back(
+        {Matrix(r.weights[b]),
+         fmt::format("sentence {}: [{}]", b + 1, fmt::join(course::token_labels(ids, b), " "))});
   }
   ch.plot().heatmap_grid("05_batch_weights", batch_panels,
                          {.title = "Note 001's batch: weights[b] with the " + k.mask + " mask",

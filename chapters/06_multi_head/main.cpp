@@ -47,15 +47,6 @@ attn::TokenIds note_ids(Index n) {
   return ids;
 }
 
-// Sentence b's tokens as labels: "5", "2", "1", "<pad>", "<pad>".
-std::vector<std::string> tokens(const attn::TokenIds& ids, Index b) {
-  std::vector<std::string> out;
-  for (Index i = 0; i < ids.cols(); ++i) {
-    out.push_back(ids(b, i) == 0 ? "<pad>" : fmt::format("{}", ids(b, i)));
-  }
-  return out;
-}
-
 // "[2, 8, 5, 64]": a PyTorch shape the library holds as column blocks or as stacked matrices
 // (no 4-d tensor here), written from the real dimensions of the tensors that hold it.
 std::string torch_shape(std::initializer_list<Index> dims) {
@@ -83,7 +74,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const Index B = X.batch(), n = X.rows(), E = X.cols();
   const Matrix pe = attn::sinusoidal_encoding(n, E);                   // [n x E]
   for (Index b = 0; b < B; ++b) X[b] += pe;
-  const std::vector<std::string> words = tokens(ids, 0);  // sentence 1, the one printed
+  const std::vector<std::string> words = course::token_labels(ids, 0);  // sentence 1, printed
   ch.show("ids", ids.cast<float>(),
           {.precision = 0, .row_labels = course::labels("sentence ", B)});
   ch.flow({{"ids", ids}, {"X", X}});
@@ -99,14 +90,15 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const attn::MultiHeadResult s1 = attn::multi_head_forward(mha, X[0], X[0], X[0]);  // sentence 1
   ch.show(fmt::format("Q for sentence 1 (head h = columns {0}h..{0}h+{1})", d_k, d_k - 1), s1.Q,
           {.max_cols = 6, .row_labels = words});
+  const Index h = H > 1 ? 1 : 0;  // heads count from 0: head 1 is the second (head 0 if alone)
   // [head_view]
-  const auto Q_h1 = s1.Q.middleCols(1 * d_k, d_k);  // head 1's queries [n x d_k]: a view, no copy
+  const auto Q_h = s1.Q.middleCols(h * d_k, d_k);  // head h's queries [n x d_k]: a view, no copy
   // [head_view]
-  ch.prose("head 1's Q_h is Q.middleCols({}, {}): it starts {} floats into Q's buffer and steps {} "
-           "per row, the same memory PyTorch reshapes:", Q_h1.cols(), Q_h1.cols(),
-           Q_h1.data() - s1.Q.data(), Q_h1.outerStride());
+  ch.prose("head {}'s Q_h is Q.middleCols({}, {}): it starts {} floats into Q's buffer and steps "
+           "{} per row, the same memory PyTorch reshapes:", h, h * d_k, d_k,
+           Q_h.data() - s1.Q.data(), Q_h.outerStride());
   ch.say("  {} -> .view{} -> .transpose(1, 2) -> {}", torch_shape({B, s1.Q.rows(), s1.Q.cols()}),
-         torch_shape({B, n, H, Q_h1.cols()}), torch_shape({B, H, n, Q_h1.cols()}));
+         torch_shape({B, n, H, Q_h.cols()}), torch_shape({B, H, n, Q_h.cols()}));
   ch.notice("one {} product makes every head's queries; splitting them copies nothing.",
             course::shape(mha.q_proj.weight));
   ch.dump("in_proj_weight", attn::in_proj_weight(mha));  // [3E x E], PyTorch's stacked layout

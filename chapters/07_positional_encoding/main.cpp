@@ -26,6 +26,7 @@ namespace {
 using attn::Index;
 using attn::Matrix;
 using attn::MatrixD;
+using course::values_of;  // an Eigen vector as the std::vector<double> a figure takes
 
 struct Knobs {
   Index d_model = 128;     // features per position: d_model / 2 (sin, cos) pairs
@@ -50,10 +51,6 @@ SelfAttention self_attention(const Matrix& X, const Projections& W) {
   s.r = attn::attention(s.Q, s.K, s.V);  // softmax(Q K^T / sqrt(d_model)) V
   return s;
 }
-
-// An Eigen vector as the std::vector<double> a figure takes.
-template <typename Vector>
-std::vector<double> values(const Vector& v) { return {v.begin(), v.end()}; }
 
 // A rounding-sized difference: "0" when it is exactly zero, else "2.4e-07".
 std::string tiny(double x) { return x == 0.0 ? "0" : fmt::format("{:.1e}", x); }
@@ -227,7 +224,8 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
                      .xlabel = "feature (columns 2i, 2i+1 = sin, cos of pair i)",
                      .ylabel = "position pos", .cmin = -1.0, .cmax = 1.0, .width_px = 900,
                      .height_px = 640});
-  const std::vector<double> positions = values(Eigen::VectorXd::LinSpaced(P, 0, P - 1));  // 0..P-1
+  const std::vector<double> positions =  // 0..P-1
+      values_of(Eigen::VectorXd::LinSpaced(P, 0, P - 1));
   std::vector<course::Series> waves;
   for (Index last = -1; const double share : {0.0, 1.0 / 4, 1.0 / 2}) {  // omega 1, 0.1, 0.01
     const Index i = std::lround(share * pairs);  // pair i at 2i / d_model = share
@@ -235,7 +233,7 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
     last = i;
     // Pair 0 jumps a radian per position: its curve shows the samples.
     waves.push_back({.label = fmt::format("PE(pos, {}): sin, omega = {:.3g}", 2 * i, omega(i)),
-                     .x = positions, .y = values(pe.col(2 * i)), .points = i == 0});
+                     .x = positions, .y = values_of(pe.col(2 * i)), .points = i == 0});
   }
   ch.plot().lines("07_frequencies", waves,
                   {.title = "Columns of PE: one sinusoid per pair, each slower than the last",
@@ -335,13 +333,14 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
               "positions apart.", nearest, distance(nearest), distance(1), pairs);
   }
   ch.dump("dot_by_offset", MatrixD(dot_by_offset.transpose()));  // [1 x K+1]
-  const std::vector<double> offsets = values(Eigen::VectorXd::LinSpaced(K + 1, 0, K));  // 0..K
+  const std::vector<double> offsets = values_of(Eigen::VectorXd::LinSpaced(K + 1, 0, K));  // 0..K
   ch.plot().lines(
       "07_dot_product",
-      {{.label = "sum_i cos(omega_i k)", .x = offsets, .y = values(dot_by_offset), .points = false},
-       {.label = "PE(0) . PE(k)", .x = offsets, .y = values(first), .points = K <= 200,
+      {{.label = "sum_i cos(omega_i k)", .x = offsets, .y = values_of(dot_by_offset),
+        .points = false},
+       {.label = "PE(0) . PE(k)", .x = offsets, .y = values_of(first), .points = K <= 200,
         .dashed = true},
-       {.label = fmt::format("PE({0}) . PE({0} + k)", P - 1), .x = offsets, .y = values(later),
+       {.label = fmt::format("PE({0}) . PE({0} + k)", P - 1), .x = offsets, .y = values_of(later),
         .points = K <= 200, .dashed = true}},
       {.title = fmt::format("Similarity of two position vectors depends only on their offset k "
                             "(d_model {})", d_model),

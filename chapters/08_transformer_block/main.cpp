@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <initializer_list>
 #include <span>
 #include <string>
 #include <utility>
@@ -45,15 +44,7 @@ struct Knobs {
 };
 
 constexpr int kPad = 0, kBos = 1;  // id 0 = <pad>; id 1 = <bos>, the decoder's first input
-
-// Row b of the ids as the text names its tokens: "<pad>", "<bos>" (a target's id 1), or the id.
-std::vector<std::string> tokens(const TokenIds& ids, Index b, bool target) {
-  std::vector<std::string> out;
-  for (const int id : ids.row(b)) {
-    out.push_back(id == kPad ? "<pad>" : target && id == kBos ? "<bos>" : fmt::format("{}", id));
-  }
-  return out;
-}
+const std::map<int, std::string> kTargetNames = {{kPad, "<pad>"}, {kBos, "<bos>"}};
 
 // ids -> table[ids] + PE: [B, n, d_model].
 Batch embed_with_positions(const Matrix& table, const TokenIds& ids) {
@@ -61,46 +52,6 @@ Batch embed_with_positions(const Matrix& table, const TokenIds& ids) {
   const Matrix pe = attn::sinusoidal_encoding(ids.cols(), table.cols());  // [n x d_model]
   for (Index b = 0; b < x.batch(); ++b) x[b] += pe;
   return x;
-}
-
-// A stack's cache keeps one [n x d] matrix per sentence and layer; stacked over the sentences
-// they are the [B, n, d] tensor the batch held at that point of the layer, e.g.
-// stacked(enc_cache, 0, &EncoderLayerCache::ff, &FeedForwardCache::hidden) is [B, n, d_ff].
-template <typename LayerCache, typename Part>
-Batch stacked(const attn::StackCache<LayerCache>& cache, Index layer, Part LayerCache::*part,
-              Matrix Part::*tensor) {
-  const Matrix& first = cache.at(0, layer).*part.*tensor;
-  Batch x(cache.batch(), first.rows(), first.cols());  // [B, n, d]
-  for (Index b = 0; b < cache.batch(); ++b) x[b] = cache.at(b, layer).*part.*tensor;
-  return x;
-}
-
-// The largest weight where the mask blocks: exactly 0 when the mask keeps its promise.
-template <typename Weights, typename Allowed>
-float largest_blocked(const Weights& weights, const Allowed& allowed) {
-  return allowed.array().select(0.0f, weights.array()).maxCoeff();
-}
-
-// One layer's parameters, named as PyTorch's state_dict names them ("layers.0.norm1.weight"
-// with the dots as underscores), so scripts/check_transformer_dump.py can load them by name.
-void dump_layer(course::Chapter& ch, const std::string& p,
-                std::initializer_list<std::pair<std::string, const attn::MultiHeadAttention*>> mhas,
-                const attn::FeedForward& ff, std::initializer_list<const attn::LayerNorm*> norms) {
-  for (const auto& [name, m] : mhas) {
-    ch.dump(p + name + "_in_proj_weight", attn::in_proj_weight(*m));
-    ch.dump(p + name + "_in_proj_bias", Matrix(attn::in_proj_bias(*m)));
-    ch.dump(p + name + "_out_proj_weight", m->out_proj.weight);
-    ch.dump(p + name + "_out_proj_bias", Matrix(m->out_proj.bias));
-  }
-  ch.dump(p + "linear1_weight", ff.linear1.weight);
-  ch.dump(p + "linear1_bias", Matrix(ff.linear1.bias));
-  ch.dump(p + "linear2_weight", ff.linear2.weight);
-  ch.dump(p + "linear2_bias", Matrix(ff.linear2.bias));
-  int k = 0;
-  for (const attn::LayerNorm* norm : norms) {
-    ch.dump(fmt::format("{}norm{}_weight", p, ++k), Matrix(norm->gamma));
-    ch.dump(fmt::format("{}norm{}_bias", p, k), Matrix(norm->beta));
-  }
 }
 
 // 1234567 -> "1.2e+06" for the big counts of the cost table.
@@ -167,7 +118,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   using FFN = attn::FeedForwardCache;
   for (Index l = 0; l < L; ++l) {  // the shapes each sub-layer read and returned, from the cache
     using Enc = attn::EncoderLayerCache;
-    const auto at = [&](auto part, auto tensor) { return stacked(enc_cache, l, part, tensor); };
+    const auto at = [&](auto part, auto tensor) { return enc_cache.stacked(l, part, tensor); };
     ch.flow({{fmt::format("layer {}: x", l + 1), at(&Enc::sublayer1, &Sub::input)},
              {fmt::format("self-attention ({} heads)", H),
               at(&Enc::sublayer1, &Sub::sublayer_out)},
@@ -177,7 +128,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
              {add, at(&Enc::sublayer2, &Sub::output)}});
   }
   ch.show("memory[0] (the encoder's output for sentence 1)", memory[0],
-          {.max_cols = 6, .row_labels = tokens(src, 0, false)});
+          {.max_cols = 6, .row_labels = course::token_labels(src, 0)});
   ch.notice("every layer keeps the shape [B, n, d_model]: layers stack freely.");
   ch.notice("the FFN widens each token to d_ff = {} and back, one token at a time; tokens meet "
             "only in attention.", F);
@@ -193,7 +144,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   // [decoder]
   for (Index l = 0; l < L; ++l) {
     using Dec = attn::DecoderLayerCache;
-    const auto at = [&](auto part, auto tensor) { return stacked(dec_cache, l, part, tensor); };
+    const auto at = [&](auto part, auto tensor) { return dec_cache.stacked(l, part, tensor); };
     const std::string cross = fmt::format("cross-attention (Q {}, K = V = memory {})",
                                           course::shape(at(&Dec::sublayer2, &Sub::sublayer_in)),
                                           course::shape(memory));
@@ -208,11 +159,12 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   }
   const Matrix& cross_w = dec_cache.at(0, L - 1).multihead_attn.weights[0];  // [n_t x n_s]
   ch.show("cross-attention weights, last layer, head 0, sentence 1 (target x source)", cross_w,
-          {.row_labels = tokens(tgt, 0, true), .col_labels = tokens(src, 0, false)});
+          {.row_labels = course::token_labels(tgt, 0, kTargetNames),
+           .col_labels = course::token_labels(src, 0)});
   ch.notice("queries come from the target, keys and values from the encoder: each target "
             "position reads the source.");
   const std::string src_pads = fmt::format("{}-{}", src_len(0) + 1, n_s);  // sentence 1's pads
-  const float leak = largest_blocked(cross_w, cross_mask[0]);
+  const float leak = attn::largest_blocked(cross_w, cross_mask[0]);
   ch.notice("source positions {} of sentence 1 are padding: their columns are {}.", src_pads,
             leak == 0.0f ? "exactly 0" : fmt::format("up to {:g}", leak));
 
@@ -227,8 +179,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const TokenIds every_id = Eigen::RowVectorXi::LinSpaced(vocab, 0, vocab - 1);  // [1 x vocab]
   ch.show("probabilities, sentence 2 (row = position's input, column = next token)", probs[1],
           {.precision = 3,
-           .row_labels = tokens(tgt, 1, true),
-           .col_labels = tokens(every_id, 0, true)});
+           .row_labels = course::token_labels(tgt, 1, kTargetNames),
+           .col_labels = course::token_labels(every_id, 0, kTargetNames)});
   std::vector<Index> best(n_t);
   for (Index i = 0; i < n_t; ++i) probs[1].row(i).maxCoeff(&best[i]);
   ch.say("the most likely next token per position of sentence 2: {}", fmt::join(best, " "));
@@ -310,7 +262,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.show("weights (row = node, column = neighbour)", g.weights,
           {.row_labels = node, .col_labels = node});
   ch.say("largest weight between nodes without an edge: {:g}",
-         largest_blocked(g.weights, adjacency));
+         attn::largest_blocked(g.weights, adjacency));
   ch.notice("one layer is one round of message passing: each node averages its neighbours, "
             "weighted by attention.");
   ch.notice("L layers reach L hops; with a full mask it is an ordinary transformer on a complete "
@@ -351,14 +303,9 @@ void lesson(course::Chapter& ch, const Knobs& k) {
                               "source position", "target position"));
 
   // Everything PyTorch needs to replay the model (scripts/check_transformer_dump.py).
-  for (std::size_t l = 0; l < encoder.size(); ++l) {
-    const attn::EncoderLayer& e = encoder[l];
-    const attn::DecoderLayer& y = decoder[l];
-    dump_layer(ch, fmt::format("encoder_layers_{}_", l), {{"self_attn", &e.self_attn}}, e.ff,
-               {&e.norm1, &e.norm2});
-    dump_layer(ch, fmt::format("decoder_layers_{}_", l),
-               {{"self_attn", &y.self_attn}, {"multihead_attn", &y.multihead_attn}}, y.ff,
-               {&y.norm1, &y.norm2, &y.norm3});
+  for (std::size_t l = 0; l < encoder.size(); ++l) {  // state_dict keys, dots as underscores
+    course::dump_parameters(ch.dumper(), fmt::format("encoder_layers_{}_", l), encoder[l]);
+    course::dump_parameters(ch.dumper(), fmt::format("decoder_layers_{}_", l), decoder[l]);
   }
   ch.dump("src_ids", Matrix(src.cast<float>()));
   ch.dump("tgt_ids", Matrix(tgt.cast<float>()));

@@ -89,6 +89,17 @@ AllowedMask padding_mask_from_blocked(std::span<const bool> blocked, Index n_q) 
   return m;
 }
 
+float largest_blocked(const MatrixView& weights, const Eigen::Ref<const AllowedMask>& allowed) {
+  require(weights.rows() == allowed.rows() && weights.cols() == allowed.cols(), "largest_blocked",
+          [&] {
+            return "weights are " + shape_str(weights) + " but allowed is " + shape_str(allowed) +
+                   ": the mask needs an entry per weight";
+          });
+  if (weights.size() == 0) return 0.0f;  // maxCoeff of nothing is undefined
+  // An allowed entry counts as 0, which a blocked weight that leaked (> 0) exceeds.
+  return allowed.array().select(0.0f, weights.array()).maxCoeff();
+}
+
 Matrix additive_mask(const AllowedMask& allowed, float fill) {
   Matrix m(allowed.rows(), allowed.cols());  // [n_q x n_k]
   for (Index i = 0; i < m.rows(); ++i) {

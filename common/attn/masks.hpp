@@ -141,6 +141,12 @@ AllowedBatch padding_masks(const TokenIds& ids, int pad_id = 0);
 /// repeated for n_q queries: [n_q x n_k] with allowed(i, j) = !blocked[j].
 AllowedMask padding_mask_from_blocked(std::span<const bool> blocked, Index n_q);
 
+/// The largest weight where `allowed` blocks: exactly 0 when a mask kept its promise, so a
+/// chapter or a test checks a whole [n_q x n_k] weight matrix in one number. Takes views (an
+/// element of an AllowedBatch too); 0 when nothing is blocked. Throws std::invalid_argument
+/// naming both shapes unless they agree.
+float largest_blocked(const MatrixView& weights, const Eigen::Ref<const AllowedMask>& allowed);
+
 /// The additive form of a mask (note 003's `scores += mask`): 0 where allowed, `fill` where
 /// blocked. [n_q x n_k]. With fill = -inf adding it is the same as replacing blocked scores.
 Matrix additive_mask(const AllowedMask& allowed, float fill = kBlockedScore);

@@ -26,8 +26,10 @@
 #pragma once
 
 #include "attn/attention.hpp"
+#include "attn/batch.hpp"
 #include "attn/feed_forward.hpp"
 #include "attn/layer_norm.hpp"
+#include "attn/matrix.hpp"
 #include "attn/multi_head.hpp"
 #include "attn/random.hpp"
 
@@ -115,6 +117,31 @@ class StackCache {
   /// Batch element b's cache of layer `layer` (0-based). Throws std::invalid_argument outside.
   LayerCache& at(Index b, Index layer) { return caches_[slot(b, layer)]; }
   const LayerCache& at(Index b, Index layer) const { return caches_[slot(b, layer)]; }
+
+  /// One matrix of layer `layer`, gathered over the batch: each layer cache keeps its own
+  /// sentence's [n x d], and stacked they are the [B, n, d] tensor the batch held at that point,
+  /// e.g. `enc_cache.stacked(0, &EncoderLayerCache::ff, &FeedForwardCache::hidden)` is
+  /// [B, n, d_ff]. Element b is a copy of `at(b, layer).*part.*member`, bit for bit. Throws
+  /// std::invalid_argument for a layer outside [0, layers()) or an empty batch.
+  template <typename Part>
+  Batch stacked(Index layer, Part LayerCache::*part, Matrix Part::*member) const {
+    require(batch_ > 0 && layer >= 0 && layer < layers_, "StackCache::stacked", [&] {
+      return "layer " + std::to_string(layer) + " of " + std::to_string(batch_) +
+             " batch elements x " + std::to_string(layers_) + " layers: there is no such layer";
+    });
+    const Matrix& first = at(0, layer).*part.*member;
+    Batch x(batch_, first.rows(), first.cols());  // [B, n, d]
+    for (Index b = 0; b < batch_; ++b) {
+      const Matrix& m = at(b, layer).*part.*member;  // [n x d]
+      // The batch shares one n, so a different shape means the cache was filled by hand.
+      require(m.rows() == first.rows() && m.cols() == first.cols(), "StackCache::stacked", [&] {
+        return "element " + std::to_string(b) + " is " + shape_str(m) + " but element 0 is " +
+               shape_str(first) + ": a batch holds one shape";
+      });
+      x[b] = m;
+    }
+    return x;
+  }
 
  private:
   static std::size_t count(Index batch, Index layers) {

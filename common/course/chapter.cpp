@@ -123,8 +123,6 @@ void Chapter::write_wrapped(std::string_view first, std::string_view rest,
   emit(line);
 }
 
-void Chapter::write_raw(const std::string& text) { out_ << text; }
-
 void Chapter::gap() { out_ << "\n"; }
 
 void Chapter::flow(std::initializer_list<Stage> stages) {

@@ -111,6 +111,9 @@ class Chapter {
   void dump(Args&&... args) {
     dump_(std::forward<Args>(args)...);
   }
+  /// The dumper itself, for the course functions that write several arrays at once
+  /// (course::dump_parameters).
+  Dumper& dumper() { return dump_; }
 
   /// The opening line, "02 . <title> (<details>)"; details formatted like say().
   template <typename... Args>
@@ -143,8 +146,7 @@ class Chapter {
   template <typename Derived>
   void show(std::string_view name, const Eigen::MatrixBase<Derived>& m,
             const PrintOptions& opts = {}) {
-    const MatrixD widened = m.template cast<double>();  // exact for float input
-    write_raw(format_matrix(name, widened, opts));
+    print_matrix(out_, name, m, opts);
   }
   /// A shape trace: "  source ids [2 x 6] -> embedded [2, 6, 32] -> ...", each shape read
   /// from the tensor itself, wrapped before kWidth.
@@ -164,7 +166,6 @@ class Chapter {
   void write_step(const std::string& title);
   void write_lines(const std::string& text);
   void write_wrapped(std::string_view first, std::string_view rest, const std::string& text);
-  void write_raw(const std::string& text);
   void pause();
 
   std::string name_, title_;

@@ -12,6 +12,11 @@
 #include <string>
 #include <vector>
 
+namespace attn {  // attn/transformer.hpp; declared only, so every chapter need not include it
+struct EncoderLayer;
+struct DecoderLayer;
+}  // namespace attn
+
 namespace course {
 
 class Dumper {
@@ -39,5 +44,16 @@ class Dumper {
   std::filesystem::path dir_;
   std::vector<std::string> written_;
 };
+
+/// One layer's parameters under PyTorch's state_dict keys with the dots as underscores, so a
+/// script loads them by name: `prefix` "encoder_layers_0_" gives
+/// encoder_layers_0_self_attn_in_proj_weight [3E x E], ..._in_proj_bias [1 x 3E],
+/// ..._out_proj_weight [E x E], ..._out_proj_bias [1 x E], then linear1_weight [d_ff x E],
+/// linear1_bias [1 x d_ff], linear2_weight [E x d_ff], linear2_bias [1 x E], norm1_weight,
+/// norm1_bias, norm2_weight, norm2_bias [1 x E] each, in that order. Nothing when disabled.
+void dump_parameters(Dumper& dump, const std::string& prefix, const attn::EncoderLayer& layer);
+/// The same for a decoder layer: self_attn_*, then multihead_attn_* (the cross-attention),
+/// linear1/linear2, and norm1 to norm3.
+void dump_parameters(Dumper& dump, const std::string& prefix, const attn::DecoderLayer& layer);
 
 }  // namespace course

@@ -2,7 +2,6 @@
 #include "course/print.hpp"
 
 #include <algorithm>
-#include <cstdarg>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -92,6 +91,19 @@ std::string format_matrix(std::string_view name, const MatrixD& m, const PrintOp
   return out;
 }
 
+std::vector<std::string> token_labels(const attn::TokenIds& ids, Index row,
+                                      const std::map<int, std::string>& names) {
+  require(row >= 0 && row < ids.rows(), "token_labels", [&] {
+    return "row " + std::to_string(row) + " of ids " + shape_str(ids);
+  });
+  std::vector<std::string> out;
+  for (const int id : ids.row(row)) {
+    const auto name = names.find(id);
+    out.push_back(name != names.end() ? name->second : std::to_string(id));
+  }
+  return out;
+}
+
 std::vector<std::string> labels(std::string_view prefix, Index n) {
   std::vector<std::string> out;
   for (Index i = 1; i <= n; ++i) out.push_back(std::string(prefix) + std::to_string(i));
@@ -108,35 +120,10 @@ std::string with_commas(long long n) {
   return n < 0 ? "-" + out : out;
 }
 
-std::string fmt(const char* format, ...) {
-  std::va_list args, again;
-  va_start(args, format);
-  va_copy(again, args);
-  const int n = std::vsnprintf(nullptr, 0, format, args);  // the length first, then the text
-  va_end(args);
-  std::string out(n > 0 ? static_cast<std::size_t>(n) : 0, '\0');
-  if (n > 0) std::vsnprintf(out.data(), out.size() + 1, format, again);
-  va_end(again);
-  return out;
-}
-
 void banner(std::ostream& os, std::string_view title) {
   constexpr std::size_t kWidth = 88;
   const std::size_t used = title.size() + 4;  // "== " + title + " "
   os << "\n== " << title << ' ' << std::string(used < kWidth ? kWidth - used : 0, '=') << "\n";
-}
-
-void notice(std::ostream& os, std::string_view text) { os << "  -> " << text << "\n"; }
-
-void try_this(std::ostream& os, std::string_view program,
-              const std::vector<std::pair<std::string, std::string>>& commands) {
-  banner(os, "Try this");
-  std::size_t width = 0;
-  for (const auto& [options, what] : commands) width = std::max(width, options.size());
-  for (const auto& [options, what] : commands) {
-    os << "  " << program << " " << options << std::string(width - options.size() + 3, ' ')
-       << what << "\n";
-  }
 }
 
 }  // namespace course

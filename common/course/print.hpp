@@ -13,6 +13,7 @@
 #include "course/types.hpp"
 
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -42,6 +43,11 @@ std::string shape(const BatchOf<T>& x) {
   return x.shape_str();
 }
 
+/// The labels of sentence `row` of a batch of token ids: each id, or its name where `names`
+/// has one: {"5", "2", "1", "<pad>", "<pad>"} with the default {0: "<pad>"}.
+std::vector<std::string> token_labels(const attn::TokenIds& ids, Index row,
+                                      const std::map<int, std::string>& names = {{0, "<pad>"}});
+
 /// {"k^1", "k^2", ...}: n labels counted from 1, as the notes count tokens.
 std::vector<std::string> labels(std::string_view prefix, Index n);
 
@@ -51,29 +57,13 @@ std::string with_commas(long long n);
 /// Formats `m` under the header "<name> [rows x cols]" (no header when name is empty).
 std::string format_matrix(std::string_view name, const MatrixD& m, const PrintOptions& opts = {});
 
-/// Prints format_matrix(name, m, opts) to `os`. Accepts any Eigen matrix or expression; it
-/// is evaluated once and widened to double (exactly, for float input) for printing.
-/// printf into a std::string, any length: `fmt("%.4f", x)`. The walk-throughs' tables and
-/// written-out sums read best as format strings. The compiler checks the arguments against
-/// the format (-Wformat), as it does for printf itself.
-[[gnu::format(printf, 1, 2)]] std::string fmt(const char* format, ...);
-
-/// A section banner, the printed twin of the "// ---- Step N ----" banners in main.cpp:
+/// A step's banner, as course::Chapter::step prints it (88 columns, or the title's width):
 ///
 ///   == 2. Scores: alpha_ij = q_i . k_j =============================================
 void banner(std::ostream& os, std::string_view title);
 
-/// A "what to notice" line, indented under the numbers it comments on:  "  -> text".
-void notice(std::ostream& os, std::string_view text);
-
-/// The closing "Try this" banner: one command per line (the program, then its options) and
-/// what it shows, aligned:
-///
-///   == Try this ==================================================================
-///     01_rnn --scales 1.5,2,3          where does decay turn into growth?
-void try_this(std::ostream& os, std::string_view program,
-              const std::vector<std::pair<std::string, std::string>>& commands);
-
+/// Prints format_matrix(name, m, opts) to `os`. Accepts any Eigen matrix or expression; it
+/// is evaluated once and widened to double (exactly, for float input) for printing.
 template <typename Derived>
 void print_matrix(std::ostream& os, std::string_view name, const Eigen::MatrixBase<Derived>& m,
                   const PrintOptions& opts = {});
