@@ -13,6 +13,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 namespace {
 
@@ -81,6 +82,50 @@ TEST(Attention, IsTheTransposeOfTheColumnForm) {
     // K^T Q and Q K^T): scores agree to a few ulps of ~10, so 1e-5 absolute on weights and out.
     EXPECT_LT((row.weights - col.A_prime.transpose()).cwiseAbs().maxCoeff(), 1e-5f);
     EXPECT_LT((row.out - col.Y.transpose()).cwiseAbs().maxCoeff(), 1e-5f);
+  }
+}
+
+// Issue 11 (item 14): the column form is the same attention without a mask, so non-finite
+// scores must come out as in the row form: a query whose scores are all -inf gets NaN (it used to
+// get zeros in both forms), +inf gives NaN, and one -inf among finite scores gives weight 0.
+TEST(Attention, ColumnFormTreatsNonFiniteScoresAsTheRowFormDoes) {
+  const float inf = std::numeric_limits<float>::infinity();
+  Matrix K(2, 2), V(2, 2), Q(4, 2);
+  K << -inf, 0.5f,  //
+      1, 0.25f;
+  V << 1, 2,  //
+      3, 4;
+  Q << 1, 0,    // scores (-inf, 1): weights (0, 1), out = v_1
+      -1, 0,    // (+inf, -1): NaN
+      1, 1,     // (-inf, 1.25): weights (0, 1)
+      0, 1;     // (0 * -inf + 0.5, 0.25): NaN
+  Matrix K2(2, 2);
+  K2 << -inf, 1,  //
+      -inf, 2;    // with query (1, 0): (-inf, -inf), no key left: NaN, not zeros
+  const auto nan_or_equal = [](const Matrix& a, const Matrix& b) {
+    return a.rows() == b.rows() && a.cols() == b.cols() &&
+           (a.array().isNaN() == b.array().isNaN()).all() &&
+           (a.array().isNaN() || a.array() == b.array()).all();
+  };
+  Matrix expected_w(4, 2), expected_out(4, 2);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  expected_w << 0, 1, nan, nan, 0, 1, nan, nan;
+  expected_out << 3, 4, nan, nan, 3, 4, nan, nan;
+  const Matrix one_q = Q.topRows(1);
+  for (const auto& [q, k, w, out] :
+       {std::tuple<Matrix, Matrix, Matrix, Matrix>{Q, K, expected_w, expected_out},
+        std::tuple<Matrix, Matrix, Matrix, Matrix>{one_q, K2, Matrix::Constant(1, 2, nan),
+                                                   Matrix::Constant(1, 2, nan)}}) {
+    const auto row = attn::attention(q, k, V, {.scale = 1.0f});
+    const Matrix qc = q.transpose(), kc = k.transpose(), vc = V.transpose();
+    const auto col = attn::column_attend(qc, kc, vc);
+    const auto loops = attn::column_attend_loops(qc, kc, vc);
+    EXPECT_TRUE(nan_or_equal(row.weights, w)) << row.weights;
+    EXPECT_TRUE(nan_or_equal(row.out, out)) << row.out;
+    EXPECT_TRUE(nan_or_equal(col.A_prime.transpose(), w)) << col.A_prime;
+    EXPECT_TRUE(nan_or_equal(col.Y.transpose(), out)) << col.Y;
+    EXPECT_TRUE(nan_or_equal(loops.A_prime.transpose(), w)) << loops.A_prime;
+    EXPECT_TRUE(nan_or_equal(loops.Y.transpose(), out)) << loops.Y;
   }
 }
 

@@ -93,6 +93,34 @@ TEST(Masks, AdditiveFormIsZeroOrFill) {
   EXPECT_EQ(attn::additive_mask(attn::causal_mask(2), -1e9f)(0, 1), -1e9f);
 }
 
+// Issue 11: additive_mask took any fill, so a fill of +1 raised the blocked scores instead of
+// blocking them, and NaN made every masked row NaN, while attention() refuses both as its
+// blocked_score. Both now apply one rule, attn::is_blocking_score: a negative number, -inf
+// included.
+TEST(Masks, AdditiveFillFollowsAttentionsBlockedScoreRule) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const AllowedMask causal = attn::causal_mask(2);
+  const Matrix ones = Matrix::Ones(2, 2);
+  const auto refused_by_attention = [&](float fill) {
+    return message_of([&] {
+             attn::attention(ones, ones, ones, {.allowed = causal, .blocked_score = fill});
+           }) != "(no exception)";
+  };
+  // By hand: zero and above would not block, NaN would poison the row.
+  for (float fill : {1.0f, 0.0f, -0.0f, nan, inf}) {
+    EXPECT_TRUE(refused_by_attention(fill)) << fill;
+    EXPECT_EQ(message_of([&] { attn::additive_mask(causal, fill); }),
+              "additive_mask: the fill must be negative (-inf or a large negative number), as "
+              "attention's blocked_score")
+        << fill;
+  }
+  for (float fill : {-1.0f, -1e9f, -inf}) {
+    EXPECT_FALSE(refused_by_attention(fill)) << fill;
+    EXPECT_EQ(attn::additive_mask(causal, fill)(0, 1), fill);
+  }
+}
+
 // ---- Masked attention on one matrix -------------------------------------------------------------
 
 struct Qkv {
@@ -237,63 +265,177 @@ TEST(MaskedAttention, BothCausalConstructionsAgree) {
   EXPECT_TRUE(identical(attn::softmax_rows(by_tril), lib.weights));
 }
 
-TEST(MaskedAttention, NonFiniteInputsPropagateAsDocumented) {
-  const float nan = std::numeric_limits<float>::quiet_NaN();
+// ---- Non-finite inputs: every case attention.hpp documents --------------------------------------
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+bool row_is_nan(const Matrix& m, Index i) { return m.row(i).array().isNaN().all(); }
+bool row_is_zero(const Matrix& m, Index i) { return (m.row(i).array() == 0.0f).all(); }
+
+// A NaN or an infinity in query i makes every score of row i +-inf or NaN: the row is NaN,
+// whatever the keys. Issue 11 (item 14): when every key was positive in that column, -inf gave
+// -inf for every key, and the row came out as zeros, as if the mask had emptied it.
+TEST(NonFiniteInputs, AQueryWithAnInfinityOrNaNGetsANaNRow) {
   const Qkv x = random_qkv(9, 4, 4, 4, 3);
-  AllowedMask mask = attn::full_mask(4, 4);
-  mask(2, 3) = false;  // query 2 may not see key 3
-  const auto row_is_nan = [](const Matrix& m, Index i) { return m.row(i).array().isNaN().all(); };
-  const auto row_finite = [](const Matrix& m, Index i) { return m.row(i).allFinite(); };
-  {  // NaN in query 1: row 1 only
+  for (bool positive_keys : {false, true}) {
     Qkv y = x;
-    y.Q(1, 0) = nan;
-    const auto r = attn::attention(y.Q, y.K, y.V, {.allowed = mask});
-    for (Index i = 0; i < 4; ++i) EXPECT_EQ(row_is_nan(r.out, i), i == 1) << i;
-  }
-  {  // NaN in key 3: every query that may see it, not query 2
-    Qkv y = x;
-    y.K(3, 2) = nan;
-    const auto r = attn::attention(y.Q, y.K, y.V, {.allowed = mask});
-    for (Index i = 0; i < 4; ++i) {
-      EXPECT_EQ(row_is_nan(r.weights, i), i != 2) << i;
-      EXPECT_EQ(row_finite(r.out, i), i == 2) << i;
-    }
-  }
-  {  // NaN in value 3: every output, even query 2's, whose weight on it is exactly 0
-    Qkv y = x;
-    y.V(3, 0) = nan;
-    const auto r = attn::attention(y.Q, y.K, y.V, {.allowed = mask});
-    EXPECT_EQ(r.weights(2, 3), 0.0f);
-    for (Index i = 0; i < 4; ++i) EXPECT_TRUE(std::isnan(r.out(i, 0))) << i;
-    EXPECT_TRUE(r.weights.allFinite());
-  }
-  {  // an infinite key: score +inf where q_i0 > 0 (inf - inf: row NaN), -inf where q_i0 < 0
-     // (that key just gets weight 0, like a blocked one)
-    Qkv y = x;
-    y.K(1, 0) = std::numeric_limits<float>::infinity();
-    const auto r = attn::attention(y.Q, y.K, y.V);
-    int nan_rows = 0, finite_rows = 0;
-    for (Index i = 0; i < 4; ++i) {
-      ASSERT_NE(y.Q(i, 0), 0.0f);  // 0 * inf would be NaN: not the case under test
-      if (y.Q(i, 0) > 0.0f) {
-        EXPECT_TRUE(row_is_nan(r.weights, i)) << i;
-        ++nan_rows;
-      } else {
-        EXPECT_TRUE(row_finite(r.out, i)) << i;
-        EXPECT_EQ(r.weights(i, 1), 0.0f) << i;
-        ++finite_rows;
+    if (positive_keys) y.K.col(0) = y.K.col(0).cwiseAbs().array() + 1.0f;  // every k_j0 >= 1
+    const auto clean = attn::attention(x.Q, y.K, y.V);
+    for (float bad : {-kInf, kInf, kNaN}) {
+      Qkv z = y;
+      z.Q(1, 0) = bad;
+      const auto r = attn::attention(z.Q, z.K, z.V);
+      EXPECT_TRUE(row_is_nan(r.weights, 1)) << bad << " " << positive_keys;
+      EXPECT_TRUE(row_is_nan(r.out, 1)) << bad << " " << positive_keys;
+      for (Index i : {0, 2, 3}) {  // each score and output row reads its own query only
+        EXPECT_TRUE(identical(r.weights.row(i), clean.weights.row(i))) << i;
+        EXPECT_TRUE(identical(r.out.row(i), clean.out.row(i))) << i;
       }
     }
-    EXPECT_GT(nan_rows, 0);  // both cases occur with this seed
-    EXPECT_GT(finite_rows, 0);
   }
-  {  // huge but finite scores are fine: one-hot weights, no NaN
-    Qkv z = x;
-    z.Q.row(0) *= 1e17f;  // scores ~1e17
-    const auto big = attn::attention(z.Q, z.K, z.V, {.allowed = mask});
-    EXPECT_TRUE(big.weights.allFinite());
-    EXPECT_FLOAT_EQ(big.weights.row(0).maxCoeff(), 1.0f);
+}
+
+// An infinite entry in key j scores +inf for a query positive in that column (its row is NaN:
+// inf - inf in the softmax) and -inf for a negative one (key j gets weight exactly 0, as if
+// blocked); a NaN entry makes the row of every query that may see key j NaN; a query for which
+// key j is blocked does not see it at all.
+TEST(NonFiniteInputs, AnInfiniteOrNaNKeyIsNaNOrWeightZeroOrUnseen) {
+  const Qkv x = random_qkv(9, 4, 4, 4, 3);
+  AllowedMask mask = attn::full_mask(4, 4);
+  mask(2, 1) = false;  // query 2 may not see key 1
+  Qkv y = x;
+  y.K(1, 0) = kInf;
+  const auto r = attn::attention(y.Q, y.K, y.V, {.allowed = mask});
+  const auto clean = attn::attention(x.Q, x.K, x.V, {.allowed = mask});
+  int nan_rows = 0, zero_weight_rows = 0;
+  for (Index i : {0, 1, 3}) {
+    ASSERT_NE(y.Q(i, 0), 0.0f);  // 0 * inf would be NaN: not the case under test
+    if (y.Q(i, 0) > 0.0f) {
+      EXPECT_TRUE(row_is_nan(r.weights, i)) << i;
+      EXPECT_TRUE(row_is_nan(r.out, i)) << i;
+      ++nan_rows;
+    } else {
+      EXPECT_EQ(r.weights(i, 1), 0.0f) << i;
+      EXPECT_TRUE(r.out.row(i).allFinite()) << i;
+      ++zero_weight_rows;
+    }
   }
+  EXPECT_GT(nan_rows, 0);  // both cases occur with this seed
+  EXPECT_GT(zero_weight_rows, 0);
+  EXPECT_TRUE(identical(r.weights.row(2), clean.weights.row(2)));  // blocked: unseen
+  EXPECT_TRUE(identical(r.out.row(2), clean.out.row(2)));
+
+  y.K(1, 0) = kNaN;
+  const auto n = attn::attention(y.Q, y.K, y.V, {.allowed = mask});
+  for (Index i : {0, 1, 3}) {
+    EXPECT_TRUE(row_is_nan(n.weights, i)) << i;
+    EXPECT_TRUE(row_is_nan(n.out, i)) << i;
+  }
+  EXPECT_TRUE(identical(n.weights.row(2), clean.weights.row(2)));
+  EXPECT_TRUE(identical(n.out.row(2), clean.out.row(2)));
+}
+
+// Issue 11 (item 14): a query whose allowed scores are all -inf has weights 0 / 0. They came out
+// as zeros, indistinguishable from a query the mask left nothing; they are NaN now. A query the
+// mask leaves nothing is still zeros, and one -inf among finite scores is still weight 0.
+TEST(NonFiniteInputs, MinusInfinityForEveryAllowedKeyIsNaNNotAnEmptyRow) {
+  Matrix Q(1, 1), K(2, 1), V(2, 2);
+  Q << 1;
+  K << -kInf, -kInf;  // both scores -inf, no mask
+  V << 1, 2,  //
+      3, 4;
+  const auto unmasked = attn::attention(Q, K, V, {.scale = 1.0f});
+  EXPECT_TRUE(row_is_nan(unmasked.weights, 0));
+  EXPECT_TRUE(row_is_nan(unmasked.out, 0));
+
+  K << -kInf, 5;  // key 1 scores 5 but is blocked: the only allowed key scores -inf
+  const AllowedMask first_only = from_rows({{1, 0}});
+  const auto masked = attn::attention(Q, K, V, {.scale = 1.0f, .allowed = first_only});
+  EXPECT_TRUE(row_is_nan(masked.weights, 0));
+  EXPECT_TRUE(row_is_nan(masked.out, 0));
+
+  const AllowedMask none = from_rows({{0, 0}});  // the mask leaves nothing: zeros, not NaN
+  const auto empty = attn::attention(Q, K, V, {.scale = 1.0f, .allowed = none});
+  EXPECT_TRUE(row_is_zero(empty.weights, 0));
+  EXPECT_TRUE(row_is_zero(empty.out, 0));
+
+  const auto one_left = attn::attention(Q, K, V, {.scale = 1.0f});  // -inf and 5: (0, 1) exactly
+  EXPECT_EQ(one_left.weights(0, 0), 0.0f);
+  EXPECT_EQ(one_left.weights(0, 1), 1.0f);
+  EXPECT_EQ(one_left.out(0, 0), 3.0f);  // 0 * 1 + 1 * 3
+  EXPECT_EQ(one_left.out(0, 1), 4.0f);
+}
+
+// A NaN in value j reaches every query with an allowed key, also one whose weight on j is 0
+// (0 * NaN = NaN in weights V): garbage in a padded token is loud. Issue 11 (item 14): it also
+// reached a query with no allowed key at all, whose output is now written as zeros.
+TEST(NonFiniteInputs, NaNInAValueReachesEveryRowThatAttendsButNotAnEmptyRow) {
+  const Qkv x = random_qkv(9, 4, 4, 4, 3);
+  AllowedMask mask = attn::full_mask(4, 4);
+  mask(2, 3) = false;              // query 2 may not see key 3
+  mask.row(1).setConstant(false);  // query 1 may see nothing
+  Qkv y = x;
+  y.V(3, 0) = kNaN;
+  const auto r = attn::attention(y.Q, y.K, y.V, {.allowed = mask});
+  const auto clean = attn::attention(x.Q, x.K, x.V, {.allowed = mask});
+  EXPECT_TRUE(identical(r.weights, clean.weights));  // V does not enter the weights
+  EXPECT_EQ(r.weights(2, 3), 0.0f);
+  for (Index i : {0, 2, 3}) {
+    EXPECT_TRUE(std::isnan(r.out(i, 0))) << i;
+    EXPECT_TRUE(identical(r.out.row(i).tail(2), clean.out.row(i).tail(2))) << i;  // other columns
+  }
+  EXPECT_TRUE(row_is_zero(r.weights, 1));
+  EXPECT_TRUE(row_is_zero(r.out, 1));
+}
+
+// An infinite value j gives +inf in that column where j's weight is positive and NaN where it is
+// 0 (0 * inf). Issue 11 (item 14): "never NaN" for a query with no allowed key did not hold then
+// (0 * inf); its output is written as zeros now.
+TEST(NonFiniteInputs, InfinityInAValueIsInfOrNaNAndAnEmptyRowStaysZero) {
+  const Qkv x = random_qkv(9, 4, 4, 4, 3);
+  AllowedMask mask = attn::full_mask(4, 4);
+  mask(2, 3) = false;
+  mask.row(1).setConstant(false);
+  Qkv y = x;
+  y.V(3, 0) = kInf;
+  const auto r = attn::attention(y.Q, y.K, y.V, {.allowed = mask});
+  for (Index i : {0, 3}) {
+    ASSERT_GT(r.weights(i, 3), 0.0f) << i;
+    EXPECT_EQ(r.out(i, 0), kInf) << i;
+  }
+  EXPECT_TRUE(std::isnan(r.out(2, 0)));  // weight exactly 0 on key 3: 0 * inf
+  EXPECT_TRUE(row_is_zero(r.weights, 1));
+  EXPECT_TRUE(row_is_zero(r.out, 1));
+
+  // Every entry point writes the empty row alike: attention_into, and a batch, whose element 1
+  // holds the infinity and leaves its query 1 nothing.
+  attn::AttentionResult into;
+  attn::attention_into(y.Q, y.K, y.V, into, {.allowed = mask});
+  EXPECT_TRUE(row_is_zero(into.out, 1));
+  Batch Q(2, 4, 4), K(2, 4, 4), V(2, 4, 3);
+  Q[0] = x.Q;
+  Q[1] = y.Q;
+  K[0] = x.K;
+  K[1] = y.K;
+  V[0] = x.V;
+  V[1] = y.V;
+  AllowedBatch masks(2, 4, 4);
+  masks[0] = attn::full_mask(4, 4);
+  masks[1] = mask;
+  const auto batch = attn::attention(Q, K, V, {.allowed = masks});
+  EXPECT_TRUE(row_is_zero(Matrix(batch.out[1]), 1));
+  EXPECT_TRUE(identical(Matrix(batch.out[1]), r.out));
+}
+
+// Finite scores of any size are safe: a score of ~1e17 gives one-hot weights, no inf, no NaN.
+TEST(NonFiniteInputs, HugeFiniteScoresAreFine) {
+  const Qkv x = random_qkv(9, 4, 4, 4, 3);
+  Qkv z = x;
+  z.Q.row(0) *= 1e17f;
+  const auto big = attn::attention(z.Q, z.K, z.V);
+  EXPECT_TRUE(big.weights.allFinite());
+  EXPECT_FLOAT_EQ(big.weights.row(0).maxCoeff(), 1.0f);
 }
 
 // ---- Batches ------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -199,6 +200,23 @@ TEST(MultiHead, AQueryWithNothingToSeeGetsTheOutputBias) {
   EXPECT_TRUE(r.out.allFinite());
 }
 
+// Issue 11 (item 14): the heads computed a blocked query's output as 0 * V_h, which is NaN when a
+// value is infinite, so the "output bias exactly" above held only for finite values. The rows of
+// a query with no allowed key are now written as zeros, whatever the values hold.
+TEST(MultiHead, AQueryWithNothingToSeeGetsTheOutputBiasWhateverTheValuesHold) {
+  const Layer s = random_setup(6, 8, 2, 3);
+  attn::AllowedMask mask = attn::full_mask(3, 3);
+  mask.row(1).setConstant(false);
+  Matrix value = s.X;
+  value(2, 0) = std::numeric_limits<float>::infinity();  // V's row 2 is +-inf in every column
+  const auto r = attn::multi_head_forward(s.mha, s.X, s.X, value, {.allowed = mask});
+  EXPECT_TRUE(r.concat.row(1).isZero(0.0f));
+  EXPECT_TRUE(identical(r.out.row(1), s.mha.out_proj.bias));
+  // The others see token 2 and are not finite: the infinity did reach the heads.
+  EXPECT_FALSE(r.out.row(0).allFinite());
+  EXPECT_FALSE(r.out.row(2).allFinite());
+}
+
 // ---- Linear and LayerNorm -----------------------------------------------------------------------
 
 TEST(Linear, HandComputed) {
@@ -250,6 +268,27 @@ TEST(LayerNorm, CacheKeepsEachRowsMeanAndRstd) {
   EXPECT_TRUE(identical(y, attn::layer_norm_forward(ln, x)));  // the cache changes nothing
 }
 
+// Issue 11: eps = 0 was accepted (PyTorch accepts it too), and a constant row then computed
+// (x - mean) / sqrt(0 + 0) = 0 / 0 = NaN. The course requires eps > 0 and finite.
+TEST(LayerNorm, EpsMustBeFiniteAndPositive) {
+  Matrix x(1, 4);
+  x << 7, 7, 7, 7;
+  attn::LayerNorm ln = attn::layer_norm_init(4);
+  for (float eps : {0.0f, -0.0f, -1e-5f, std::numeric_limits<float>::quiet_NaN(),
+                    std::numeric_limits<float>::infinity()}) {
+    ln.eps = eps;
+    EXPECT_EQ(message_of([&] { attn::layer_norm_forward(ln, x); }),
+              "layer_norm_forward: eps must be finite and > 0 (with eps = 0 a constant row "
+              "would divide 0 by 0)")
+        << eps;
+  }
+  // The smallest positive eps is enough: x - mean is exactly 0 here (28 / 4 = 7 exactly), and
+  // 0 times 1 / sqrt(1.4e-45) (~2.7e22, finite) is 0, so y is beta exactly.
+  ln.eps = std::numeric_limits<float>::denorm_min();
+  ln.beta << 1, 2, 3, 4;
+  EXPECT_TRUE(identical(attn::layer_norm_forward(ln, x), Matrix(ln.beta)));
+}
+
 TEST(LayerNorm, MatchesTorchLayerNorm) {
   for (const std::string c : {"small", "shifted"}) {
     const auto load = [&](const std::string& what) {
@@ -266,10 +305,31 @@ TEST(LayerNorm, MatchesTorchLayerNorm) {
 
 // ---- Errors name the shapes ---------------------------------------------------------------------
 
+// Issue 11: multi_head_init(rng, 0, 1) said "1 heads do not divide d_model = 0". A size of 0
+// (or less) is now named as such, before the divisibility is checked, also for a layer built
+// by hand.
+TEST(MultiHead, AZeroSizeIsNamedAsSuch) {
+  attn::Rng rng(7);
+  EXPECT_EQ(message_of([&] { attn::multi_head_init(rng, 0, 1); }),
+            "multi_head_init: d_model is 0: it must be at least 1");
+  EXPECT_EQ(message_of([&] { attn::multi_head_init(rng, -4, 2); }),
+            "multi_head_init: d_model is -4: it must be at least 1");
+  EXPECT_EQ(message_of([&] { attn::multi_head_init(rng, 8, 0); }),
+            "multi_head_init: heads is 0: it must be at least 1");
+  const Matrix X = Matrix::Zero(2, 8);
+  EXPECT_EQ(message_of([&] { attn::multi_head_forward(attn::MultiHeadAttention{}, X, X, X); }),
+            "multi_head_forward: d_model is 0: it must be at least 1");
+  Layer s = random_setup(8, 8, 2, 3);
+  s.mha.heads = 0;
+  EXPECT_EQ(message_of([&] { attn::multi_head_forward(s.mha, s.X, s.X, s.X); }),
+            "multi_head_forward: heads is 0: it must be at least 1");
+}
+
 TEST(MultiHead, ShapeErrorsNameTheShapes) {
   attn::Rng rng(7);
   EXPECT_EQ(message_of([&] { attn::multi_head_init(rng, 10, 3); }),
-            "multi_head_init: 3 heads do not divide d_model = 10");
+            "multi_head_init: 3 heads do not divide d_model = 10: each head needs d_k = "
+            "d_model / heads columns");
   const Layer s = random_setup(8, 8, 2, 3);
   EXPECT_EQ(message_of([&] { attn::multi_head_forward(s.mha, Matrix(3, 6), s.X, s.X); }),
             "linear_forward: x is [3 x 6] but the weight is [8 x 8]: x must have 8 columns "

@@ -3,11 +3,15 @@
 #include "course/npy.hpp"
 #include "attn/random.hpp"
 
+#include "expect.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -131,6 +135,37 @@ TEST(RandomMatrix, RejectsBadArgumentsLoudly) {
   EXPECT_THROW(attn::random_normal(rng, 2, 3, 0.0, -1.0), std::invalid_argument);
   EXPECT_THROW(attn::random_uniform(rng, 2, 2, 1.0, 0.0), std::invalid_argument);
   EXPECT_EQ(attn::random_normal(rng, 0, 3).size(), 0);  // empty is fine, not an error
+}
+
+// Issue 11: random_uniform(-inf, inf) passed the check lo <= hi and returned NaN everywhere
+// (lo + (hi - lo) u = -inf + inf u). A range is now refused unless its bounds and its width are
+// finite and lo <= hi: (-DBL_MAX, DBL_MAX) has finite bounds but a width that overflows to inf.
+// The same for the draws of Rng itself, and for random_normal's mean and stddev.
+TEST(RandomMatrix, RejectsRangesAndParametersThatAreNotFinite) {
+  attn::Rng rng(1);
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double big = std::numeric_limits<double>::max();
+  for (const auto& [lo, hi] : {std::pair{-inf, inf}, std::pair{0.0, inf}, std::pair{-inf, 0.0},
+                               std::pair{nan, 1.0}, std::pair{0.0, nan}, std::pair{1.0, 0.0},
+                               std::pair{-big, big}}) {
+    const std::string m = attn_test::message_of([&] { attn::random_uniform(rng, 2, 2, lo, hi); });
+    EXPECT_EQ(m.rfind("random_uniform: the range [", 0), 0u) << lo << ", " << hi << ": " << m;
+    EXPECT_NE(m.find("lo <= hi, both finite, and a finite width hi - lo"), std::string::npos) << m;
+    EXPECT_THROW(rng.uniform(lo, hi), std::invalid_argument) << lo << ", " << hi;
+  }
+  for (const auto& [mean, stddev] : {std::pair{inf, 1.0}, std::pair{nan, 1.0}, std::pair{0.0, inf},
+                                     std::pair{0.0, nan}}) {
+    const std::string m =
+        attn_test::message_of([&] { attn::random_normal(rng, 2, 2, mean, stddev); });
+    EXPECT_EQ(m.rfind("random_normal: ", 0), 0u) << mean << ", " << stddev << ": " << m;
+    EXPECT_THROW(rng.normal(mean, stddev), std::invalid_argument) << mean << ", " << stddev;
+  }
+  // What stays allowed: an empty range lo == hi gives lo exactly (lo + 0 * u); a wide range whose
+  // samples fit a float gives finite samples.
+  EXPECT_TRUE(attn::random_uniform(rng, 1, 3, 2.5, 2.5).isConstant(2.5f, 0.0f));
+  EXPECT_TRUE(attn::random_uniform(rng, 4, 4, -1e30, 1e30).allFinite());
+  EXPECT_TRUE(attn::random_normal(rng, 1, 3, 1.5, 0.0).isConstant(1.5f, 0.0f));  // stddev 0: mean
 }
 
 }  // namespace

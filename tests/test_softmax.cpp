@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace {
 
@@ -72,6 +73,23 @@ TEST(Softmax, FullyMaskedRowIsZerosNotNaN) {
     EXPECT_EQ(w(0, c), 0.0f);
     EXPECT_NEAR(w(1, c), 1.0f / 3, kTol);
   }
+}
+
+// Issue 11 (item 14): attention must tell a row the mask emptied from one whose scores all came
+// out -inf, so softmax_inplace reports the one case it turns into zeros: every entry -inf.
+TEST(Softmax, InplaceReportsARowThatWasAllMinusInfinity) {
+  std::vector<float> all_blocked = {-kInf, -kInf};
+  EXPECT_FALSE(attn::softmax_inplace(all_blocked));
+  EXPECT_EQ(all_blocked, (std::vector<float>{0.0f, 0.0f}));
+  std::vector<float> one_left = {-kInf, 3.0f};  // exp(-inf - 3) = 0 and exp(0) / 1 = 1, exactly
+  EXPECT_TRUE(attn::softmax_inplace(one_left));
+  EXPECT_EQ(one_left, (std::vector<float>{0.0f, 1.0f}));
+  std::vector<float> with_nan = {-kInf, std::numeric_limits<float>::quiet_NaN()};
+  EXPECT_TRUE(attn::softmax_inplace(with_nan));  // NaN, not the zeros of an empty row
+  EXPECT_TRUE(std::isnan(with_nan[0]) && std::isnan(with_nan[1]));
+  std::vector<float> plus_inf = {kInf, -kInf};
+  EXPECT_TRUE(attn::softmax_inplace(plus_inf));
+  EXPECT_TRUE(std::isnan(plus_inf[0]));
 }
 
 TEST(Softmax, HugeLogitsStayFinite) {

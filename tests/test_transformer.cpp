@@ -12,8 +12,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -383,6 +385,39 @@ TEST(Transformer, ShapeErrorsNameTheShapes) {
   EXPECT_THROW(attn::ffn_forward(bad, Matrix::Zero(2, 8)), std::invalid_argument);
   const Batch x(2, 3, 8), memory(3, 4, 8);
   EXPECT_THROW(attn::decoder_forward({dec}, x, memory), std::invalid_argument);
+}
+
+// Issue 11: the layers' sizes were checked only by the functions they call, so a zero d_ff was
+// "linear_init: in_features 16 and out_features 0 ...", and encoder_layer_init(rng, 0, 1, 16)
+// "multi_head_init: 1 heads do not divide d_model = 0". Each init now names itself and the size.
+TEST(Transformer, ZeroSizesAreNamedByTheFunctionCalled) {
+  attn::Rng rng(6);
+  EXPECT_EQ(message_of([&] { attn::ffn_init(rng, 0, 16); }),
+            "ffn_init: d_model is 0: it must be at least 1");
+  EXPECT_EQ(message_of([&] { attn::ffn_init(rng, 8, 0); }),
+            "ffn_init: d_ff is 0: it must be at least 1");
+  using Init = std::function<void(Index, Index, Index)>;
+  const Init encoder = [&](Index d, Index h, Index f) { attn::encoder_layer_init(rng, d, h, f); };
+  const Init decoder = [&](Index d, Index h, Index f) { attn::decoder_layer_init(rng, d, h, f); };
+  for (const auto& [name, init] : {std::pair{std::string("encoder_layer_init"), encoder},
+                                   std::pair{std::string("decoder_layer_init"), decoder}}) {
+    EXPECT_EQ(message_of([&] { init(0, 1, 16); }), name + ": d_model is 0: it must be at least 1");
+    EXPECT_EQ(message_of([&] { init(8, 0, 16); }), name + ": heads is 0: it must be at least 1");
+    EXPECT_EQ(message_of([&] { init(8, 2, 0); }), name + ": d_ff is 0: it must be at least 1");
+    EXPECT_EQ(message_of([&] { init(10, 4, 16); }),
+              name + ": 4 heads do not divide d_model = 10: each head needs d_k = d_model / heads "
+                     "columns");
+  }
+}
+
+// Issue 11: eps = 0 is refused wherever a LayerNorm is used, so also inside a layer.
+TEST(Transformer, ALayerNormWithEpsZeroIsRefusedInsideALayer) {
+  attn::Rng rng(6);
+  attn::EncoderLayer layer = attn::encoder_layer_init(rng, 8, 2, 16);
+  layer.norm2.eps = 0.0f;
+  EXPECT_EQ(message_of([&] { attn::encoder_layer_forward(layer, Matrix::Constant(3, 8, 1.0f)); }),
+            "layer_norm_forward: eps must be finite and > 0 (with eps = 0 a constant row would "
+            "divide 0 by 0)");
 }
 
 }  // namespace

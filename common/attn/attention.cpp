@@ -3,9 +3,11 @@
 
 #include "attn/softmax.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <span>
 #include <string>
 #include <utility>
@@ -45,8 +47,9 @@ void reject_alias(const char* where, const char* output, Memory out, const char*
 }
 
 // The weights without the aliasing check: attention_into() has made it, with its own names.
-void weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
-                  const AttentionOptions& opts) {
+// Returns the number of queries with no allowed key, whose rows of W are all zeros.
+Index weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
+                   const AttentionOptions& opts) {
   require(Q.cols() == K.cols(), "attention", [&] {
     return "Q is " + shape_str(Q) + " but K is " + shape_str(K) +
            ": queries and keys must have the same width d_k (columns)";
@@ -64,7 +67,7 @@ void weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
   }
   const float scale = opts.scale.value_or(1.0f / std::sqrt(static_cast<float>(d_k)));
   require(std::isfinite(scale), "attention", "the scale is not finite");
-  require(!std::isnan(opts.blocked_score) && opts.blocked_score < 0.0f, "attention",
+  require(is_blocking_score(opts.blocked_score), "attention",
           "blocked_score must be negative (-inf or a large negative number)");
 
   // ---- scores: W = Q K^T ------------------------------------------------------------------------
@@ -76,6 +79,7 @@ void weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
   // passes; this is ~2x faster than chained rowwise() expressions (DESIGN.md). The scale is
   // applied to the finished dot product, as the column form does, so both round alike.
   const auto cols = static_cast<std::size_t>(n_k);
+  Index empty_rows = 0;
   for (Index r = 0; r < n_q; ++r) {
     float* row = W.row(r).data();
     if (scale != 1.0f) {
@@ -89,18 +93,59 @@ void weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
         if (!allowed[c]) row[c] = opts.blocked_score;
       }
     }
-    softmax_inplace(std::span<float>(row, cols));
+    // Every score -inf, and the row zeros: the mask left the query nothing (attend to nothing),
+    // or its allowed scores all came out -inf from the inputs, where the weights are 0 / 0 and
+    // NaN says so, rather than pass for an empty row. Checked once per row, on this path only.
+    if (!softmax_inplace(std::span<float>(row, cols))) [[unlikely]] {
+      const std::span<const bool> allowed =
+          opts.allowed ? opts.allowed->row(r) : std::span<const bool>();
+      const bool has_key = !opts.allowed || std::find(allowed.begin(), allowed.end(), true) !=
+                                                allowed.end();
+      if (has_key) {
+        std::fill(row, row + cols, std::numeric_limits<float>::quiet_NaN());
+      } else {
+        ++empty_rows;
+      }
+    }
+  }
+  return empty_rows;
+}
+
+// out = W V, written as zeros in the rows of the queries with no allowed key (W's zero rows),
+// so such a row is zero whatever V holds: the product would give 0 * inf = NaN. `empty_rows`
+// (from weights_into) is almost always 0, and then nothing is scanned.
+template <typename Out>
+void multiply_values(const Matrix& W, const MatrixView& V, Out&& out, Index empty_rows) {
+  out.noalias() = W * V;  // [n_q x d_v] = [n_q x n_k] [n_k x d_v]
+  for (Index r = 0; r < W.rows() && empty_rows > 0; ++r) {
+    if ((W.row(r).array() == 0.0f).all()) {  // only an empty row is all zeros (attention.hpp)
+      out.row(r).setZero();
+      --empty_rows;
+    }
   }
 }
 
 }  // namespace
 
-void attention_weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
-                            const AttentionOptions& opts) {
+Index attention_weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
+                             const AttentionOptions& opts) {
   const Memory w = memory_of(W);
   reject_alias("attention_weights_into", "W", w, "Q", memory_of(Q));
   reject_alias("attention_weights_into", "W", w, "K", memory_of(K));
-  weights_into(Q, K, W, opts);
+  return weights_into(Q, K, W, opts);
+}
+
+void weighted_values_into(const Matrix& W, const MatrixView& V, Eigen::Ref<Matrix> out,
+                          Index empty_rows) {
+  require(W.cols() == V.rows() && out.rows() == W.rows() && out.cols() == V.cols(),
+          "weighted_values_into", [&] {
+            return "W is " + shape_str(W) + ", V is " + shape_str(V) + " and out is " +
+                   shape_str(out) + ": out must be [rows(W) x cols(V)] and V [cols(W) x d_v]";
+          });
+  const Memory o = memory_of(out);
+  reject_alias("weighted_values_into", "out", o, "W", memory_of(W));
+  reject_alias("weighted_values_into", "out", o, "V", memory_of(V));
+  multiply_values(W, V, out, empty_rows);
 }
 
 void attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
@@ -116,9 +161,9 @@ void attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& 
     reject_alias("attention_into", name, out, "K", k);
     reject_alias("attention_into", name, out, "V", v);
   }
-  weights_into(Q, K, result.weights, opts);  // [n_q x n_k]
+  const Index empty_rows = weights_into(Q, K, result.weights, opts);  // [n_q x n_k]
   result.out.resize(Q.rows(), V.cols());
-  result.out.noalias() = result.weights * V;  // [n_q x d_v] = [n_q x n_k] [n_k x d_v]
+  multiply_values(result.weights, V, result.out, empty_rows);  // [n_q x d_v]
 }
 
 AttentionResult attention(const MatrixView& Q, const MatrixView& K, const MatrixView& V,

@@ -20,24 +20,40 @@
 /// (Q.middleCols(h * d_k, d_k), chapter 06) is used in place, without a copy.
 ///
 /// Masks (chapter 05): `allowed(i, j) == true` means query i may attend to key j; blocked
-/// scores become -inf after the scaling and before the softmax, so their weights are exactly 0,
-/// and a query with no allowed key gets zero weights and a zero output, never NaN (recent
-/// PyTorch's scaled_dot_product_attention does the same; Debian's PyTorch 1.13 returns NaN
-/// there, which scripts/fixtures/masked_attention.py records).
+/// scores become blocked_score (-inf by default) after the scaling and before the softmax, so
+/// their weights are exactly 0, whatever the scores were (NaN included). A query with no
+/// allowed key gets zero weights and a zero output row, the output written as zeros rather
+/// than computed as 0 * V, so it is zero whatever Q, K and V hold, inf and NaN included.
+/// Recent PyTorch's scaled_dot_product_attention also gives such a row zero weights, but
+/// computes 0 * V (NaN when V holds inf or NaN); Debian's PyTorch 1.13 returns NaN for the
+/// whole row, which scripts/fixtures/masked_attention.py records.
 ///
-/// NaN and infinity in the inputs propagate as the arithmetic dictates, never silently turned
-/// into ordinary numbers (tested in test_masked_attention.cpp, NonFiniteInputs...):
-///   - a NaN in query row i makes row i of the weights and the output NaN, and nothing else;
-///   - a NaN in key row j that query i may attend to makes row i NaN; if key j is blocked for
-///     query i, its score is replaced by -inf before the softmax and row i is untouched;
-///   - a NaN in value row j reaches every output row, blocked or not, because 0 * NaN = NaN in
-///     the product weights V (PyTorch behaves the same): garbage in a padded token is loud;
-///   - an infinite score (from inf in Q or K, or a finite product above 3.4e38) makes its row
-///     NaN (inf - inf in the softmax); finite scores of any size, up to +-3.4e38, are safe.
+/// Non-finite inputs are never silently turned into ordinary numbers; for a query with at
+/// least one allowed key (tested in test_masked_attention.cpp, NonFiniteInputs.*):
+///   - a NaN or +inf among its allowed scores makes its row of the weights and of the output
+///     NaN (inf - inf in the softmax); a finite dot product beyond +3.4e38 is +inf;
+///   - a -inf score gives that key weight exactly 0, like a blocked key; but when every
+///     allowed score of the row is -inf the weights are 0 / 0, and the row is NaN, so that it
+///     cannot pass for a row the mask emptied (recent PyTorch's SDPA gives zeros there);
+///   - hence a NaN or an infinity in query row i makes row i NaN: each of its scores is then
+///     +-inf or NaN. An infinity in key row j scores +inf (row NaN) for a query of the same
+///     sign in that column, -inf (weight 0) for one of the other sign, NaN for a 0 there;
+///   - a NaN or an infinity in value row j reaches the output of every query that attends at
+///     all, blocked from j or not: where j's weight is 0 the product weights V has 0 * inf or
+///     0 * NaN = NaN (PyTorch alike), where it is positive an infinity stays +-inf. Garbage in
+///     a padded token is loud.
+/// Finite scores of any size up to +-3.4e38 are safe. With a finite blocked_score (-1e9) a
+/// blocked key is only a low score, and the rules above apply to it like to any other: a row
+/// with every key blocked is uniform, its output the mean of V.
 ///
-/// Outputs never alias inputs: attention_into() and attention_weights_into() throw
-/// std::invalid_argument when an output's memory overlaps Q, K or V (the weights would be
-/// written over a Q still being read, or a resize would free it), before writing anything.
+/// Every entry point behaves alike: attention(), attention_into(), the batch (element by
+/// element), attention_weights_into() with weighted_values_into() (multi-head attention, each
+/// head), and without a mask the column form (column_attention.hpp).
+///
+/// Outputs never alias inputs: attention_into(), attention_weights_into() and
+/// weighted_values_into() throw std::invalid_argument when an output's memory overlaps an
+/// input (the weights would be written over a Q still being read, or a resize would free it),
+/// before writing anything.
 ///
 /// The cache (attn.hpp): AttentionResult keeps the weights, which is all the backward pass
 /// needs besides Q, K, V and the scale; there is no separate cache type.
@@ -80,9 +96,19 @@ AttentionResult attention(const MatrixView& Q, const MatrixView& K, const Matrix
 /// The weights alone, softmax(mask(Q K^T * scale)), into W [n_q x n_k] (resized only when its
 /// shape changes). Multi-head attention uses it to write each head's W V straight into that
 /// head's columns of the concatenation. Checks as attention(), less V, and throws
-/// std::invalid_argument when W shares memory with Q or K.
-void attention_weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
-                            const AttentionOptions& opts = {});
+/// std::invalid_argument when W shares memory with Q or K. Returns the number of queries the
+/// mask left no key (their rows of W are all zeros), for weighted_values_into().
+Index attention_weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
+                             const AttentionOptions& opts = {});
+
+/// out = W V for weights from attention_weights_into(), with the rows of the queries that had
+/// no allowed key (W's all-zero rows; `empty_rows` of them, as it returned) written as zeros,
+/// so they are zero whatever V holds: the product would make them 0 * inf = NaN. attention_into()
+/// does the same; multi-head attention calls this for each head's columns of the concatenation.
+/// With empty_rows = 0 it is exactly the product. Throws std::invalid_argument unless V is
+/// [cols(W) x d_v] and out [rows(W) x d_v], or when out shares memory with W or V.
+void weighted_values_into(const Matrix& W, const MatrixView& V, Eigen::Ref<Matrix> out,
+                          Index empty_rows);
 
 /// The same, into `result`: its two matrices are resized only when their shapes change, so a
 /// caller that keeps one AttentionResult across calls allocates the [n_q x n_k] buffer once.

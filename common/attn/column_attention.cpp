@@ -3,7 +3,9 @@
 
 #include "attn/softmax.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -59,6 +61,15 @@ void check_weights(std::string_view where, const Matrix& W_q, const Matrix& W_k,
     return "X is " + shape_str(X) + ", W_q is " + shape_str(W_q) +
            ": need at least one token and d_k >= 1";
   });
+}
+
+// Softmax of one query's scores, as attention() (attention.hpp) treats a row without a mask:
+// scores that are all -inf leave the weights 0 / 0, which is NaN, not the zeros of an empty row
+// (the column form has no mask, so no query is ever left without keys).
+void query_softmax(std::span<float> scores) {
+  if (!softmax_inplace(scores)) {
+    std::fill(scores.begin(), scores.end(), std::numeric_limits<float>::quiet_NaN());
+  }
 }
 
 }  // namespace
@@ -135,7 +146,7 @@ ColumnAttention column_attend_loops(const Matrix& Q, const Matrix& K, const Matr
   std::vector<float> column(static_cast<std::size_t>(r.A.rows()));
   for (Index i = 0; i < r.A.cols(); ++i) {
     for (Index j = 0; j < r.A.rows(); ++j) column[static_cast<std::size_t>(j)] = r.A(j, i);
-    softmax_inplace(column);
+    query_softmax(column);
     for (Index j = 0; j < r.A.rows(); ++j) r.A_prime(j, i) = column[static_cast<std::size_t>(j)];
   }
   r.Y = weighted_sum_loops(V, r.A_prime);  // [d_v x n_q]
@@ -156,7 +167,12 @@ ColumnAttention column_attend(const Matrix& Q, const Matrix& K, const Matrix& V,
   ColumnAttention r = start_result("column_attend", Q, K, V);
   r.A.noalias() = K.transpose() * Q;  // [n_k x n_q] = [n_k x d_k] [d_k x n_q]
   if (opts.scale) r.A *= score_factor(Q.rows(), opts);
-  r.A_prime = softmax_cols(r.A);      // [n_k x n_q], every column sums to 1
+  // Column i holds query i's scores; transposed once, every query is a contiguous row.
+  Matrix by_query = r.A.transpose();  // [n_q x n_k]
+  for (Index i = 0; i < by_query.rows(); ++i) {
+    query_softmax({by_query.row(i).data(), static_cast<std::size_t>(by_query.cols())});
+  }
+  r.A_prime = by_query.transpose();  // [n_k x n_q], every column sums to 1
   r.Y.noalias() = V * r.A_prime;      // [d_v x n_q] = [d_v x n_k] [n_k x n_q]
   return r;
 }

@@ -17,6 +17,10 @@
 /// (ColumnOptions::scale), off by default, so chapters 02-03 reproduce the notes; chapter 04
 /// shows why the row-form library function (attention.hpp) always scales by default.
 ///
+/// Non-finite inputs follow attention.hpp's rules for a query without a mask (every key is
+/// allowed here): a NaN or +inf score makes the query's column of A' and Y NaN, a -inf score
+/// gives weight 0, and scores that are all -inf give NaN, not zeros.
+///
 /// Storage is the course's row-major attn::Matrix, so a column is strided. That is the price
 /// of the notes' layout in this library; from chapter 04 on tokens are rows and contiguous.
 #pragma once

@@ -6,6 +6,9 @@
 namespace attn {
 
 FeedForward ffn_init(Rng& rng, Index d_model, Index d_ff) {
+  // Checked here, so the error names ffn_init and its own sizes, not linear_init's.
+  require_at_least_one(d_model, "ffn_init", "d_model");
+  require_at_least_one(d_ff, "ffn_init", "d_ff");
   FeedForward ff;
   ff.linear1 = linear_init(rng, d_model, d_ff);  // [d_ff x d_model]
   ff.linear2 = linear_init(rng, d_ff, d_model);  // [d_model x d_ff]

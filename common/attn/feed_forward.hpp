@@ -33,7 +33,8 @@ struct FeedForwardCache {
   Matrix hidden;          ///< [n x d_ff] = ReLU(pre_activation)
 };
 
-/// Both layers as nn.Linear initialises them (U(-1/sqrt(fan_in), 1/sqrt(fan_in))).
+/// Both layers as nn.Linear initialises them (U(-1/sqrt(fan_in), 1/sqrt(fan_in))). Throws
+/// std::invalid_argument unless d_model and d_ff are at least 1.
 FeedForward ffn_init(Rng& rng, Index d_model, Index d_ff);
 
 /// ReLU(x W_1^T + b_1) W_2^T + b_2 for every row of x [n x d_model], filling `cache` when

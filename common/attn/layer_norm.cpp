@@ -22,8 +22,8 @@ Matrix layer_norm_forward(const LayerNorm& norm, const MatrixView& x, LayerNormC
     return "x is " + shape_str(x) + " but gamma is " + shape_str(norm.gamma) +
            ": each row of x must have d = " + std::to_string(d) + " features";
   });
-  require(std::isfinite(norm.eps) && norm.eps >= 0.0f, "layer_norm_forward",
-          "eps must be finite and >= 0");
+  require(std::isfinite(norm.eps) && norm.eps > 0.0f, "layer_norm_forward",
+          "eps must be finite and > 0 (with eps = 0 a constant row would divide 0 by 0)");
   if (cache) {
     cache->mean.resize(x.rows());  // [n]
     cache->rstd.resize(x.rows());  // [n]

@@ -8,6 +8,11 @@
 /// gamma (PyTorch's `weight`) starts at 1 and beta (`bias`) at 0, so a fresh layer only
 /// standardises. The mean and variance are accumulated in double and the result rounded once
 /// to float: a few ulps from the exact value, for any row length.
+///
+/// The course requires eps > 0 (and finite), where PyTorch also accepts eps = 0: a constant
+/// row (every feature equal, e.g. a zero padding vector) has var = 0, and with eps = 0 its
+/// y = 0 / sqrt(0) is NaN, which every later layer then spreads. With any eps > 0,
+/// 1 / sqrt(var + eps) is at most 1 / sqrt(eps), finite, and such a row comes out as beta.
 #pragma once
 
 #include "attn/matrix.hpp"
@@ -17,7 +22,7 @@ namespace attn {
 struct LayerNorm {
   RowVector gamma;     ///< [1 x d], PyTorch's weight
   RowVector beta;      ///< [1 x d], PyTorch's bias
-  float eps = 1e-5f;   ///< inside the square root, PyTorch's default
+  float eps = 1e-5f;   ///< inside the square root, PyTorch's default; must be > 0 (above)
 
   Index size() const { return gamma.size(); }
 };
@@ -36,8 +41,8 @@ struct LayerNormCache {
 LayerNorm layer_norm_init(Index d);
 
 /// Normalises each row of x [n x d] -> [n x d], and fills `cache` when given. Throws
-/// std::invalid_argument naming the shapes when x, gamma and beta disagree, or when eps is
-/// negative or not finite. No options: eps is a parameter of the layer, as in PyTorch.
+/// std::invalid_argument naming the shapes when x, gamma and beta disagree, or when eps is not
+/// finite and > 0. No options: eps is a parameter of the layer, as in PyTorch.
 Matrix layer_norm_forward(const LayerNorm& norm, const MatrixView& x,
                           LayerNormCache* cache = nullptr);
 

@@ -101,6 +101,9 @@ float largest_blocked(const MatrixView& weights, const Eigen::Ref<const AllowedM
 }
 
 Matrix additive_mask(const AllowedMask& allowed, float fill) {
+  require(is_blocking_score(fill), "additive_mask",
+          "the fill must be negative (-inf or a large negative number), as attention's "
+          "blocked_score");
   Matrix m(allowed.rows(), allowed.cols());  // [n_q x n_k]
   for (Index i = 0; i < m.rows(); ++i) {
     for (Index j = 0; j < m.cols(); ++j) m(i, j) = allowed(i, j) ? 0.0f : fill;

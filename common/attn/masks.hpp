@@ -118,6 +118,11 @@ class BatchMaskView {
 /// with every key blocked has a defined result (zeros; see softmax.hpp).
 inline constexpr float kBlockedScore = -std::numeric_limits<float>::infinity();
 
+/// Whether `score` may stand for a blocked entry: a negative number, -inf included. 0 or more
+/// would not block (a blocked key would weigh as much as an allowed one, or more) and NaN would
+/// make the row NaN. attention()'s blocked_score and additive_mask()'s fill follow this one rule.
+constexpr bool is_blocking_score(float score) { return score < 0.0f; }  // false for NaN
+
 /// Every query may attend to every key: [n_q x n_k] of true.
 AllowedMask full_mask(Index n_q, Index n_k);
 
@@ -149,6 +154,7 @@ float largest_blocked(const MatrixView& weights, const Eigen::Ref<const AllowedM
 
 /// The additive form of a mask (note 003's `scores += mask`): 0 where allowed, `fill` where
 /// blocked. [n_q x n_k]. With fill = -inf adding it is the same as replacing blocked scores.
+/// Throws std::invalid_argument unless is_blocking_score(fill), as attention() does.
 Matrix additive_mask(const AllowedMask& allowed, float fill = kBlockedScore);
 
 }  // namespace attn

@@ -83,6 +83,15 @@ void require(bool ok, std::string_view where, F&& what) {
   if (!ok) [[unlikely]] require_failed(where, what());
 }
 
+/// A size that must be at least 1 (d_model, heads, d_ff, ...), named as such when it is not:
+/// "<where>: <name> is 0: it must be at least 1", rather than an error about what the zero
+/// breaks further on ("1 heads do not divide d_model = 0").
+inline void require_at_least_one(Index n, std::string_view where, const char* name) {
+  require(n >= 1, where, [&] {
+    return std::string(name) + " is " + std::to_string(n) + ": it must be at least 1";
+  });
+}
+
 // ---- Comparing results ------------------------------------------------------------------------
 
 /// max |a - b| over all entries, as a double: how far apart two results are (0 means equal to

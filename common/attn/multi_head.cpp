@@ -20,12 +20,18 @@ Linear rows_of(const Matrix& weight, const RowVector& bias, Index first, Index c
 
 }  // namespace
 
-void check_multi_head(const MultiHeadAttention& mha, const char* where) {
-  const Index E = mha.q_proj.out_features();
-  require(mha.heads >= 1 && E >= 1 && E % mha.heads == 0, where, [&] {
-    return str(mha.heads) + " heads do not divide d_model = " + str(E) +
+void check_head_sizes(Index d_model, Index heads, const char* where) {
+  require_at_least_one(d_model, where, "d_model");
+  require_at_least_one(heads, where, "heads");
+  require(d_model % heads == 0, where, [&] {
+    return str(heads) + " heads do not divide d_model = " + str(d_model) +
            ": each head needs d_k = d_model / heads columns";
   });
+}
+
+void check_multi_head(const MultiHeadAttention& mha, const char* where) {
+  const Index E = mha.q_proj.out_features();
+  check_head_sizes(E, mha.heads, where);
   const auto check_square = [&](const Linear& l, const char* name) {
     check_linear(l, where);
     require(l.weight.rows() == E && l.weight.cols() == E, where, [&] {
@@ -40,8 +46,7 @@ void check_multi_head(const MultiHeadAttention& mha, const char* where) {
 }
 
 MultiHeadAttention multi_head_init(Rng& rng, Index d_model, Index heads, bool bias) {
-  require(d_model >= 1 && heads >= 1 && d_model % heads == 0, "multi_head_init",
-          [&] { return str(heads) + " heads do not divide d_model = " + str(d_model); });
+  check_head_sizes(d_model, heads, "multi_head_init");
   // xavier_uniform_ on the stacked [3E x E] in_proj_weight: fan_in E, fan_out 3E.
   const double bound = std::sqrt(6.0 / static_cast<double>(4 * d_model));
   const Matrix in_proj = random_uniform(rng, 3 * d_model, d_model, -bound, bound);  // [3E x E]
@@ -117,11 +122,13 @@ MultiHeadResult multi_head_forward(const MultiHeadAttention& mha, const MatrixVi
   const AttentionOptions head_opts{.allowed = opts.allowed};  // scale 1/sqrt(d_k), -inf
   for (Index h = 0; h < H; ++h) {
     Matrix& W = r.weights[static_cast<std::size_t>(h)];
-    attention_weights_into(r.Q.middleCols(h * d_k, d_k),  // Q_h [n_q x d_k], a view
-                           r.K.middleCols(h * d_k, d_k),  // K_h [n_k x d_k]
-                           W, head_opts);                 // W   [n_q x n_k]
-    r.concat.middleCols(h * d_k, d_k).noalias() =          // head h's columns of the concat
-        W * r.V.middleCols(h * d_k, d_k);                  // [n_q x n_k] [n_k x d_k]
+    const Index empty_rows =
+        attention_weights_into(r.Q.middleCols(h * d_k, d_k),  // Q_h [n_q x d_k], a view
+                               r.K.middleCols(h * d_k, d_k),  // K_h [n_k x d_k]
+                               W, head_opts);                 // W   [n_q x n_k]
+    weighted_values_into(W, r.V.middleCols(h * d_k, d_k),     // [n_q x n_k] [n_k x d_k]
+                         r.concat.middleCols(h * d_k, d_k),   // head h's columns of the concat
+                         empty_rows);
   }
   // ---- mix the heads ----------------------------------------------------------------------------
   r.out = linear_forward(mha.out_proj, r.concat);  // [n_q x E]

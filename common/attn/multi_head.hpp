@@ -16,7 +16,8 @@
 ///
 /// Masks are shared by every head (PyTorch broadcasts [B, n_q, n_k] to [B, H, n_q, n_k]);
 /// true = may attend (masks.hpp). A query with no allowed key gets zeros from its heads,
-/// so its output is b_O (PyTorch 1.13 returns NaN there).
+/// written as zeros whatever the values hold (attention.hpp), so its output is b_O exactly
+/// (PyTorch 1.13 returns NaN there). Non-finite inputs otherwise follow attention.hpp per head.
 ///
 /// The cache (attn.hpp): MultiHeadResult holds Q, K, V, every head's weights and the
 /// concatenation, which is what the backward pass needs besides the inputs and the parameters.
@@ -49,7 +50,8 @@ struct MultiHeadAttention {
 
 /// nn.MultiheadAttention's initialisation: the stacked [3 d_model x d_model] input projection
 /// ~ xavier_uniform (bound sqrt(6 / (4 d_model))), its bias 0; out_proj's weight as nn.Linear
-/// (bound 1/sqrt(d_model)), its bias 0. Throws unless heads divides d_model.
+/// (bound 1/sqrt(d_model)), its bias 0. Throws std::invalid_argument unless d_model >= 1,
+/// heads >= 1 and heads divides d_model (check_head_sizes).
 MultiHeadAttention multi_head_init(Rng& rng, Index d_model, Index heads, bool bias = true);
 
 /// Loads nn.MultiheadAttention's parameters: in_proj_weight [3E x E] (rows: W_Q, W_K, W_V in
@@ -68,6 +70,11 @@ RowVector in_proj_bias(const MultiHeadAttention& mha);
 /// Throws std::invalid_argument unless the four projections are [d_model x d_model] with
 /// matching biases and heads divides d_model.
 void check_multi_head(const MultiHeadAttention& mha, const char* where);
+
+/// Throws std::invalid_argument from `where` unless d_model >= 1, heads >= 1 (each named
+/// when it is not) and heads divides d_model. Every function that makes a multi-head layer
+/// from sizes (multi_head_init, encoder_layer_init, decoder_layer_init) checks with it.
+void check_head_sizes(Index d_model, Index heads, const char* where);
 
 struct MultiHeadOptions {
   /// [n_q x n_k], true = query i may attend to key j, the same for every head. Unset: every key.

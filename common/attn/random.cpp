@@ -2,6 +2,9 @@
 #include "attn/random.hpp"
 
 #include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
 
 namespace attn {
 
@@ -40,7 +43,39 @@ double Rng::uniform() {
   return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
 }
 
-double Rng::uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
+namespace {
+
+// A bound as a message shows it: "%g", so -DBL_MAX is -1.79769e+308, not 309 digits.
+std::string num(double x) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", x);
+  return buffer;
+}
+
+// [lo, hi) is a range to draw from: lo <= hi, and hi - lo finite, which also makes both bounds
+// finite (an infinite bound makes it inf or NaN; a NaN, NaN) and catches a finite range whose
+// width overflows, (-DBL_MAX, DBL_MAX). Otherwise lo + (hi - lo) u is NaN or inf.
+void check_range(double lo, double hi, const char* where) {
+  const double width = hi - lo;
+  require(width >= 0.0 && width <= std::numeric_limits<double>::max(), where, [&] {
+    return "the range [" + num(lo) + ", " + num(hi) +
+           ") cannot be sampled: it needs lo <= hi, both finite, and a finite width hi - lo";
+  });
+}
+
+void check_normal(double mean, double stddev, const char* where) {
+  require(std::isfinite(mean) && std::isfinite(stddev) && stddev >= 0.0, where, [&] {
+    return "mean " + num(mean) + " and stddev " + num(stddev) +
+           ": both must be finite, and stddev >= 0";
+  });
+}
+
+}  // namespace
+
+double Rng::uniform(double lo, double hi) {
+  check_range(lo, hi, "Rng::uniform");
+  return lo + (hi - lo) * uniform();
+}
 
 double Rng::normal() {
   if (has_spare_) {
@@ -62,15 +97,16 @@ double Rng::normal() {
   return u * factor;
 }
 
-double Rng::normal(double mean, double stddev) { return mean + stddev * normal(); }
+double Rng::normal(double mean, double stddev) {
+  check_normal(mean, stddev, "Rng::normal");
+  return mean + stddev * normal();
+}
 
 Matrix random_normal(Rng& rng, Index rows, Index cols, double mean, double stddev) {
   require(rows >= 0 && cols >= 0, "random_normal", [&] {
     return "negative shape " + shape_str(rows, cols);
   });
-  require(stddev >= 0.0, "random_normal", [&] {
-    return "stddev must be >= 0, got " + std::to_string(stddev);
-  });
+  check_normal(mean, stddev, "random_normal");
   Matrix m(rows, cols);  // m [rows x cols]
   // Row-major storage, so data() order is row by row: the documented fill order.
   for (Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<float>(rng.normal(mean, stddev));
@@ -81,9 +117,7 @@ Matrix random_uniform(Rng& rng, Index rows, Index cols, double lo, double hi) {
   require(rows >= 0 && cols >= 0, "random_uniform", [&] {
     return "negative shape " + shape_str(rows, cols);
   });
-  require(lo <= hi, "random_uniform", [&] {
-    return "empty range [" + std::to_string(lo) + ", " + std::to_string(hi) + ")";
-  });
+  check_range(lo, hi, "random_uniform");
   Matrix m(rows, cols);  // m [rows x cols]
   for (Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<float>(rng.uniform(lo, hi));
   return m;

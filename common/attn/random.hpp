@@ -27,11 +27,14 @@ class Rng {
 
   /// Uniform on [0, 1): the top 53 bits of next_u64() scaled by 2^-53, so every value is exact.
   double uniform();
+  /// lo + (hi - lo) uniform(). Throws std::invalid_argument unless lo <= hi and lo, hi and
+  /// hi - lo are finite (otherwise the result would be NaN or inf).
   double uniform(double lo, double hi);
 
   /// Standard normal by Marsaglia's polar method. Values come in pairs; the second is kept
   /// for the next call, so the sequence depends only on the seed and the call order.
   double normal();
+  /// mean + stddev normal(). Throws std::invalid_argument unless both are finite, stddev >= 0.
   double normal(double mean, double stddev);
 
  private:
@@ -41,10 +44,13 @@ class Rng {
 };
 
 /// A [rows x cols] matrix of N(mean, stddev^2) samples, filled row by row (row-major order),
-/// each drawn in double and rounded once to float.
+/// each drawn in double and rounded once to float. Throws std::invalid_argument for a negative
+/// shape, or unless mean and stddev are finite and stddev >= 0.
 Matrix random_normal(Rng& rng, Index rows, Index cols, double mean = 0.0, double stddev = 1.0);
 
-/// A [rows x cols] matrix of U[lo, hi) samples, filled row by row.
+/// A [rows x cols] matrix of U[lo, hi) samples, filled row by row. Throws
+/// std::invalid_argument for a negative shape, or unless lo <= hi and lo, hi and hi - lo are
+/// finite (random_uniform(-inf, inf) would be NaN everywhere).
 Matrix random_uniform(Rng& rng, Index rows, Index cols, double lo, double hi);
 
 }  // namespace attn

@@ -6,8 +6,8 @@
 
 namespace attn {
 
-void softmax_inplace(std::span<float> z) {
-  if (z.empty()) return;
+bool softmax_inplace(std::span<float> z) {
+  if (z.empty()) return true;
   // Pass 1: the maximum. NaN compares false with everything, so it is tracked explicitly
   // instead of letting it vanish (or not) depending on where it sits in the row.
   float max = -std::numeric_limits<float>::infinity();
@@ -18,12 +18,12 @@ void softmax_inplace(std::span<float> z) {
   }
   if (has_nan) {
     for (float& x : z) x = std::numeric_limits<float>::quiet_NaN();
-    return;
+    return true;
   }
   // Every key masked: exp(-inf - (-inf)) would be NaN. Attend to nothing instead.
   if (max == -std::numeric_limits<float>::infinity()) {
     for (float& x : z) x = 0.0f;
-    return;
+    return false;
   }
   // Pass 2: shifted exponentials, all in (0, 1], and their sum (>= 1: the max gives exp(0)).
   float sum = 0.0f;
@@ -34,6 +34,7 @@ void softmax_inplace(std::span<float> z) {
   // Pass 3: normalise. One division, then multiplications, as PyTorch's CPU kernel does.
   const float inv = 1.0f / sum;
   for (float& x : z) x *= inv;
+  return true;
 }
 
 Matrix softmax_rows(const Matrix& scores) {

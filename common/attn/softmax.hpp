@@ -7,7 +7,8 @@
 /// keeps every exponent <= 0, so nothing overflows: exp(400) is inf in float, exp(0) is 1.
 ///
 /// Defined results for awkward input (the same as PyTorch's scaled_dot_product_attention):
-///   - a row whose entries are all -inf (every key masked) gives all zeros, never NaN;
+///   - a row whose entries are all -inf (every key masked) gives all zeros, never NaN, and
+///     softmax_inplace says so (attention() makes such a row NaN unless its mask emptied it);
 ///   - -inf entries among finite ones get weight exactly 0;
 ///   - a NaN anywhere in a row makes that whole row NaN (garbage in is made visible);
 ///   - a +inf entry makes the row NaN (inf - inf), as exp-normalisation does in PyTorch.
@@ -19,8 +20,11 @@
 
 namespace attn {
 
-/// Softmax of one contiguous vector, in place. The building block of the two below.
-void softmax_inplace(std::span<float> z);
+/// Softmax of one contiguous vector, in place. The building block of the two below. Returns
+/// false in the one case it cannot normalise, every entry -inf (the row is then all zeros), and
+/// true otherwise, NaN rows included: attention() needs to tell a row its mask emptied (zeros)
+/// from one whose allowed scores all came out -inf (NaN), and this costs it no extra pass.
+bool softmax_inplace(std::span<float> z);
 
 /// Softmax of each row: the row convention (tokens are rows, weights sum to 1 along a row).
 Matrix softmax_rows(const Matrix& scores);

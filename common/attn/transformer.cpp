@@ -64,10 +64,18 @@ void check_batch(const std::optional<BatchMaskView>& masks, Index B, const char*
   });
 }
 
+// The sizes of a fresh layer, checked before the sub-layers' inits would check them under
+// their own names.
+void check_layer_sizes(Index d_model, Index heads, Index d_ff, const char* where) {
+  check_head_sizes(d_model, heads, where);
+  require_at_least_one(d_ff, where, "d_ff");
+}
+
 }  // namespace
 
 EncoderLayer encoder_layer_init(Rng& rng, Index d_model, Index heads, Index d_ff,
                                 NormPlacement norm) {
+  check_layer_sizes(d_model, heads, d_ff, "encoder_layer_init");
   EncoderLayer layer;
   layer.self_attn = multi_head_init(rng, d_model, heads);
   layer.ff = ffn_init(rng, d_model, d_ff);
@@ -78,6 +86,7 @@ EncoderLayer encoder_layer_init(Rng& rng, Index d_model, Index heads, Index d_ff
 
 DecoderLayer decoder_layer_init(Rng& rng, Index d_model, Index heads, Index d_ff,
                                 NormPlacement norm) {
+  check_layer_sizes(d_model, heads, d_ff, "decoder_layer_init");
   DecoderLayer layer;
   layer.self_attn = multi_head_init(rng, d_model, heads);
   layer.multihead_attn = multi_head_init(rng, d_model, heads);

@@ -62,7 +62,8 @@ struct DecoderLayer {
 };
 
 /// Fresh layers, initialised as PyTorch initialises them (multi_head_init, ffn_init,
-/// layer_norm_init). Throws unless heads divides d_model.
+/// layer_norm_init). Throws std::invalid_argument, naming the function and the size, unless
+/// d_model, heads and d_ff are at least 1 and heads divides d_model.
 EncoderLayer encoder_layer_init(Rng& rng, Index d_model, Index heads, Index d_ff,
                                 NormPlacement norm = NormPlacement::post);
 DecoderLayer decoder_layer_init(Rng& rng, Index d_model, Index heads, Index d_ff,
