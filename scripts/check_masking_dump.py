@@ -11,33 +11,29 @@ Where no row is empty it also runs PyTorch's own kernel (F._scaled_dot_product_a
 1/sqrt(d) equals the dump's scale. Prints the largest differences; exits 0 when they are at
 most 1e-4 (scores of ~100 from 512-term float32 dot products carry ~3e-5 of rounding; see
 tests/test_05_masking.cpp), 1 when larger, 2 when the dump is incomplete. A dump made with
---fill -1e9 is replayed with -1e9.
+--fill -1e9 is replayed with -1e9: the script reads the options from the dump's manifest.json.
 
 Needs Debian's python3-torch: run it with /usr/bin/python3, not the pyenv python3 on PATH.
 """
 import math
 import sys
-from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
+
+from course_dump import open_dump
 
 TOLERANCE = 1e-4
 NAMES = ["X", "allowed", "scale", "weights", "out"]
 
 
 def main(argv):
-    if len(argv) not in (2, 3):
-        print(f"usage: {argv[0]} DUMP_DIR [--fill -1e9]", file=sys.stderr)
+    if len(argv) != 2:
+        print(f"usage: {argv[0]} DUMP_DIR", file=sys.stderr)
         return 2
-    folder = Path(argv[1])
-    fill = -1e9 if argv[2:] == ["-1e9"] or argv[2:] == ["--fill=-1e9"] else float("-inf")
-    missing = [n for n in NAMES if not (folder / f"{n}.npy").is_file()]
-    if missing:
-        print(f"{folder}: missing {', '.join(n + '.npy' for n in missing)}", file=sys.stderr)
-        return 2
-    a = {n: torch.from_numpy(np.load(folder / f"{n}.npy")) for n in NAMES}
+    dump = open_dump(argv[1], "05_masking", need=NAMES)
+    fill = -1e9 if dump.option("--fill") == "-1e9" else float("-inf")
+    a = {n: dump[n] for n in NAMES}
     x, allowed, scale = a["X"], a["allowed"] != 0, float(a["scale"][0, 0])
     B, n, d = x.shape
     if tuple(allowed.shape) != (B, n, n):

@@ -16,11 +16,11 @@ Rows with no allowed key are NaN in PyTorch 1.13 and zeros in the course; they a
 Needs Debian's python3-torch: run it with /usr/bin/python3, not the pyenv python3 on PATH.
 """
 import sys
-from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn as nn
+
+from course_dump import open_dump
 
 NAMES = ["in_proj_weight", "in_proj_bias", "out_proj_weight", "out_proj_bias", "X", "allowed",
          "out", "weights_avg", "weights_heads", "ln_weight", "ln_bias", "y"]
@@ -30,12 +30,8 @@ def main(argv):
     if len(argv) != 2:
         print(f"usage: {argv[0]} DUMP_DIR", file=sys.stderr)
         return 2
-    folder = Path(argv[1])
-    missing = [n for n in NAMES if not (folder / f"{n}.npy").is_file()]
-    if missing:
-        print(f"{folder}: missing {', '.join(n + '.npy' for n in missing)}", file=sys.stderr)
-        return 2
-    a = {n: torch.from_numpy(np.load(folder / f"{n}.npy")) for n in NAMES}
+    dump = open_dump(argv[1], "06_multi_head", need=NAMES)
+    a = {n: dump[n] for n in NAMES}
     x = a["X"]
     B, n, E = x.shape
     H = a["weights_heads"].shape[1]

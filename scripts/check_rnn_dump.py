@@ -12,10 +12,10 @@ exits 0 when it is at most 1e-5 (float32 rounding of O(1) values; see tests/test
 Needs Debian's python3-torch: run it with /usr/bin/python3, not the pyenv python3 on PATH.
 """
 import sys
-from pathlib import Path
 
-import numpy as np
 import torch
+
+from course_dump import open_dump
 
 TOLERANCE = 1e-5
 NAMES = ["weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0", "x", "h0", "hidden_states"]
@@ -25,12 +25,9 @@ def main(argv):
     if len(argv) != 2:
         print(f"usage: {argv[0]} DUMP_DIR", file=sys.stderr)
         return 2
-    folder = Path(argv[1])
-    missing = [n for n in NAMES if not (folder / f"{n}.npy").is_file()]
-    if missing:
-        print(f"{folder}: missing {', '.join(n + '.npy' for n in missing)}", file=sys.stderr)
-        return 2
-    a = {n: torch.from_numpy(np.load(folder / f"{n}.npy")) for n in NAMES}
+    dump = open_dump(argv[1], "01_rnn", need=NAMES)
+    folder = dump.folder
+    a = {n: dump[n] for n in NAMES}
     H, I = a["weight_ih_l0"].shape
     T = a["x"].shape[0]
     expected = {"weight_hh_l0": (H, H), "bias_ih_l0": (H,), "bias_hh_l0": (H,), "x": (T, I),
@@ -50,8 +47,8 @@ def main(argv):
     diff = (states - a["hidden_states"]).abs().max().item()
     print(f"PyTorch nn.RNN replay of {folder}: I = {I}, H = {H}, T = {T}")
     print(f"max |hidden_states - torch| = {diff:.3e}")
-    if (folder / "h_n.npy").is_file():
-        diff_n = (h_n - torch.from_numpy(np.load(folder / "h_n.npy"))).abs().max().item()
+    if "h_n" in dump:
+        diff_n = (h_n - dump["h_n"]).abs().max().item()
         print(f"max |h_n - torch|           = {diff_n:.3e}")
         diff = max(diff, diff_n)
     ok = diff <= TOLERANCE

@@ -3,11 +3,12 @@
   build/release/bin/08_transformer_block --layers 3 --heads 8 --d-model 64 --norm pre --dump /tmp/d
   /usr/bin/python3 scripts/check_transformer_dump.py /tmp/d
 
-Builds nn.TransformerEncoderLayer / TransformerDecoderLayer(d_model, heads, d_ff, dropout=0,
-activation="relu", batch_first=True, norm_first from the dump), stacks the dumped number of
-each (no final LayerNorm: the course's stacks have none), loads every parameter by its
-state_dict name (encoder_layers_0_self_attn_in_proj_weight is layers.0.self_attn.in_proj_weight),
-and runs the dumped inputs src_x [B, n_s, E] and tgt_x [B, n_t, E] with the masks turned into
+Reads the dump through its manifest.json (scripts/course_dump.py): the options the run used
+give nn.TransformerEncoderLayer / TransformerDecoderLayer(d_model, --heads, --d-ff, dropout=0,
+activation="relu", batch_first=True, norm_first = --norm pre), stacked --layers deep (no final
+LayerNorm: the course's stacks have none), and model.load_state_dict() takes every parameter by
+the state_dict key the manifest records (encoder.layers.0.self_attn.in_proj_weight, ...). Then
+it runs the dumped inputs src_x [B, n_s, E] and tgt_x [B, n_t, E] with the masks turned into
 PyTorch's convention (the dump's *_allowed mean 1 = may attend; PyTorch's masks mean True =
 blocked): src_key_padding_mask, tgt_mask (causal), tgt_key_padding_mask,
 memory_key_padding_mask. Compares memory and out. The layers run in training mode with
@@ -18,11 +19,11 @@ positions. Exits 0 when both agree within 1e-5 (float32 through a few layers of 
 Needs Debian's python3-torch: run it with /usr/bin/python3, not the pyenv python3 on PATH.
 """
 import sys
-from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn as nn
+
+from course_dump import open_dump
 
 TOLERANCE = 1e-5
 
@@ -31,29 +32,27 @@ def main(argv):
     if len(argv) != 2:
         print(f"usage: {argv[0]} DUMP_DIR", file=sys.stderr)
         return 2
-    folder = Path(argv[1])
-    need = ["src_x", "tgt_x", "src_allowed", "tgt_allowed", "cross_allowed", "memory", "out",
-            "norm_first", "heads", "encoder_layers_0_linear1_weight"]
-    missing = [n for n in need if not (folder / f"{n}.npy").is_file()]
-    if missing:
-        print(f"{folder}: missing {', '.join(n + '.npy' for n in missing)}", file=sys.stderr)
-        return 2
-    load = lambda name: torch.from_numpy(np.load(folder / f"{name}.npy"))
+    dump = open_dump(argv[1], "08_transformer_block",
+                     need=["src_x", "tgt_x", "src_allowed", "tgt_allowed", "cross_allowed",
+                           "memory", "out"])
+    load = lambda name: dump[name]
     src, tgt, memory_ref, out_ref = load("src_x"), load("tgt_x"), load("memory"), load("out")
     E = src.shape[-1]
-    H = int(load("heads")[0, 0])
-    norm_first = bool(load("norm_first")[0, 0])
-    F = load("encoder_layers_0_linear1_weight").shape[0]
-    L = len(list(folder.glob("encoder_layers_*_linear1_weight.npy")))
+    H = int(dump.option("--heads"))
+    L = int(dump.option("--layers"))
+    F = int(dump.option("--d-ff"))
+    norm_first = dump.option("--norm") == "pre"
     kw = dict(dim_feedforward=F, dropout=0.0, activation="relu", batch_first=True,
               norm_first=norm_first)
-    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(E, H, **kw), L,
-                                    enable_nested_tensor=False)
-    decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(E, H, **kw), L)
-    with torch.no_grad():
-        for prefix, model in (("encoder_", encoder), ("decoder_", decoder)):
-            for name, p in model.state_dict().items():
-                p.copy_(load(prefix + name.replace(".", "_")).reshape(p.shape))
+    model = nn.ModuleDict({
+        "encoder": nn.TransformerEncoder(nn.TransformerEncoderLayer(E, H, **kw), L,
+                                         enable_nested_tensor=False),
+        "decoder": nn.TransformerDecoder(nn.TransformerDecoderLayer(E, H, **kw), L),
+    })
+    # Every parameter by its state_dict key, as the manifest records it. strict: a key missing
+    # from the dump, one too many, or a shape that differs is an error, not a silent default.
+    model.load_state_dict(dump.state_dict(), strict=True)
+    encoder, decoder = model["encoder"], model["decoder"]
     encoder.train()
     decoder.train()
 

@@ -10,6 +10,7 @@ packages=(
   cmake g++ make                  # the build
   libeigen3-dev                   # all linear algebra
   libcli11-dev libfmt-dev         # options and formatted text of every chapter
+  nlohmann-json3-dev              # the manifest.json of every --dump folder
   libgtest-dev libbenchmark-dev   # tests and the performance measurements
   gnuplot-nox                     # every figure
   doxygen graphviz libjs-mathjax  # the site, with formulas typeset offline

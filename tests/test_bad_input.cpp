@@ -1,14 +1,20 @@
 // Every chapter against the inputs a curious learner will try: unknown options, negative,
 // zero, NaN and huge values, knobs that contradict each other, folders that cannot be written.
 // Each row must end with exit code 2, the problem named on stderr, the usage after it,
-// nothing on stdout (no work was started) and no file written anywhere.
+// nothing on stdout (no work was started) and nothing written anywhere: no file, and not the
+// --out or --dump folder either, nor a parent folder made on the way to it.
 #include "chapter_run.hpp"
 #include "chapters.hpp"  // kChapters, generated from ATTN_CHAPTERS
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +39,15 @@ const std::vector<std::pair<std::string, std::string>> kCommon = {
     {"--seed", "seed"},
     {"positional", "positional"},
     {"--out", "--out"},
+    // Integers are whole numbers in decimal digits; the message says so and names the option.
+    {"--seed 10.0", "--seed: '10.0' is not a whole number"},
+    // An empty --dump names no folder: refused like an empty --out, not read as "no dump".
+    {"--dump ''", "--dump: the folder name is empty"},
+    {"--out ''", "--out: the folder name is empty"},
+    // A usage error wins over --help, wherever the --help is.
+    {"--no-such-option --help", "no-such-option"},
+    {"--help --no-such-option", "no-such-option"},
+    {"-h positional", "positional"},
 };
 
 // Each chapter's own knobs: negative, zero, NaN, beyond the machine, contradictory.
@@ -75,39 +90,69 @@ const BadInput kKnobs[] = {
     {"08_transformer_block", "--d-ff 0", "d-ff"},
     {"08_transformer_block", "--norm sideways", "norm"},
     {"08_transformer_block", "--d-model 100000", "d-model"},
+    // Whole numbers only, in decimal digits, for every integer knob: the message says which
+    // option and that the value is not a whole number (CLI11 alone said "not in range").
+    {"01_rnn", "--hidden 4.0", "--hidden: '4.0' is not a whole number"},
+    {"01_rnn", "--steps 0x5", "--steps: '0x5' is not a whole number"},
+    {"03_vectorized_qkv", "--d-model 0b1", "--d-model: '0b1' is not a whole number"},
+    {"04_softmax_scaling", "--d-k 64.0", "--d-k: '64.0' is not a whole number"},
+    {"04_softmax_scaling", "--samples 1e3", "--samples: '1e3' is not a whole number"},
+    {"05_masking", "--window ' 1'", "--window: ' 1' is not a whole number"},
+    {"06_multi_head", "--heads 8.", "--heads: '8.' is not a whole number"},
+    {"07_positional_encoding", "--positions 0x10", "--positions: '0x10' is not a whole number"},
+    {"08_transformer_block", "--layers 2.5", "--layers: '2.5' is not a whole number"},
 };
 
-// Every regular file below `dir`.
-std::vector<std::string> files_below(const fs::path& dir) {
-  std::vector<std::string> found;
-  if (!fs::exists(dir)) return found;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    if (e.is_regular_file()) found.push_back(e.path().string());
-  }
+// Everything below `dir`, folders too.
+std::set<std::string> entries_below(const fs::path& dir) {
+  std::set<std::string> found;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) found.insert(e.path().string());
   return found;
 }
 
-void expect_usage_error(const std::string& chapter, const std::string& args,
-                        const std::string& mentions) {
+// `args` with every "{dir}" replaced by the run's scratch folder.
+std::string in_dir(std::string args, const fs::path& dir) {
+  for (std::size_t at; (at = args.find("{dir}")) != std::string::npos;) {
+    args.replace(at, 5, dir.string());
+  }
+  return args;
+}
+
+// Runs `chapter args` and expects a usage error that wrote nothing. Unless `args` gives its
+// own, --out and --dump name real folders that do not exist yet, nested so that a parent made
+// on the way would show as well (like `--out new --dump new2/x/y`): the run must create
+// neither. `prepare` sets up the scratch folder first ("{dir}" in args); returns the output.
+attn_test::Output expect_usage_error(const std::string& chapter, const std::string& args,
+                                     const std::string& mentions,
+                                     const std::function<void(const fs::path&)>& prepare = {}) {
   const fs::path dir = attn_test::scratch("bad_input", chapter);
-  // Real, writable folders for the figures and the dump: the chapter must not use them.
-  const std::string folders =
-      " --out '" + (dir / "plots").string() + "' --dump '" + (dir / "dump").string() + "' ";
-  const attn_test::Output r = attn_test::run_chapter(chapter, folders + args, dir);
-  const std::string what = chapter + " " + args;
-  EXPECT_EQ(r.code, 2) << what << "\nstdout: " << r.out.substr(0, 300) << "\nstderr: " << r.err;
+  if (prepare) prepare(dir);
+  const fs::path out = dir / "new" / "plots", dump = dir / "new2" / "x" / "y";
+  std::string folders = " ";
+  if (!attn_test::contains(args, "--out")) folders += "--out '" + out.string() + "' ";
+  if (!attn_test::contains(args, "--dump")) folders += "--dump '" + dump.string() + "' ";
+  std::set<std::string> before = entries_below(dir);
+  const attn_test::Output r = attn_test::run_chapter(chapter, folders + in_dir(args, dir), dir);
+  const std::string what = chapter + " " + args.substr(0, 200);
+  EXPECT_EQ(r.code, 2) << what << "\nstdout: " << r.out.substr(0, 300)
+                       << "\nstderr: " << r.err.substr(0, 2000);
   EXPECT_EQ(r.err.rfind(chapter + ": ", 0), 0u) << what << ": the message starts with the program";
   EXPECT_TRUE(attn_test::contains(r.err, mentions)) << what << ": the message names the problem\n"
-                                                    << r.err;
-  EXPECT_TRUE(attn_test::contains(r.err, "Usage:")) << what << ": the usage follows\n" << r.err;
+                                                    << r.err.substr(0, 2000);
+  EXPECT_TRUE(attn_test::contains(r.err, "Usage:")) << what << ": the usage follows\n"
+                                                    << r.err.substr(0, 2000);
   EXPECT_EQ(r.out.substr(0, 300), "") << what << ": nothing may run before the options are checked";
+  EXPECT_FALSE(fs::exists(dir / "new")) << what << ": made the --out folder or a parent of it";
+  EXPECT_FALSE(fs::exists(dir / "new2")) << what << ": made the --dump folder or a parent of it";
+  before.insert({(dir / "stdout.txt").string(), (dir / "stderr.txt").string()});
   std::vector<std::string> written;
-  for (const char* sub : {"plots", "dump"}) {
-    for (const std::string& f : files_below(dir / sub)) written.push_back(f);
+  for (const std::string& e : entries_below(dir)) {
+    if (before.count(e) == 0) written.push_back(e);
   }
-  EXPECT_TRUE(written.empty()) << what << ": wrote " << written.size() << " files, e.g. "
+  EXPECT_TRUE(written.empty()) << what << ": wrote " << written.size() << " files or folders, e.g. "
                                << (written.empty() ? "" : written.front());
   fs::remove_all(dir);
+  return r;
 }
 
 TEST(BadInput, CommonOptionsOfEveryChapter) {
@@ -136,6 +181,93 @@ TEST(BadInput, FoldersThatCannotBeWritten) {
       EXPECT_TRUE(attn_test::contains(r.err, option + ": cannot create folder")) << r.err;
       EXPECT_EQ(r.out, "") << chapter << " " << option;
     }
+  }
+  fs::remove_all(dir);
+}
+
+TEST(BadInput, AGoodOutIsNotMadeWhenDumpIsBad) {
+  // --out is checked (and made) before --dump: a --dump that fails must take it back.
+  for (const char* chapter : kChapters) {
+    expect_usage_error(chapter, "--dump '{dir}/a_file/sub'", "--dump: cannot create folder",
+                       [](const fs::path& dir) { std::ofstream(dir / "a_file") << "a file"; });
+  }
+}
+
+TEST(BadInput, DanglingSymlinkAsAFolder) {
+  // `ln -s /nonexistent/x L; --out L` said "File exists": name the link and its missing target.
+  const auto link = [](const fs::path& dir) {
+    fs::create_symlink(dir / "nowhere" / "x", dir / "L");
+  };
+  for (const char* chapter : kChapters) {
+    for (const std::string option : {"--out", "--dump"}) {
+      const std::string other = option == "--dump" ? " --no-plots" : "";
+      const attn_test::Output r =
+          expect_usage_error(chapter, option + " '{dir}/L'" + other, option + ": ", link);
+      EXPECT_TRUE(attn_test::contains(r.err, "/L is a symbolic link to ")) << r.err;
+      EXPECT_TRUE(attn_test::contains(r.err, "nowhere/x, which does not exist")) << r.err;
+    }
+  }
+  const attn_test::Output r = expect_usage_error("04_softmax_scaling", "--out '{dir}/L/sub'",
+                                                 "which does not exist", link);
+  EXPECT_TRUE(attn_test::contains(r.err, "nowhere/x, which does not exist")) << r.err;
+}
+
+TEST(BadInput, HelpWorksWhereTheDefaultPlotsFolderCannotBeWritten) {
+  // A chapter outside a checkout draws into ./plots by default; here that is a file. The usage
+  // must still print: a default nobody typed is no usage error. (Run, it is one.)
+  const fs::path dir = attn_test::scratch("bad_input", "help_default_out");
+  fs::copy_file(fs::path(ATTN_BIN_DIR) / "04_softmax_scaling", dir / "04_softmax_scaling");
+  std::ofstream(dir / "plots") << "a file";
+  const std::string cd = "cd '" + dir.string() + "' && ./04_softmax_scaling ";
+  const auto exit_code = [](int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; };
+  for (const std::string help : {"--help", "-h"}) {
+    const int code = exit_code(std::system((cd + help + " >help.txt 2>&1").c_str()));
+    const std::string text = attn_test::read_file(dir / "help.txt");
+    EXPECT_EQ(code, 0) << help << "\n" << text;
+    EXPECT_TRUE(attn_test::contains(text, "Usage:")) << help;
+  }
+  const int code = exit_code(std::system((cd + ">run.txt 2>&1").c_str()));
+  const std::string text = attn_test::read_file(dir / "run.txt");
+  EXPECT_EQ(code, 2) << text;
+  EXPECT_TRUE(attn_test::contains(text, "--out: ")) << text;
+  fs::remove_all(dir);
+}
+
+TEST(BadInput, HugeValuesAreNotEchoedWhole) {
+  // A 130,000-character value was echoed whole: the message is cut, and says by how much.
+  // (One shell word of the command must stay under Linux's 128 KiB per argument.)
+  const std::string digits(125000, '6'), letters(125000, 'x');
+  const std::pair<const char*, std::string> runs[] = {
+      {"04_softmax_scaling", "--d-k " + digits},
+      {"05_masking", "--mask " + letters},
+      {"01_rnn", "--no-such-" + letters},
+      {"08_transformer_block", "--no-plots --dump '{dir}/" + letters + "'"},
+  };
+  for (const auto& [chapter, args] : runs) {
+    const attn_test::Output r = expect_usage_error(chapter, args, "characters left out");
+    EXPECT_LT(r.err.size(), 4096u) << chapter << ": stderr holds " << r.err.size() << " bytes";
+  }
+}
+
+TEST(BadInput, LeadingZerosAreDecimal) {
+  // CLI11 reads a leading 0 as octal: --d-k 064 ran with d_k = 52, --d-model 0100 with 64.
+  // A zero in front changes nothing now: the same output as without it.
+  const std::pair<const char*, std::string> knobs[] = {
+      {"04_softmax_scaling", "--d-k 64"},
+      {"03_vectorized_qkv", "--d-model 100"},
+      {"08_transformer_block", "--d-ff 32"},
+  };
+  const fs::path dir = attn_test::scratch("bad_input", "leading_zeros");
+  for (const auto& [chapter, args] : knobs) {
+    std::string padded = args;
+    padded.insert(padded.rfind(' ') + 1, "0");  // "--d-k 064"
+    const attn_test::Output plain = attn_test::run_chapter(chapter, "--no-plots " + args, dir);
+    const attn_test::Output zero = attn_test::run_chapter(chapter, "--no-plots " + padded, dir);
+    ASSERT_EQ(plain.code, 0) << chapter << " " << args << "\n" << plain.err;
+    EXPECT_EQ(zero.code, 0) << chapter << " " << padded << "\n" << zero.err;
+    EXPECT_GT(plain.out.size(), 1000u) << chapter << " " << args;
+    EXPECT_TRUE(zero.out == plain.out) << chapter << " " << padded << " prints other numbers than "
+                                       << args << "\n" << zero.out.substr(0, 200);
   }
   fs::remove_all(dir);
 }

@@ -3,6 +3,8 @@
 // closing "What to notice" / "Try this", and knob rules that stop a run before it writes.
 #include "course/chapter.hpp"
 
+#include "chapter_run.hpp"
+
 #include <gtest/gtest.h>
 
 #include <poll.h>
@@ -252,7 +254,7 @@ TEST(ChapterStep, OnATerminalPausesAfterEveryStepUntilEnter) {
   const pid_t pid = ::forkpty(&terminal, nullptr, nullptr, nullptr);
   ASSERT_GE(pid, 0) << "forkpty failed";
   if (pid == 0) {
-    const std::string exe = std::string(ATTN_BIN_DIR) + "/02_attention_by_hand";
+    const std::string exe = attn_test::bin_dir() + "/02_attention_by_hand";
     ::execl(exe.c_str(), exe.c_str(), "--no-plots", "--step", static_cast<char*>(nullptr));
     ::_exit(127);
   }

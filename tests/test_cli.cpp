@@ -3,10 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <exception>
 #include <initializer_list>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -98,6 +101,8 @@ TEST_F(CliTest, BadInputExitsTwoWithTheProblemAndTheUsage) {
       {{"--hidden", "65"}, "hidden"},
       {{"--out", (a_file / "sub").string()}, "--out"},
       {{"--dump", a_file.string()}, "--dump"},
+      {{"--dump", ""}, "--dump: the folder name is empty"},
+      {{"--out", ""}, "--out: the folder name is empty"},
       {{"positional"}, "positional"},
   };
   for (const auto& [words, mention] : cases) {
@@ -119,6 +124,183 @@ TEST_F(CliTest, BadInputExitsTwoWithTheProblemAndTheUsage) {
     EXPECT_EQ(err.rfind("01_test: ", 0), 0u) << "the message starts with the program name: " << err;
     EXPECT_EQ(out, "") << "errors go to stderr only";
   }
+}
+
+TEST_F(CliTest, ShortHelpToo) {
+  course::ChapterCli cli("01_test", "A test chapter.", 1);
+  const Parsed p = parse(cli, {"-h"});
+  EXPECT_EQ(p.exit_code, 0);
+  EXPECT_NE(p.out.find("Usage:"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("-h,--help"), std::string::npos) << p.out;
+  EXPECT_EQ(p.err, "");
+}
+
+TEST_F(CliTest, AUsageErrorWinsOverHelp) {
+  // CLI11's help flag threw as soon as it was read, so "--no-such --help" printed the usage
+  // and exited 0: a wrong command line must be reported as wrong, --help or not.
+  std::ofstream(dir_ / "a_file") << "x";
+  const std::string below_a_file = in_dir("a_file/sub");
+  const std::vector<std::vector<std::string>> cases = {
+      {"--no-such", "--help"},         {"--help", "--no-such"},
+      {"-h", "positional"},            {"--help", "--dump", ""},
+      {"--help", "--dump", below_a_file}, {"--hidden", "3", "--help"},  // the rule: even only
+      {"--help", "--dump", in_dir("new2/x"), "--out", below_a_file},
+  };
+  for (const auto& words : cases) {
+    course::ChapterCli cli("01_test", "A test chapter.", 1);
+    std::ptrdiff_t hidden = 4;
+    cli.option("--hidden", hidden, "H")->check(CLI::Range(1, 64));
+    cli.add_rule([&] { return hidden % 2 == 0 ? std::string() : std::string("H must be even"); });
+    std::vector<std::string> storage = {"01_test", "--out", in_dir("new/plots")};
+    storage.insert(storage.end(), words.begin(), words.end());
+    std::vector<char*> argv;
+    for (auto& w : storage) argv.push_back(w.data());
+    ::testing::internal::CaptureStdout();
+    ::testing::internal::CaptureStderr();
+    const auto code = cli.parse(static_cast<int>(argv.size()), argv.data());
+    const std::string out = ::testing::internal::GetCapturedStdout();
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(code, 2) << words.front() << " " << words.back() << "\n" << err;
+    EXPECT_EQ(out, "") << "the usage goes to stderr, after the problem";
+    EXPECT_FALSE(fs::exists(dir_ / "new")) << words.front() << " " << words.back();
+    EXPECT_FALSE(fs::exists(dir_ / "new2")) << words.front() << " " << words.back();
+  }
+  // --help alone still prints the usage, exit 0, and creates no folder: --out and --dump are
+  // checked (a bad one is an error) and then taken back.
+  course::ChapterCli cli("01_test", "A test chapter.", 1);
+  const Parsed p =
+      parse(cli, {"--out", in_dir("new/plots"), "--dump", in_dir("new2/x/y"), "--help"});
+  EXPECT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_NE(p.out.find("Usage:"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir_ / "new"));
+  EXPECT_FALSE(fs::exists(dir_ / "new2"));
+}
+
+TEST_F(CliTest, IntegerKnobsAreDecimal) {
+  // CLI11 reads integers with strtoll(text, 0): "064" was octal 52, "0100" 64, "0x10" 16.
+  const std::vector<std::pair<std::string, std::ptrdiff_t>> cases = {
+      {"64", 64}, {"064", 64}, {"0100", 100}, {"000", 0}, {"+5", 5}, {"-0", 0}, {"09", 9}};
+  for (const auto& [text, value] : cases) {
+    course::ChapterCli cli("01_test", "A test chapter.", 1);
+    std::ptrdiff_t d_k = 4;  // attn::Index, as the chapters declare their knobs
+    cli.option("--d-k", d_k, "width")->check(CLI::Range(0, 16384));
+    const Parsed p = parse(cli, {"--no-plots", "--d-k", text});
+    ASSERT_FALSE(p.exit_code.has_value()) << text << "\n" << p.err;
+    EXPECT_EQ(d_k, value) << text;
+  }
+  // A list of integers, element by element.
+  course::ChapterCli list_cli("01_test", "A test chapter.", 1);
+  std::vector<int> sizes;
+  list_cli.option("--sizes", sizes, "sizes")->delimiter(',');
+  const Parsed lp = parse(list_cli, {"--no-plots", "--sizes", "08,010,+3"});
+  ASSERT_FALSE(lp.exit_code.has_value()) << lp.err;
+  EXPECT_EQ(sizes, (std::vector<int>{8, 10, 3}));
+}
+
+TEST_F(CliTest, TheSeedIsDecimal) {
+  const std::vector<std::pair<std::string, std::uint64_t>> cases = {
+      {"010", 10}, {"+7", 7}, {"-0", 0}, {"018446744073709551615", 18446744073709551615u}};
+  for (const auto& [text, value] : cases) {
+    course::ChapterCli cli("01_test", "A test chapter.", 1);
+    const Parsed p = parse(cli, {"--no-plots", "--seed", text});
+    ASSERT_FALSE(p.exit_code.has_value()) << text << "\n" << p.err;
+    EXPECT_EQ(cli.options().seed, value) << text;
+  }
+}
+
+TEST_F(CliTest, IntegerKnobsRefuseWhatIsNotAWholeDecimalNumber) {
+  // Each is refused with the option's name and "not a whole number", not "not in range".
+  for (const std::string bad : {"64.0", "64.", "1e3", "0x10", "0X10", "0b1", "010.5", " 7", "7 ",
+                                "", "+", "1,000", "six"}) {
+    course::ChapterCli cli("01_test", "A test chapter.", 1);
+    std::ptrdiff_t d_k = 4;
+    cli.option("--d-k", d_k, "width")->check(CLI::Range(1, 16384));
+    const Parsed p = parse(cli, {"--no-plots", "--d-k", bad});
+    EXPECT_EQ(p.exit_code, 2) << "'" << bad << "'";
+    EXPECT_NE(p.err.find("--d-k: '" + bad + "' is not a whole number"), std::string::npos)
+        << p.err;
+  }
+  // The hint, when the text is a number that is whole.
+  course::ChapterCli cli("01_test", "A test chapter.", 1);
+  std::ptrdiff_t d_k = 4;
+  cli.option("--d-k", d_k, "width")->check(CLI::Range(1, 16384));
+  EXPECT_NE(parse(cli, {"--no-plots", "--d-k", "64.0"}).err.find("(did you mean 64?)"),
+            std::string::npos);
+}
+
+TEST_F(CliTest, IntegersBeyondTheKnobsTypeAreRefused) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"2147483648", "'2147483648' is too large (the largest is 2147483647)"},
+      {"-2147483649", "'-2147483649' is too small (the smallest is -2147483648)"},
+      {"99999999999999999999999",
+       "'99999999999999999999999' is too large (the largest is 2147483647)"}};
+  for (const auto& [text, says] : cases) {
+    course::ChapterCli cli("01_test", "A test chapter.", 1);
+    int count = 4;
+    cli.option("--count", count, "count");
+    const Parsed p = parse(cli, {"--no-plots", "--count", text});
+    EXPECT_EQ(p.exit_code, 2) << text;
+    EXPECT_NE(p.err.find("--count: " + says), std::string::npos) << p.err;
+  }
+  course::ChapterCli cli("01_test", "A test chapter.", 1);
+  const Parsed p = parse(cli, {"--no-plots", "--seed", "-1"});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.err.find("--seed: '-1' is too small (the smallest is 0)"), std::string::npos)
+      << p.err;
+}
+
+TEST_F(CliTest, LongMessagesAreCutOnCharacterBoundaries) {
+  // A 100,000-character value was echoed whole. Two-byte characters: the cut must not split one.
+  std::string value;
+  for (int i = 0; i < 50000; ++i) value += "\xc3\xa9";  // e acute in UTF-8
+  course::ChapterCli cli("01_test", "A test chapter.", 1);
+  const Parsed p = parse(cli, {"--no-plots", "--seed", value});
+  EXPECT_EQ(p.exit_code, 2);
+  const std::string first_line = p.err.substr(0, p.err.find('\n'));
+  EXPECT_LT(first_line.size(), 500u);
+  EXPECT_NE(first_line.find("characters left out"), std::string::npos) << first_line;
+  EXPECT_EQ(first_line.rfind("01_test: --seed: '", 0), 0u) << "the start is kept: " << first_line;
+  EXPECT_NE(first_line.find("' is not a whole number in decimal digits"), std::string::npos)
+      << "the end is kept: " << first_line;
+  // Well-formed UTF-8: every 0xC3 is followed by its continuation byte, and no stray one.
+  for (std::size_t i = 0; i < first_line.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(first_line[i]);
+    if (byte == 0xC3) {
+      ASSERT_LT(i + 1, first_line.size());
+      EXPECT_EQ(static_cast<unsigned char>(first_line[++i]), 0xA9) << "at " << i;
+    } else {
+      EXPECT_LT(byte, 0x80) << "a split character at " << i;
+    }
+  }
+}
+
+TEST_F(CliTest, AFailedDumpTakesBackTheOutFolder) {
+  // --out is made before --dump is checked; a --dump that cannot be made must leave no --out.
+  std::ofstream(dir_ / "a_file") << "x";
+  course::ChapterCli cli("01_test", "A test chapter.", 1);
+  const Parsed p = parse(cli, {"--out", in_dir("new/a/plots"), "--dump", in_dir("a_file/sub")});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.err.find("--dump: cannot create folder"), std::string::npos) << p.err;
+  EXPECT_FALSE(fs::exists(dir_ / "new")) << "the --out folder and its new parents are removed";
+  // Folders that were there before are left alone, made or not.
+  fs::create_directories(dir_ / "old");
+  course::ChapterCli again("01_test", "A test chapter.", 1);
+  const Parsed q = parse(again, {"--out", in_dir("old/plots"), "--dump", in_dir("a_file/sub")});
+  EXPECT_EQ(q.exit_code, 2);
+  EXPECT_TRUE(fs::is_directory(dir_ / "old"));
+  EXPECT_FALSE(fs::exists(dir_ / "old" / "plots"));
+}
+
+TEST_F(CliTest, ADanglingSymlinkIsNamed) {
+  // create_directories() said "File exists" for a link to nowhere.
+  fs::create_symlink("/nonexistent/x", dir_ / "L");
+  course::ChapterCli cli("01_test", "A test chapter.", 1);
+  const Parsed p = parse(cli, {"--out", in_dir("L")});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.err.find("--out: " + in_dir("L") +
+                       " is a symbolic link to /nonexistent/x, which does not exist"),
+            std::string::npos)
+      << p.err;
 }
 
 TEST_F(CliTest, NoPlotsSkipsTheOutFolderCheck) {

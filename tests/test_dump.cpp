@@ -1,6 +1,8 @@
-// course::dump_parameters: a layer's parameters written under PyTorch's state_dict keys (dots
-// as underscores), read back with course::read_npy: every name, in order, and every array
-// equal to the parameter it came from, bit for bit.
+// course::Dumper and course::dump_parameters: a layer's parameters written under PyTorch's
+// state_dict keys (files named by the key with dots as underscores, vectors 1-D as PyTorch holds
+// them), read back with course::read_npy: every name, in order, every array equal to the
+// parameter it came from, bit for bit, and a manifest that lists them; a folder cleared of the
+// earlier run's arrays, a failed run's arrays removed, foreign arrays refused.
 #include "attn/multi_head.hpp"
 #include "attn/random.hpp"
 #include "attn/transformer.hpp"
@@ -11,9 +13,12 @@
 #include "expect.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <iterator>
 #include <string>
 #include <utility>
@@ -26,44 +31,73 @@ namespace {
 using attn::Matrix;
 using attn_test::identical;
 
-// The key and the parameter it must hold, in the order dump_parameters documents.
-using Expected = std::vector<std::pair<std::string, Matrix>>;
+// A state_dict key, the parameter it must hold, and whether PyTorch holds it as a 1-D vector
+// (biases and LayerNorm's weight and bias) or a 2-D matrix, in the order dump_parameters
+// documents.
+struct Param {
+  std::string key;
+  Matrix value;
+  bool vector;
+};
+using Expected = std::vector<Param>;
 
 void add_mha(Expected& e, const std::string& p, const attn::MultiHeadAttention& m) {
-  e.emplace_back(p + "_in_proj_weight", attn::in_proj_weight(m));
-  e.emplace_back(p + "_in_proj_bias", attn::in_proj_bias(m));
-  e.emplace_back(p + "_out_proj_weight", m.out_proj.weight);
-  e.emplace_back(p + "_out_proj_bias", m.out_proj.bias);
+  e.push_back({p + "in_proj_weight", attn::in_proj_weight(m), false});
+  e.push_back({p + "in_proj_bias", attn::in_proj_bias(m), true});
+  e.push_back({p + "out_proj.weight", m.out_proj.weight, false});
+  e.push_back({p + "out_proj.bias", m.out_proj.bias, true});
 }
 
 void add_ffn(Expected& e, const std::string& p, const attn::FeedForward& ff) {
-  e.emplace_back(p + "linear1_weight", ff.linear1.weight);
-  e.emplace_back(p + "linear1_bias", ff.linear1.bias);
-  e.emplace_back(p + "linear2_weight", ff.linear2.weight);
-  e.emplace_back(p + "linear2_bias", ff.linear2.bias);
+  e.push_back({p + "linear1.weight", ff.linear1.weight, false});
+  e.push_back({p + "linear1.bias", ff.linear1.bias, true});
+  e.push_back({p + "linear2.weight", ff.linear2.weight, false});
+  e.push_back({p + "linear2.bias", ff.linear2.bias, true});
 }
 
 void add_norm(Expected& e, const std::string& p, const attn::LayerNorm& norm) {
-  e.emplace_back(p + "_weight", norm.gamma);
-  e.emplace_back(p + "_bias", norm.beta);
+  e.push_back({p + "weight", norm.gamma, true});
+  e.push_back({p + "bias", norm.beta, true});
 }
 
-// Every expected file is there and holds its parameter; nothing else was written; and the
-// dumper lists the names in the documented order.
-void expect_written(const fs::path& dir, const course::Dumper& dump, const Expected& expected) {
+std::string file_of(std::string key) {
+  std::replace(key.begin(), key.end(), '.', '_');
+  return key;
+}
+
+nlohmann::json manifest_of(const fs::path& dir) {
+  std::ifstream in(dir / "manifest.json");
+  return nlohmann::json::parse(in);
+}
+
+// Every expected file is there and holds its parameter with PyTorch's shape; the manifest
+// lists each under its key, in the documented order; nothing else was written.
+void expect_written(const fs::path& dir, course::Dumper& dump, const Expected& expected) {
+  dump.finish();
+  const nlohmann::json m = manifest_of(dir);
+  ASSERT_EQ(m["arrays"].size(), expected.size());
   std::string names;
-  for (const auto& [name, value] : expected) {
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const Param& p = expected[i];
+    const std::string name = file_of(p.key);
     names += (names.empty() ? " " : ", ") + name;
     const course::NpyArray a = course::read_npy(dir / (name + ".npy"));
-    EXPECT_EQ(a.shape, (std::vector<std::size_t>{static_cast<std::size_t>(value.rows()),
-                                                 static_cast<std::size_t>(value.cols())}))
-        << name;
-    EXPECT_TRUE(identical(a.to_matrix(), value)) << name;
+    const auto rows = static_cast<std::size_t>(p.value.rows());
+    const auto cols = static_cast<std::size_t>(p.value.cols());
+    const std::vector<std::size_t> shape =
+        p.vector ? std::vector<std::size_t>{cols} : std::vector<std::size_t>{rows, cols};
+    EXPECT_EQ(a.shape, shape) << p.key;
+    EXPECT_TRUE(identical(a.to_matrix(), p.value)) << p.key;
+    EXPECT_EQ(m["arrays"][i]["state_dict_key"], p.key);
+    EXPECT_EQ(m["arrays"][i]["file"], name + ".npy");
+    EXPECT_EQ(m["arrays"][i]["shape"], a.shape) << p.key;
+    EXPECT_EQ(m["arrays"][i]["dtype"], "float32") << p.key;
   }
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator{}),
-            static_cast<std::ptrdiff_t>(expected.size()));
+            static_cast<std::ptrdiff_t>(expected.size() + 1))  // + manifest.json
+      << "no INCOMPLETE.txt and nothing else once finished";
   EXPECT_EQ(dump.summary(), "wrote " + std::to_string(expected.size()) + " arrays to " +
-                                dir.string() + "/:" + names);
+                                dir.string() + "/:" + names + " (listed in manifest.json)");
 }
 
 TEST(DumpParameters, EncoderLayerUnderItsStateDictKeys) {
@@ -72,14 +106,14 @@ TEST(DumpParameters, EncoderLayerUnderItsStateDictKeys) {
   layer.norm2.gamma << 1.0f, 2.0f, 3.0f, 4.0f;  // apart from norm1's, so a swap would show
   const fs::path dir = attn_test::scratch("dump", "encoder");
   course::Dumper dump(dir);
-  course::dump_parameters(dump, "encoder_layers_0_", layer);
+  course::dump_parameters(dump, "encoder.layers.0.", layer);
   Expected e;
-  add_mha(e, "encoder_layers_0_self_attn", layer.self_attn);
-  add_ffn(e, "encoder_layers_0_", layer.ff);
-  add_norm(e, "encoder_layers_0_norm1", layer.norm1);
-  add_norm(e, "encoder_layers_0_norm2", layer.norm2);
+  add_mha(e, "encoder.layers.0.self_attn.", layer.self_attn);
+  add_ffn(e, "encoder.layers.0.", layer.ff);
+  add_norm(e, "encoder.layers.0.norm1.", layer.norm1);
+  add_norm(e, "encoder.layers.0.norm2.", layer.norm2);
   ASSERT_EQ(e.size(), 12u);
-  EXPECT_EQ(e[0].second.rows(), 12);  // in_proj_weight [3E x E]
+  EXPECT_EQ(e[0].value.rows(), 12);  // in_proj_weight [3E x E]
   expect_written(dir, dump, e);
   fs::remove_all(dir);
 }
@@ -90,14 +124,14 @@ TEST(DumpParameters, DecoderLayerAddsTheCrossAttentionAndAThirdNorm) {
   layer.norm3.beta << 0.5f, -0.5f, 0.25f, -0.25f;  // apart from the other norms' zeros
   const fs::path dir = attn_test::scratch("dump", "decoder");
   course::Dumper dump(dir);
-  course::dump_parameters(dump, "decoder_layers_1_", layer);
+  course::dump_parameters(dump, "decoder.layers.1.", layer);
   Expected e;
-  add_mha(e, "decoder_layers_1_self_attn", layer.self_attn);
-  add_mha(e, "decoder_layers_1_multihead_attn", layer.multihead_attn);
-  add_ffn(e, "decoder_layers_1_", layer.ff);
-  add_norm(e, "decoder_layers_1_norm1", layer.norm1);
-  add_norm(e, "decoder_layers_1_norm2", layer.norm2);
-  add_norm(e, "decoder_layers_1_norm3", layer.norm3);
+  add_mha(e, "decoder.layers.1.self_attn.", layer.self_attn);
+  add_mha(e, "decoder.layers.1.multihead_attn.", layer.multihead_attn);
+  add_ffn(e, "decoder.layers.1.", layer.ff);
+  add_norm(e, "decoder.layers.1.norm1.", layer.norm1);
+  add_norm(e, "decoder.layers.1.norm2.", layer.norm2);
+  add_norm(e, "decoder.layers.1.norm3.", layer.norm3);
   ASSERT_EQ(e.size(), 18u);
   expect_written(dir, dump, e);
   fs::remove_all(dir);
@@ -109,10 +143,134 @@ TEST(DumpParameters, ADisabledDumperWritesNothing) {
   const fs::path here = fs::current_path();
   fs::current_path(dir);  // a disabled dumper must not write into the working folder either
   course::Dumper off;
-  course::dump_parameters(off, "encoder_layers_0_", attn::encoder_layer_init(rng, 4, 2, 6));
+  course::dump_parameters(off, "encoder.layers.0.", attn::encoder_layer_init(rng, 4, 2, 6));
+  off.finish();  // no manifest either
   fs::current_path(here);
   EXPECT_TRUE(fs::is_empty(dir));
   EXPECT_EQ(off.summary(), "");
+  fs::remove_all(dir);
+}
+
+// ---- The dump folder ---------------------------------------------------------------------------
+
+std::vector<std::string> listing(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+course::DumpSource source(std::uint64_t seed = 1) {
+  return {.chapter = "00_test", .seed = seed, .options = {{"--layers", "2"}, {"--norm", "pre"}}};
+}
+
+TEST(Dumper, TheManifestComesLastAndRecordsTheRun) {
+  const fs::path dir = attn_test::scratch("dump", "manifest");
+  course::Dumper dump(dir, source(7));
+  dump("w", Matrix(Matrix::Constant(2, 3, 1.5f)));  // [2 x 3]
+  EXPECT_EQ(listing(dir), (std::vector<std::string>{"INCOMPLETE.txt", "w.npy"}))
+      << "while it writes, the folder says it is incomplete, and has no manifest";
+  dump("b", attn::RowVector(attn::RowVector::Constant(4, 0.5f)));  // [4]
+  dump.finish();
+  EXPECT_EQ(listing(dir), (std::vector<std::string>{"b.npy", "manifest.json", "w.npy"}));
+  const nlohmann::json m = manifest_of(dir);
+  EXPECT_EQ(m["chapter"], "00_test");
+  EXPECT_EQ(m["seed"], 7);
+  EXPECT_EQ(m["options"]["--layers"], "2");
+  EXPECT_EQ(m["options"]["--norm"], "pre");
+  ASSERT_EQ(m["arrays"].size(), 2u);
+  EXPECT_EQ(m["arrays"][0]["shape"], (std::vector<std::size_t>{2, 3}));
+  EXPECT_EQ(m["arrays"][1]["shape"], std::vector<std::size_t>{4}) << "a vector is 1-D";
+  EXPECT_EQ(course::read_npy(dir / "b.npy").shape, std::vector<std::size_t>{4});
+  EXPECT_FALSE(m["arrays"][0].contains("state_dict_key")) << "only parameters have a key";
+  fs::remove_all(dir);
+}
+
+TEST(Dumper, ANewRunRemovesTheEarlierRunsArraysOnly) {
+  const fs::path dir = attn_test::scratch("dump", "stale");
+  {
+    course::Dumper first(dir, source());
+    first("layer_0", Matrix(Matrix::Zero(1, 1)));
+    first("layer_1", Matrix(Matrix::Zero(1, 1)));
+    first.finish();
+  }
+  std::ofstream(dir / "notes.txt") << "a learner's own notes";  // not an array: left alone
+  course::Dumper second(dir, source());
+  second("layer_0", Matrix(Matrix::Ones(1, 1)));
+  second.finish();
+  EXPECT_EQ(listing(dir), (std::vector<std::string>{"layer_0.npy", "manifest.json", "notes.txt"}));
+  EXPECT_EQ(course::read_npy(dir / "layer_0.npy").data, std::vector<double>{1.0});
+  fs::remove_all(dir);
+}
+
+TEST(Dumper, AnInterruptedRunsArraysAreRemovedByTheNextRun) {
+  const fs::path dir = attn_test::scratch("dump", "interrupted");
+  {
+    course::Dumper cut_short(dir, source());
+    cut_short("partial", Matrix(Matrix::Zero(1, 1)));
+    // no finish(): as if the program had been killed here
+  }
+  EXPECT_EQ(listing(dir), (std::vector<std::string>{"INCOMPLETE.txt", "partial.npy"}));
+  EXPECT_EQ(course::check_dump_folder(dir), "") << "the course's own leftovers are no obstacle";
+  course::Dumper next(dir, source());
+  next("whole", Matrix(Matrix::Zero(1, 1)));
+  next.finish();
+  EXPECT_EQ(listing(dir), (std::vector<std::string>{"manifest.json", "whole.npy"}));
+  fs::remove_all(dir);
+}
+
+TEST(Dumper, AbandonRemovesWhatThisRunWrote) {
+  const fs::path dir = attn_test::scratch("dump", "abandon");
+  course::Dumper dump(dir, source());
+  dump("a", Matrix(Matrix::Zero(2, 2)));
+  dump("b", Matrix(Matrix::Zero(2, 2)));
+  dump.abandon();
+  EXPECT_TRUE(listing(dir).empty());
+  fs::remove_all(dir);
+}
+
+TEST(Dumper, ForeignArraysMakeTheFolderUnusable) {
+  const fs::path dir = attn_test::scratch("dump", "foreign");
+  EXPECT_EQ(course::check_dump_folder(dir / "not_yet"), "") << "a new folder is fine";
+  EXPECT_EQ(course::check_dump_folder(dir), "") << "an empty one too";
+  std::ofstream(dir / "mine.npy") << "x";
+  std::ofstream(dir / "readme.txt") << "x";  // other files are no concern
+  const std::string problem = course::check_dump_folder(dir);
+  EXPECT_TRUE(attn_test::contains(problem, "1 .npy file(s)")) << problem;
+  EXPECT_TRUE(attn_test::contains(problem, "mine.npy")) << problem;
+  std::ofstream(dir / "manifest.json") << "{ not json";
+  EXPECT_TRUE(attn_test::contains(course::check_dump_folder(dir), "is not a dump manifest"));
+  fs::remove_all(dir);
+}
+
+TEST(Dumper, ADoctoredManifestCannotSendTheCleanUpElsewhere) {
+  const fs::path dir = attn_test::scratch("dump", "doctored");
+  fs::create_directories(dir / "d");
+  std::ofstream(dir / "keep.npy") << "outside the dump folder";
+  std::ofstream(dir / "d" / "manifest.json")
+      << R"({"arrays": [{"file": "../keep.npy"}, {"file": "/etc/passwd.npy"}]})";
+  course::Dumper dump(dir / "d", source());
+  dump("x", Matrix(Matrix::Zero(1, 1)));
+  dump.finish();
+  EXPECT_TRUE(fs::exists(dir / "keep.npy"));
+  fs::remove_all(dir);
+}
+
+TEST(Dumper, ALargeDumpIsNotedOnStderrOnce) {
+  const fs::path dir = attn_test::scratch("dump", "large");
+  course::DumpSource s = source();
+  s.note_above_bytes = 1000;  // the real threshold is 256 MiB; the rule is the same
+  course::Dumper dump(dir, s);
+  testing::internal::CaptureStderr();
+  dump("small", Matrix(Matrix::Zero(10, 10)));  // 400 bytes: below
+  const std::string before = testing::internal::GetCapturedStderr();
+  testing::internal::CaptureStderr();
+  dump("big", Matrix(Matrix::Zero(20, 10)));   // 400 + 800 bytes: past it
+  dump("more", Matrix(Matrix::Zero(20, 10)));  // still past: no second note
+  const std::string after = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(before, "");
+  EXPECT_TRUE(attn_test::contains(after, "00_test: note: the dump in")) << after;
+  EXPECT_EQ(after.find("note"), after.rfind("note")) << "once: " << after;
   fs::remove_all(dir);
 }
 

@@ -1,21 +1,139 @@
 // The .npy reader and writer: exact round trips, NumPy itself as the judge of the format,
-// and a clear NpyError for every kind of malformed file.
+// a clear NpyError for every kind of malformed file, and bounded memory whatever the file is
+// (a device, a pipe, a huge sparse file) or however much the writer is given.
+#include "course/files.hpp"
 #include "course/npy.hpp"
+
+#include "expect.hpp"
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <new>
+#include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
+
+// ---- The largest allocation ---------------------------------------------------------------------
+// The reader and the writer promise memory bounded by what the array needs, not by what a file
+// claims or by a second copy of the data. This program replaces the global operator new (every
+// std::vector and std::string allocates through it) to record the largest single request made
+// while a LargestAllocation is alive. Eigen allocates with malloc directly, so a matrix made by a
+// test is not counted.
+namespace {
+std::atomic<bool> g_watching{false};
+std::atomic<std::size_t> g_largest{0};
+}  // namespace
+
+// Not inlined: GCC would otherwise see free() applied to the result of new at call sites and
+// warn (-Wmismatched-new-delete), though these replacements pair malloc with free throughout.
+[[gnu::noinline]] void* operator new(std::size_t size) {
+  if (g_watching.load(std::memory_order_relaxed)) {
+    std::size_t seen = g_largest.load(std::memory_order_relaxed);
+    while (size > seen && !g_largest.compare_exchange_weak(seen, size)) {
+    }
+  }
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace fs = std::filesystem;
 
 namespace {
+
+using attn_test::message_of;
+
+class LargestAllocation {
+ public:
+  LargestAllocation() {
+    g_largest = 0;
+    g_watching = true;
+  }
+  ~LargestAllocation() { g_watching = false; }
+  LargestAllocation(const LargestAllocation&) = delete;
+  LargestAllocation& operator=(const LargestAllocation&) = delete;
+  std::size_t bytes() const { return g_largest; }
+};
+
+// The bound the tests below hold the reader and the writer to. What they need for themselves is
+// a header (at most 10000 bytes), a path and a message; 1 MiB is a hundred times that, and a
+// thousandth of what the unbounded versions asked for (the whole file, or a copy of the data).
+constexpr std::size_t kSmall = std::size_t{1} << 20;
+
+// Ignores a signal while it lives: SIGPIPE (a write to a pipe nobody reads) and SIGXFSZ (a write
+// past RLIMIT_FSIZE) would otherwise end the test program instead of failing the write(2).
+class IgnoreSignal {
+ public:
+  explicit IgnoreSignal(int sig) : sig_(sig) {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    ::sigaction(sig_, &ignore, &old_);
+  }
+  ~IgnoreSignal() { ::sigaction(sig_, &old_, nullptr); }
+  IgnoreSignal(const IgnoreSignal&) = delete;
+  IgnoreSignal& operator=(const IgnoreSignal&) = delete;
+
+ private:
+  int sig_;
+  struct sigaction old_ {};
+};
+
+// Lowers this process's file size limit while it lives: a disk that fills up, on demand.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    ::getrlimit(RLIMIT_FSIZE, &old_);
+    rlimit lower = old_;
+    lower.rlim_cur = bytes;
+    ::setrlimit(RLIMIT_FSIZE, &lower);
+  }
+  ~FileSizeLimit() { ::setrlimit(RLIMIT_FSIZE, &old_); }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  rlimit old_{};
+};
+
+std::vector<unsigned char> file_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::vector<unsigned char>(std::istreambuf_iterator<char>(f),
+                                    std::istreambuf_iterator<char>());
+}
+
+void write_bytes(const fs::path& p, const std::vector<unsigned char>& bytes) {
+  std::ofstream(p, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
+}
+
+// What read_npy throws as NpyError, or "(no NpyError)".
+std::string read_error(const fs::path& p) {
+  try {
+    course::read_npy(p);
+  } catch (const course::NpyError& e) {
+    return e.what();
+  }
+  return "(no NpyError)";
+}
 
 // A fresh, empty folder per test, removed afterwards.
 class NpyTest : public ::testing::Test {
@@ -46,6 +164,18 @@ std::vector<unsigned char> handmade(const std::string& dict, const std::string& 
   out += char(n & 0xFF);
   out += char((n >> 8) & 0xFF);
   if (major != 1) out += std::string("\0\0", 2);
+  return bytes_of(out + header + payload);
+}
+
+// A version 1.0 file whose header is exactly `header_len` bytes: the dict, spaces and a '\n'.
+std::vector<unsigned char> with_header_len(const std::string& dict, std::size_t header_len,
+                                           const std::string& payload) {
+  std::string header = dict;
+  header.append(header_len - dict.size() - 1, ' ');
+  header += '\n';
+  std::string out = std::string("\x93NUMPY\x01", 7) + '\0';
+  out += char(header_len & 0xFF);
+  out += char((header_len >> 8) & 0xFF);
   return bytes_of(out + header + payload);
 }
 
@@ -180,8 +310,259 @@ TEST_F(NpyTest, WriteRejectsShapeThatDisagreesWithData) {
 
 TEST_F(NpyTest, FailedWriteLeavesNothingBehind) {
   attn::Matrix m = attn::Matrix::Zero(1, 1);
-  EXPECT_THROW(course::write_npy(dir_ / "no_such_folder" / "m.npy", m), course::NpyError);
+  try {
+    course::write_npy(dir_ / "no_such_folder" / "m.npy", m);
+    FAIL() << "no exception";
+  } catch (const course::WriteError& e) {  // the system's reason, not just "failed"
+    const std::string expected = "cannot write " + (dir_ / "no_such_folder" / "m.npy").string() +
+                                 ": " + std::strerror(ENOENT);
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
   EXPECT_TRUE(fs::is_empty(dir_));
+}
+
+// Issue 11: write_npy's errors said "failed writing" without the reason. Through AtomicFile a
+// full disk is named as such. RLIMIT_FSIZE makes the disk "full" after 4096 bytes: the header
+// (64) and the first 4032 bytes of the 8000-byte payload fit, the next write(2) fails with EFBIG.
+TEST_F(NpyTest, AWriteThatDoesNotFitNamesTheReasonAndLeavesNothing) {
+  const attn::Matrix m = attn::Matrix::Constant(100, 20, 1.0f);  // 8000 bytes of data
+  const fs::path target = dir_ / "big.npy";
+  {
+    const IgnoreSignal no_sigxfsz(SIGXFSZ);
+    const FileSizeLimit full_after(4096);
+    try {
+      course::write_npy(target, m);
+      FAIL() << "no exception";
+    } catch (const course::WriteError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "cannot write " + target.string() + ": " + std::strerror(EFBIG));
+    }
+  }
+  EXPECT_TRUE(fs::is_empty(dir_)) << "the temporary file must be removed";
+}
+
+// Issue 11: write_npy built the whole file in a second buffer (encode_npy) before writing it, so
+// a dump peaked at twice its data. Now the header is written, then the data straight from the
+// caller's memory: an 8 MiB matrix is written without any allocation near its size.
+TEST_F(NpyTest, WriteStreamsTheDataFromTheCallersMemory) {
+  const attn::Matrix m = attn::Matrix::Constant(1024, 2048, 0.5f);  // 8 MiB, allocated by Eigen
+  std::size_t largest = 0;
+  {
+    const LargestAllocation watch;
+    course::write_npy(dir_ / "big.npy", m);
+    largest = watch.bytes();
+  }
+  EXPECT_LT(largest, kSmall);
+  // The dict "{'descr': '<f4', 'fortran_order': False, 'shape': (1024, 2048), }" is 65 bytes;
+  // with the 10-byte preamble and the '\n' that is 76, padded to 128.
+  EXPECT_EQ(fs::file_size(dir_ / "big.npy"), 128u + 1024u * 2048u * 4u);
+  const course::NpyArray a = course::read_npy(dir_ / "big.npy");
+  EXPECT_EQ(a.shape, (std::vector<std::size_t>{1024, 2048}));
+  EXPECT_EQ(a.data.front(), 0.5);
+  EXPECT_EQ(a.data.back(), 0.5);
+}
+
+// The streamed writer and encode_npy share the header code; their bytes must agree for every
+// rank (0, 1, 2, 3 and the 64 NumPy allows, whose header is the longest), both dtypes, empty
+// arrays and Fortran order. One case is also built by hand, independently of both.
+TEST_F(NpyTest, WriteNpyWritesExactlyTheBytesOfEncodeNpy) {
+  std::vector<std::vector<std::size_t>> shapes = {{}, {0}, {3}, {2, 3}, {2, 1, 3}, {0, 5}};
+  shapes.emplace_back(64, 1);
+  for (const auto& shape : shapes) {
+    const std::size_t n = std::accumulate(shape.begin(), shape.end(), std::size_t{1},
+                                          [](std::size_t a, std::size_t b) { return a * b; });
+    std::vector<float> f(n);
+    std::vector<double> d(n);
+    std::iota(f.begin(), f.end(), 1.0f);
+    std::iota(d.begin(), d.end(), -0.5);
+    course::write_npy(dir_ / "f.npy", shape, f);
+    course::write_npy(dir_ / "d.npy", shape, d);
+    EXPECT_EQ(file_bytes(dir_ / "f.npy"),
+              course::encode_npy(shape, course::NpyDtype::float32, f.data()))
+        << shape.size() << " dimensions";
+    EXPECT_EQ(file_bytes(dir_ / "d.npy"),
+              course::encode_npy(shape, course::NpyDtype::float64, d.data()))
+        << shape.size() << " dimensions";
+  }
+  attn::MatrixD md(2, 2);
+  md << 1, 2, 3, 4;
+  course::write_npy(dir_ / "md.npy", md);
+  const std::size_t two_by_two[] = {2, 2};
+  EXPECT_EQ(file_bytes(dir_ / "md.npy"),
+            course::encode_npy(two_by_two, course::NpyDtype::float64, md.data()));
+  Eigen::MatrixXf col_major(2, 3);
+  col_major << 1, 2, 3, 4, 5, 6;
+  course::write_npy_fortran(dir_ / "fortran.npy", col_major);
+  const std::size_t two_by_three[] = {2, 3};
+  EXPECT_EQ(file_bytes(dir_ / "fortran.npy"),
+            course::encode_npy(two_by_three, course::NpyDtype::float32, col_major.data(), true));
+  // By hand: NumPy's layout of np.array([1, 2, 3], np.float32) (handmade() pads as NumPy does).
+  const std::size_t three[] = {3};
+  const std::vector<float> v = {1, 2, 3};
+  course::write_npy(dir_ / "v.npy", three, v);
+  EXPECT_EQ(file_bytes(dir_ / "v.npy"),
+            handmade("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }",
+                     raw_floats({1, 2, 3})));
+}
+
+// Issue 11: the writer multiplied the shape without overflow checks and allowed any rank, so
+// 3 x 6148914691236517206 (2^64 + 2, wrapping to 2) matched two floats, and 65 dimensions were
+// written; read_npy refuses both files. The writer now applies the reader's rules first, and
+// throws before a file (or a temporary) exists.
+TEST_F(NpyTest, WriteRefusesShapesTheReaderWouldRejectBeforeCreatingAFile) {
+  const std::size_t wrapping[] = {3, 6148914691236517206};
+  const std::vector<float> two = {1, 2};
+  const std::string wrapped = message_of([&] { course::write_npy(dir_ / "w.npy", wrapping, two); });
+  EXPECT_EQ(wrapped.rfind("write_npy: the shape (3, 6148914691236517206) is too large", 0), 0u)
+      << wrapped;
+
+  const std::vector<std::size_t> rank65(65, 1);
+  const std::vector<float> one = {1};
+  const std::string deep = message_of([&] { course::write_npy(dir_ / "r.npy", rank65, one); });
+  EXPECT_EQ(deep.rfind("write_npy: the shape has 65 dimensions", 0), 0u) << deep;
+
+  // NumPy's byte limit holds for empty arrays too (the reader test
+  // EmptyArrayWithAnOversizedDimensionIsRejected): (0, 2^60) doubles is refused, (0, 2^60 - 1) is
+  // the largest written, and read back.
+  const std::size_t over[] = {0, std::size_t{1} << 60};
+  const std::vector<double> none;
+  EXPECT_NE(message_of([&] { course::write_npy(dir_ / "e.npy", over, none); }).find("too large"),
+            std::string::npos);
+  EXPECT_TRUE(fs::is_empty(dir_)) << "nothing may be created for a refused shape";
+
+  EXPECT_EQ(message_of([&] { course::encode_npy(wrapping, course::NpyDtype::float32, two.data()); })
+                .rfind("encode_npy: the shape (3, 6148914691236517206) is too large", 0),
+            0u);
+  EXPECT_THROW(course::encode_npy(rank65, course::NpyDtype::float32, one.data()),
+               std::invalid_argument);
+
+  const std::size_t largest_empty[] = {0, (std::size_t{1} << 60) - 1};
+  course::write_npy(dir_ / "ok.npy", largest_empty, none);
+  EXPECT_EQ(course::read_npy(dir_ / "ok.npy").shape,
+            (std::vector<std::size_t>{0, (std::size_t{1} << 60) - 1}));
+}
+
+// ---- Files that are not what they claim: bounded time and memory --------------------------------
+
+// Issue 11: read_npy read the whole file before looking at it, so /dev/zero made it allocate
+// until std::bad_alloc (~1 GB). It now reads the 10-byte preamble first, and zeros are no magic.
+TEST_F(NpyTest, DevZeroIsAnNpyErrorAfterTenBytes) {
+  std::string message;
+  std::size_t largest = 0;
+  {
+    const LargestAllocation watch;
+    message = read_error("/dev/zero");
+    largest = watch.bytes();
+  }
+  EXPECT_EQ(message, "/dev/zero: not a .npy file (missing the \\x93NUMPY magic)");
+  EXPECT_LT(largest, kSmall);
+}
+
+// Issue 11: a 2 GiB file whose header says two floats was read whole (2 GiB in memory, then
+// rejected). Its size (fstat) cannot match the shape, so it is refused before the data is read.
+// ftruncate makes the 2 GiB sparse: no disk is used.
+TEST_F(NpyTest, AHugeSparseFileIsRefusedUnread) {
+  const fs::path p = dir_ / "sparse.npy";
+  write_bytes(p, handmade("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
+                          raw_floats({1, 2})));
+  fs::resize_file(p, std::uintmax_t{1} << 31);
+  std::string message;
+  std::size_t largest = 0;
+  {
+    const LargestAllocation watch;
+    message = read_error(p);
+    largest = watch.bytes();
+  }
+  // The dict is 57 bytes, so preamble, dict and '\n' (68) pad to 128: 2^31 - 128 data bytes.
+  EXPECT_EQ(message, p.string() + ": shape needs 2 elements of 4 bytes but the file holds "
+                                  "2147483520 data bytes");
+  EXPECT_LT(largest, kSmall);
+}
+
+// Issue 11: the header length field was trusted. Version 2.0 stores it in 4 bytes, so a file can
+// claim a 4 GB header; NumPy refuses headers over 10000 bytes (max_header_size), and so does the
+// reader now, from the 12-byte preamble: in memory, and from a (sparse) file that is that long.
+TEST_F(NpyTest, AFourGigabyteHeaderLengthIsRefusedUnread) {
+  std::string start = std::string("\x93NUMPY\x02", 7) + '\0' + "\xFF\xFF\xFF\xFF";
+  start += "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }\n";
+  const std::string why =
+      "the header is 4294967295 bytes, more than the 10000 a .npy header may have";
+  expect_npy_error(bytes_of(start), why);
+
+  const fs::path p = dir_ / "long_header.npy";
+  write_bytes(p, bytes_of(start));
+  fs::resize_file(p, 12 + std::uintmax_t{0xFFFFFFFF} + 64);  // the header "fits" in the file
+  std::string message;
+  std::size_t largest = 0;
+  {
+    const LargestAllocation watch;
+    message = read_error(p);
+    largest = watch.bytes();
+  }
+  EXPECT_NE(message.find(why), std::string::npos) << message;
+  EXPECT_LT(largest, kSmall);
+}
+
+// NumPy's max_header_size is a limit on the header field's length: 10000 is read, 10001 is not.
+// (NumPy itself agrees on both files: NumPyReadsWhatWeWriteAndWeReadWhatNumPyWrites.)
+TEST(NpyMalformed, HeadersUpTo10000BytesAreReadAndLongerOnesAreNot) {
+  const std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }";
+  EXPECT_EQ(course::parse_npy(with_header_len(dict, 10000, raw_floats({4}))).data,
+            (std::vector<double>{4}));
+  expect_npy_error(with_header_len(dict, 10001, raw_floats({4})),
+                   "the header is 10001 bytes, more than the 10000 a .npy header may have");
+}
+
+// A pipe has no size to check in advance. The writer below sends a valid file of two floats and
+// then 64 MiB more, as a program that never stops would: the reader must stop at the byte after
+// the data, not read (and keep) everything. Its close then fails the writer's next write with
+// EPIPE, and the writer ends.
+TEST_F(NpyTest, APipeIsReadNoFurtherThanTheShapeNeeds) {
+  const fs::path fifo = dir_ / "pipe.npy";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  const IgnoreSignal no_sigpipe(SIGPIPE);
+  const auto file =
+      handmade("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", raw_floats({1, 2}));
+  std::thread writer([&] {
+    // Non-blocking until the reader has opened its end (ENXIO before), for at most 30 s, so
+    // a reader that never opens cannot hang the test; then blocking, to be a plain pipe.
+    int fd = -1;
+    for (int i = 0; i < 3000 && fd < 0; ++i) {
+      fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd < 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (fd < 0) return;
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    bool open = ::write(fd, file.data(), file.size()) == static_cast<ssize_t>(file.size());
+    const std::vector<char> zeros(1 << 16);
+    for (int i = 0; open && i < 1024; ++i) open = ::write(fd, zeros.data(), zeros.size()) > 0;
+    ::close(fd);
+  });
+  std::string message;
+  std::size_t largest = 0;
+  {
+    const LargestAllocation watch;
+    message = read_error(fifo);
+    largest = watch.bytes();
+  }
+  writer.join();
+  EXPECT_EQ(message, fifo.string() + ": shape needs 2 elements of 4 bytes but the file holds more "
+                                     "than 8 data bytes");
+  EXPECT_LT(largest, kSmall);
+}
+
+// The same size rules for a regular file as for bytes in memory, now checked against fstat
+// before the data is read: one byte short, one byte over.
+TEST_F(NpyTest, AFileOneByteShortOrOverIsRefused) {
+  const std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
+  const std::string two = raw_floats({1, 2});
+  write_bytes(dir_ / "short.npy", handmade(dict, two.substr(0, 7)));
+  write_bytes(dir_ / "long.npy", handmade(dict, two + "x"));
+  const std::string needs = ": shape needs 2 elements of 4 bytes but the file holds ";
+  EXPECT_EQ(read_error(dir_ / "short.npy"), (dir_ / "short.npy").string() + needs + "7 data bytes");
+  EXPECT_EQ(read_error(dir_ / "long.npy"), (dir_ / "long.npy").string() + needs + "9 data bytes");
+  write_bytes(dir_ / "ok.npy", handmade(dict, two));
+  EXPECT_EQ(course::read_npy(dir_ / "ok.npy").data, (std::vector<double>{1, 2}));
 }
 
 TEST_F(NpyTest, HeaderVersion2AndOddSpacingAreAccepted) {
@@ -219,7 +600,7 @@ TEST(NpyMalformed, RejectsEachFaultWithAClearMessage) {
   bad_version[6] = 9;
   expect_npy_error(bad_version, "unsupported .npy format version 9.0");
   auto lying_length = handmade(ok_dict, two);
-  lying_length[9] = 0x7F;  // header length 32 K in a 72-byte file
+  lying_length[9] = 0x01;  // header length 310 in a 72-byte file
   expect_npy_error(lying_length, "header says");
   expect_npy_error(handmade(ok_dict, two.substr(0, 7)), "holds 7 data bytes");
   expect_npy_error(handmade(ok_dict, two + "x"), "holds 9 data bytes");
@@ -378,6 +759,9 @@ TEST_F(NpyTest, NumPyReadsWhatWeWriteAndWeReadWhatNumPyWrites) {
   const std::size_t shape3[] = {2, 1, 3};
   const std::vector<float> d3 = {0, 1, 2, 3, 4, 5};
   course::write_npy(dir_ / "ours_3d.npy", shape3, d3);
+  const std::string dict1 = "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }";
+  write_bytes(dir_ / "hdr_10000.npy", with_header_len(dict1, 10000, raw_floats({4})));
+  write_bytes(dir_ / "hdr_10001.npy", with_header_len(dict1, 10001, raw_floats({4})));
 
   const std::string script = R"PY(
 import numpy as np, sys
@@ -392,6 +776,13 @@ check("ours_f4.npy", np.array([[1.5, -2, 3], [4, 0.1, -0.0]], np.float32), np.fl
 check("ours_f8.npy", np.array([[0.1, 1/3]]), np.float64, False)
 check("ours_fortran.npy", np.array([[1, 2], [3, 4]], np.float32), np.float32, True)
 check("ours_3d.npy", np.arange(6, dtype=np.float32).reshape(2, 1, 3), np.float32, False)
+# The header cap is NumPy's default max_header_size: a 10000-byte header loads, 10001 does not.
+assert np.load("hdr_10000.npy").tolist() == [4.0]
+try:
+    np.load("hdr_10001.npy")
+    raise AssertionError("NumPy loaded a 10001-byte header")
+except ValueError:
+    pass
 # NumPy -> ours: every dtype, order and header version the reader claims to support.
 m = np.array([[1.25, -2.5, 3.0], [4.0, 5.5, -6.0]])
 np.save("np_f4_c.npy", m.astype(np.float32))

@@ -473,23 +473,69 @@ TEST_F(PlotTest, FailingGnuplotThrowsWithItsStderrAndLeavesNoPng) {
   }
   EXPECT_TRUE(fs::exists(out / "hm.gp"));  // complete files, kept for the learner to debug
   EXPECT_FALSE(fs::exists(out / "hm.png"));
-  EXPECT_FALSE(fs::exists(out / "hm.png.tmp"));
+  for (const auto& e : fs::directory_iterator(out))
+    EXPECT_NE(e.path().extension(), ".tmp") << e.path();
 }
 
-TEST_F(PlotTest, GnuplotRunsInTheOutputFolder) {
-  // A stand-in that proves where it ran and with which arguments, then makes the PNG file.
+// The smallest whole PNG as a shell printf argument: the signature, then the IEND chunk.
+constexpr const char* kPngPrintf = R"(printf '\211PNG\r\n\032\n\0\0\0\0IEND\256B`\202')";
+
+TEST_F(PlotTest, GnuplotRunsInTheOutputFolderAndThePngComesFromItsStdout) {
+  // A stand-in that proves where it ran and with which arguments, then writes a PNG to stdout.
   const fs::path fake = dir_ / "fake-gnuplot.sh";
   {
     std::ofstream f(fake);
-    f << "#!/bin/sh\npwd > where.txt\necho \"$@\" > args.txt\n: > hm.png.tmp\n";
+    f << "#!/bin/sh\npwd > where.txt\necho \"$@\" > args.txt\n" << kPngPrintf << "\n";
   }
   fs::permissions(fake, fs::perms::owner_all);
   const fs::path out = dir_ / "out";
   course::Plotter plot(out, true, fake.string());
   EXPECT_TRUE(plot.heatmap("hm", sample_3x4(), {}).rendered);
   EXPECT_EQ(slurp(out / "where.txt"), fs::canonical(out).string() + "\n");
-  EXPECT_EQ(slurp(out / "args.txt"), "-e outfile='hm.png.tmp' hm.gp\n");
-  EXPECT_TRUE(fs::exists(out / "hm.png"));
+  EXPECT_EQ(slurp(out / "args.txt"), "-e to_stdout=1 hm.gp\n");
+  EXPECT_EQ(fs::file_size(out / "hm.png"), 20u);
+}
+
+TEST_F(PlotTest, ACutShortPngIsAnErrorEvenWhenGnuplotExitsZero) {
+  // gnuplot exits 0 after its output failed (a full disk): what it wrote is checked. Here a
+  // stand-in writes the first 8 KiB of a PNG, no IEND chunk, and exits 0.
+  const fs::path fake = dir_ / "fake-gnuplot.sh";
+  {
+    std::ofstream f(fake);
+    f << "#!/bin/sh\nprintf '\\211PNG\\r\\n\\032\\n'\nhead -c 8184 /dev/zero\nexit 0\n";
+  }
+  fs::permissions(fake, fs::perms::owner_all);
+  const fs::path out = dir_ / "out";
+  fs::create_directories(out);
+  std::ofstream(out / "hm.png") << "the previous run's figure";
+  course::Plotter plot(out, true, fake.string());
+  try {
+    plot.heatmap("hm", sample_3x4(), {});
+    FAIL() << "expected std::runtime_error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("no whole PNG (8192 bytes"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(slurp(out / "hm.png"), "the previous run's figure") << "the old figure stays whole";
+  for (const auto& e : fs::directory_iterator(out))
+    EXPECT_NE(e.path().extension(), ".tmp") << e.path();
+}
+
+TEST_F(PlotTest, AFailedExitWithoutStderrSaysTheStatusAlone) {
+  const fs::path fake = dir_ / "fake-gnuplot.sh";
+  {
+    std::ofstream f(fake);
+    f << "#!/bin/sh\nexit 3\n";
+  }
+  fs::permissions(fake, fs::perms::owner_all);
+  course::Plotter plot(dir_ / "out", true, fake.string());
+  try {
+    plot.heatmap("hm", sample_3x4(), {});
+    FAIL() << "expected std::runtime_error";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("(exit status 3)"), std::string::npos) << what;
+    EXPECT_FALSE(what.ends_with(": ")) << "no empty reason after a colon: " << what;
+  }
 }
 
 // ---- Invalid input ------------------------------------------------------------------------------

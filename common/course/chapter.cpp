@@ -1,9 +1,15 @@
 // chapter.cpp: one chapter run, from the command line to the closing "Try this".
 #include "course/chapter.hpp"
 
+#include "course/interrupt.hpp"
+
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -56,21 +62,86 @@ Chapter::~Chapter() = default;
 
 void Chapter::require_knobs(std::function<std::string()> rule) { cli_.add_rule(std::move(rule)); }
 
+namespace {
+
+// Standard input, output and error must be open before any file is: a closed descriptor 0, 1
+// or 2 would be handed to the next file opened, and the narration would be written into a
+// figure. A closed stdout is an error (the lesson would be lost); a closed stdin or stderr is
+// filled with /dev/null.
+bool standard_streams_open() {
+  for (const int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    const int null = ::open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY);
+    if (null != fd) return false;  // the lowest free descriptor is `fd` itself
+    if (fd == STDOUT_FILENO) return false;
+  }
+  return true;
+}
+
+// The options that decide a run's numbers, with the values it used (given or default), for
+// the dump's manifest: {"--layers", "2"}, {"--scale", "false"}, ...
+std::vector<std::pair<std::string, std::string>> option_values(const CLI::App& app) {
+  std::vector<std::pair<std::string, std::string>> values;
+  for (const CLI::Option* opt : app.get_options()) {
+    const std::string name = opt->get_name();
+    // Only what decides the numbers: not where files go (--out, and --dump itself, so that
+    // two dumps of the same knobs are the same bytes), nor how the run is shown.
+    if (name.empty() || name == "--help" || name == "--out" || name == "--dump" ||
+        name == "--no-plots" || name == "--step")
+      continue;
+    std::string value;
+    if (opt->get_expected_max() == 0) {  // a flag: it takes no value
+      value = opt->count() > 0 ? "true" : "false";
+    } else if (opt->count() > 0) {
+      for (const std::string& r : opt->results()) value += (value.empty() ? "" : ",") + r;
+    } else {
+      value = opt->get_default_str();
+    }
+    values.emplace_back(name, value);
+  }
+  return values;
+}
+
+}  // namespace
+
 int Chapter::run(int argc, char** argv, const std::function<void()>& lesson) {
-  if (const std::optional<int> code = cli_.parse(argc, argv)) return *code;
+  if (!standard_streams_open()) {
+    std::cerr << name_ << ": write error: standard output is closed\n";
+    return 1;
+  }
+  interrupt::install();
+  if (const std::optional<int> code = cli_.parse(argc, argv)) return output_checked(*code);
   // --step waits for a person: never in a pipe, a test or CI, where nobody presses Enter.
   stepping_ = stepping_ && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO);
   plot_ = cli_.plotter();
-  dump_ = cli_.dumper();
+  dump_ = cli_.dumper({.chapter = name_, .seed = seed(), .options = option_values(cli_.app())});
   try {
     lesson();
+    dump_.finish();
   } catch (const std::exception& e) {
+    dump_.abandon();
     out_.flush();
     std::cerr << name_ << ": error: " << e.what() << "\n";
     return 1;
   }
+  return output_checked(0);
+}
+
+int Chapter::output_checked(int code) {
+  // Text to a full disk or a closed pipe fails only when the buffer is flushed, and nothing
+  // else reports it: a run whose lesson was lost must not exit 0.
+  errno = 0;  // the first failed write(2) below leaves its reason here
   out_.flush();
-  return 0;
+  std::cout.flush();
+  const bool stdout_ok = std::fflush(stdout) == 0 && !std::ferror(stdout);
+  int err = errno;
+  if (out_ && std::cout && stdout_ok) return code;
+  // stdio keeps the error flag but not its reason; one more byte, to an output that has lost
+  // text already, asks the system for it (No space left on device, Bad file descriptor).
+  if (err == 0 && ::write(STDOUT_FILENO, "\n", 1) < 0) err = errno;
+  std::cerr << name_ << ": write error" << (err != 0 ? std::string(": ") + std::strerror(err) : "")
+            << "\n";
+  return 1;
 }
 
 void Chapter::write_intro(const std::string& details) {

@@ -82,10 +82,12 @@ class Chapter {
 
   // ---- Knobs, declared before run() ---------------------------------------------------------
 
-  /// A knob with a value: `--heads 4`. Its default is shown in --help.
+  /// A knob with a value: `--heads 4`. Its default is shown in --help. An integer knob (or a
+  /// list of them) is read in decimal, "064" as 64, and "64.0" is refused as not a whole number,
+  /// before the checks chained on the result: see ChapterCli::option() and whole_number().
   template <typename T>
   CLI::Option* option(const std::string& flag, T& value, const std::string& help) {
-    return cli_.app().add_option(flag, value, help)->capture_default_str();
+    return cli_.option(flag, value, help);
   }
   /// An on/off knob: `--scale`.
   CLI::Option* flag(const std::string& flag, bool& value, const std::string& help) {
@@ -167,6 +169,8 @@ class Chapter {
   void write_lines(const std::string& text);
   void write_wrapped(std::string_view first, std::string_view rest, const std::string& text);
   void pause();
+  /// `code`, or 1 with "write error" on stderr when the narration could not be written.
+  int output_checked(int code);
 
   std::string name_, title_;
   std::ostream& out_;

@@ -1,34 +1,162 @@
 // cli.cpp: the shared chapter options, and turning every parse problem into exit code 2.
 #include "course/cli.hpp"
 
+#include "course/files.hpp"
+
+#include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <fstream>
+#include <cstdlib>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <system_error>
+#include <vector>
 
 namespace course {
 
 namespace {
 
-// Creates `dir` if needed and proves a file can be written there, so a bad --out or --dump
-// is reported before the chapter does any work rather than halfway through it.
-std::string check_writable_dir(const std::filesystem::path& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return "cannot create folder " + dir.string() + ": " + ec.message();
-  if (!std::filesystem::is_directory(dir, ec)) return dir.string() + " is not a folder";
-  const std::filesystem::path probe = dir / ".attn_write_probe";
-  {
-    std::ofstream f(probe);
-    if (!f || !(f << "probe")) return "cannot write into folder " + dir.string();
+namespace fs = std::filesystem;
+
+// An error message as printed: one longer than kMaxMessage is cut in the middle, so that a
+// 130,000-character value does not flood the terminal, while both ends stay readable: the
+// start names the option, the end says what is wrong with the value.
+constexpr std::size_t kMaxMessage = 400, kHead = 200, kTail = 120;
+
+bool continues_a_character(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+std::string clip(const std::string& message) {
+  if (message.size() <= kMaxMessage) return message;
+  // Both cuts on character boundaries: half a UTF-8 sequence would print as garbage.
+  std::size_t head = kHead, tail = message.size() - kTail;
+  while (head > 0 && continues_a_character(message[head])) --head;
+  while (tail < message.size() && continues_a_character(message[tail])) ++tail;
+  std::size_t cut = 0;
+  for (std::size_t i = head; i < tail; ++i) cut += continues_a_character(message[i]) ? 0 : 1;
+  return message.substr(0, head) + " ... (" + std::to_string(cut) + " characters left out) ... " +
+         message.substr(tail);
+}
+
+// The folders parse() creates for --out and --dump. They are removed again (deepest first,
+// and only while still empty) unless keep() is called: a run that stops at a usage error or
+// at --help leaves the disk as it found it, even when --out was made before --dump turned out
+// to be unusable.
+class NewFolders {
+ public:
+  NewFolders() = default;
+  NewFolders(const NewFolders&) = delete;
+  NewFolders& operator=(const NewFolders&) = delete;
+  ~NewFolders() {
+    if (keep_) return;
+    std::error_code ec;
+    for (auto it = made_.rbegin(); it != made_.rend(); ++it) fs::remove(*it, ec);
   }
-  std::filesystem::remove(probe, ec);
-  return {};
+  void keep() { keep_ = true; }
+
+  // Creates `dir` and the missing folders above it one at a time (not create_directories(),
+  // so that each new one is known), then proves a file can be written there: a bad folder is
+  // reported before the chapter does any work rather than halfway through it.
+  std::string create(const fs::path& dir) {
+    fs::path prefix;
+    for (const fs::path& part : dir) {
+      prefix /= part;
+      std::error_code ec;
+      if (fs::is_symlink(fs::symlink_status(prefix, ec))) {
+        // A link to nowhere exists as a name but not as a folder: create_directory() would
+        // fail with "File exists", which sends the reader looking for the wrong problem.
+        const fs::file_status target = fs::status(prefix, ec);
+        const std::string link = prefix.string() + " is a symbolic link";
+        const std::string where =
+            prefix == dir ? "" : "cannot create folder " + dir.string() + ": ";
+        // (status() reports a missing target as an error too; a loop is the one to name.)
+        const bool missing = !ec || ec == std::errc::no_such_file_or_directory ||
+                             ec == std::errc::not_a_directory;
+        if (!missing) return where + link + " that cannot be followed: " + ec.message();
+        if (!fs::exists(target)) {
+          return where + link + " to " + fs::read_symlink(prefix, ec).string() +
+                 ", which does not exist";
+        }
+      }
+      if (fs::exists(fs::status(prefix, ec))) continue;
+      if (!fs::create_directory(prefix, ec) && ec) {
+        return "cannot create folder " + dir.string() + ": " + ec.message();
+      }
+      made_.push_back(prefix);
+    }
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) return dir.string() + " is not a folder";
+    // The probe is a temporary that is never committed: created beside a unique name with
+    // O_EXCL | O_NOFOLLOW (a planted link is not followed) and removed on the way out.
+    try {
+      AtomicFile probe(dir / ".attn_write_probe");
+      probe.write("probe");
+    } catch (const WriteError& e) {
+      return "cannot write into folder " + dir.string() + " (" + e.what() + ")";
+    }
+    return {};
+  }
+
+ private:
+  std::vector<fs::path> made_;
+  bool keep_ = false;
+};
+
+// --out "" and --dump "" name no folder. Refused while parsing: an empty --dump would
+// otherwise look like no --dump at all and silently dump nothing.
+CLI::Validator folder_name() {
+  return CLI::Validator(
+      [](const std::string& text) {
+        return text.empty() ? std::string("the folder name is empty") : std::string();
+      },
+      "");
+}
+
+// The message for a value that is not a whole number in decimal digits, with the number it
+// stands for when it is one ("64.0", "1e3", "0x40", " 7"), as a hint.
+std::string not_a_whole_number(const std::string& text) {
+  std::string message = "'" + text + "' is not a whole number in decimal digits";
+  if (text.empty()) return message;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() + text.size() && std::isfinite(v) && v == std::trunc(v) &&
+      std::fabs(v) < 1e15) {
+    message += " (did you mean " + std::to_string(static_cast<long long>(v)) + "?)";
+  }
+  return message;
 }
 
 }  // namespace
+
+CLI::Validator whole_number(std::intmax_t lo, std::uintmax_t hi) {
+  // The largest magnitude a negative value may have: |lo|, computed without overflowing.
+  const std::uintmax_t lo_magnitude =
+      lo < 0 ? static_cast<std::uintmax_t>(-(lo + 1)) + 1 : std::uintmax_t{0};
+  return CLI::Validator(
+      [lo, hi, lo_magnitude](std::string& text) {
+        std::string_view digits = text;
+        const bool negative = !digits.empty() && digits.front() == '-';
+        if (!digits.empty() && (digits.front() == '-' || digits.front() == '+')) {
+          digits.remove_prefix(1);
+        }
+        if (digits.empty() || !std::all_of(digits.begin(), digits.end(),
+                                           [](char c) { return c >= '0' && c <= '9'; })) {
+          return not_a_whole_number(text);
+        }
+        std::uintmax_t magnitude = 0;  // base 10 whatever the leading digit: "064" is 64
+        const auto [end, ec] =
+            std::from_chars(digits.data(), digits.data() + digits.size(), magnitude);
+        if (ec == std::errc::result_out_of_range || magnitude > (negative ? lo_magnitude : hi)) {
+          return "'" + text + "' is too " +
+                 (negative ? "small (the smallest is " + std::to_string(lo)
+                           : "large (the largest is " + std::to_string(hi)) +
+                 ")";
+        }
+        text = (negative && magnitude != 0 ? "-" : "") + std::to_string(magnitude);
+        return std::string();
+      },
+      "");
+}
 
 std::filesystem::path default_plots_dir() {
   namespace fs = std::filesystem;
@@ -61,60 +189,69 @@ ChapterCli::ChapterCli(std::string name, std::string about, std::uint64_t defaul
     : app_(std::move(about), std::move(name)) {
   opts_.seed = default_seed;
   opts_.out_dir = default_plots_dir();
-  // CLI11 would read "-1" into the unsigned seed as 2^64 - 1 and clamp 2^70 to 2^64 - 1, so
-  // a typo would run with a seed nobody asked for: accept only what fits, digit for digit.
-  app_.add_option("--seed", opts_.seed, "Random seed (the same seed prints the same numbers)")
-      ->capture_default_str()
-      ->check(CLI::Validator(
-          [](const std::string& text) {
-            std::uint64_t v = 0;
-            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-            const bool whole = ec == std::errc() && end == text.data() + text.size();
-            return whole ? std::string()
-                         : "the seed must be a whole number from 0 to 2^64 - 1, got " + text;
-          },
-          ""));
+  // CLI11's own help flag throws as soon as parsing reaches it, before unknown options and
+  // bad values are reported, so "--no-such --help" would print the usage and exit 0. A plain
+  // flag, acted on by parse() after every check, lets the errors come first.
+  app_.set_help_flag();
+  app_.add_flag("-h,--help", help_, "Print this help message and exit");
+  // Decimal and digit for digit, like every integer knob: CLI11 alone would read "-1" into
+  // the unsigned seed as 2^64 - 1, clamp 2^70 to 2^64 - 1 and take "010" as octal 8.
+  option("--seed", opts_.seed, "Random seed (the same seed prints the same numbers)");
   app_.add_option("--out", opts_.out_dir, "Folder for the figures (.png, .gp, .dat)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(folder_name());
   app_.add_flag("--no-plots", opts_.no_plots, "Draw no figures");
   app_.add_option("--dump", opts_.dump_dir,
-                  "Write the chapter's named intermediates as .npy files into this folder");
+                  "Write the chapter's named intermediates as .npy files into this folder")
+      ->check(folder_name());
 }
 
 std::optional<int> ChapterCli::parse(int argc, char** argv) {
   const auto usage_error = [this](const std::string& message) {
-    std::cerr << app_.get_name() << ": " << message << "\n\n" << app_.help();
+    std::cerr << app_.get_name() << ": " << clip(message) << "\n\n" << app_.help();
     return 2;
   };
   try {
     app_.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app_.help();
-    return 0;
-  } catch (const CLI::CallForAllHelp&) {
-    std::cout << app_.help("", CLI::AppFormatMode::All);
-    return 0;
   } catch (const CLI::ParseError& e) {
     return usage_error(e.what());
   }
   for (const auto& rule : rules_) {
     if (std::string problem = rule(); !problem.empty()) return usage_error(problem);
   }
-  if (!opts_.no_plots) {
-    if (auto problem = check_writable_dir(opts_.out_dir); !problem.empty()) {
+  // Every folder made from here on is removed again if the run stops before the end of
+  // parse(): a usage error, or --help, writes nothing.
+  NewFolders folders;
+  // (With --help, a default --out nobody typed is no usage error: --help alone must work even
+  // where the default plots folder cannot be written.)
+  if (!opts_.no_plots && (!help_ || app_.count("--out") > 0)) {
+    if (auto problem = folders.create(opts_.out_dir); !problem.empty()) {
       return usage_error("--out: " + problem);
     }
   }
   if (!opts_.dump_dir.empty()) {
-    if (auto problem = check_writable_dir(opts_.dump_dir); !problem.empty()) {
+    if (auto problem = folders.create(opts_.dump_dir); !problem.empty()) {
+      return usage_error("--dump: " + problem);
+    }
+    // An earlier run's arrays are the course's to replace; anyone else's are not.
+    if (auto problem = check_dump_folder(opts_.dump_dir); !problem.empty()) {
       return usage_error("--dump: " + problem);
     }
   }
+  // Last, so that any problem above wins over --help; the folders are checked (they are made
+  // and removed again) because a bad folder is as much a usage error as a bad value.
+  if (help_) {
+    std::cout << app_.help();
+    return 0;
+  }
+  folders.keep();
   return std::nullopt;
 }
 
 Plotter ChapterCli::plotter() const { return Plotter(opts_.out_dir, !opts_.no_plots); }
 
-Dumper ChapterCli::dumper() const { return Dumper(opts_.dump_dir); }
+Dumper ChapterCli::dumper(DumpSource source) const {
+  return Dumper(opts_.dump_dir, std::move(source));
+}
 
 }  // namespace course

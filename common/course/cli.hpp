@@ -8,7 +8,11 @@
 ///   --dump DIR      write the chapter's named intermediates as .npy files into DIR
 ///
 /// A bad option, a bad value or an unusable folder prints the problem and the usage to stderr
-/// and ends the program with exit code 2, before any work is done.
+/// and ends the program with exit code 2, before any work is done and before --help: a command
+/// line that is wrong is reported as wrong even when it also asks for the usage.
+///
+/// Integers are decimal, always: "--d-k 064" is 64 (CLI11 alone would read it as octal 52),
+/// and "64.0", "1e3", "0x40" are not whole numbers (see whole_number()).
 #pragma once
 
 #include "course/dump.hpp"
@@ -19,8 +23,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace course {
@@ -36,6 +42,37 @@ struct CommonOptions {
 /// "nan", which passes every < and > comparison and would reach the chapter unchecked.
 CLI::Validator finite_range(double lo, double hi);
 
+/// An integer knob's reading: the text must be a whole number in decimal digits with an optional
+/// sign ("064", "+5", "-0"), between `lo` and `hi` (the limits of the knob's C++ type); it is
+/// rewritten to its plain spelling ("64", "5", "0") for CLI11 and the checks after it. CLI11
+/// 2.1.2 reads integers with strtoll(text, 0), which takes a leading 0 as octal ("064" is 52,
+/// "09" an error) and "0x40" as hex, so one typed zero would silently change a knob. Anything
+/// else is refused with a message that says it is not a whole number: "64.0", "1e3", "0x40",
+/// "0b1", " 7", "" (with "did you mean 64?" when the text is a number of that value).
+/// ChapterCli::option() adds it to every integer knob, before any check the chapter adds.
+CLI::Validator whole_number(std::intmax_t lo, std::uintmax_t hi);
+
+namespace detail {
+/// The integer types a knob is read as: not bool (a flag) and no character type (CLI11 reads
+/// a one-character value into those as the character's code).
+template <typename T>
+inline constexpr bool is_integer_knob_v =
+    std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char> &&
+    !std::is_same_v<T, signed char> && !std::is_same_v<T, unsigned char> &&
+    !std::is_same_v<T, wchar_t> && !std::is_same_v<T, char8_t> &&
+    !std::is_same_v<T, char16_t> && !std::is_same_v<T, char32_t>;
+/// What one value of a knob is: T itself, or the element of a list knob (std::vector<int>,
+/// read from "--sizes 1,2,3") or of an std::optional.
+template <typename T, typename = void>
+struct knob_element {
+  using type = T;
+};
+template <typename T>
+struct knob_element<T, std::void_t<typename T::value_type>> {
+  using type = typename T::value_type;
+};
+}  // namespace detail
+
 /// Where figures go when --out is not given, decided when the program runs: the plots/ folder
 /// of the checkout the executable was built in (found by walking up from the executable's own
 /// folder to one that holds chapters/ and plots/), else plots/ in the current folder.
@@ -46,26 +83,43 @@ class ChapterCli {
   /// `name` is the executable ("01_rnn"), `about` the one-line description under the usage.
   ChapterCli(std::string name, std::string about, std::uint64_t default_seed);
 
-  /// Add chapter-specific knobs here before parse().
+  /// A knob with a value, `--heads 4`, its default shown in --help. An integer knob, or a list
+  /// of integers, is read as decimal (whole_number()), before the checks the caller adds to the
+  /// returned option: `cli.option("--d-k", d_k, "...")->check(CLI::Range(1, 16384))` sees "64"
+  /// for "064". (CLI11 runs an option's transforms before its checks, in the order added; a
+  /// transform added later would run before this one.)
+  template <typename T>
+  CLI::Option* option(const std::string& flag, T& value, const std::string& help) {
+    CLI::Option* opt = app_.add_option(flag, value, help)->capture_default_str();
+    using Element = typename detail::knob_element<T>::type;
+    if constexpr (detail::is_integer_knob_v<Element>) {
+      opt->transform(whole_number(std::numeric_limits<Element>::min(),
+                                  std::numeric_limits<Element>::max()));
+    }
+    return opt;
+  }
+  /// Add chapter-specific knobs here before parse() (option() for values).
   CLI::App& app() { return app_; }
   /// A check across knobs (heads must divide d_model), run by parse() after CLI11 has read
   /// the values and before --out or --dump is created: it returns the problem, or "".
   void add_rule(std::function<std::string()> rule) { rules_.push_back(std::move(rule)); }
 
   /// Parses the command line. Returns an exit code when the program should stop now
-  /// (0 after --help, 2 after any error, with the message and usage on stderr);
-  /// std::nullopt when the chapter should run.
+  /// (0 after --help or -h, with the usage on stdout and nothing written; 2 after any error,
+  /// with the message and usage on stderr, even when --help was given too);
+  /// std::nullopt when the chapter should run, with --out and --dump created.
   std::optional<int> parse(int argc, char** argv);
 
   const CommonOptions& options() const { return opts_; }
   /// A plotter for --out, disabled by --no-plots.
   Plotter plotter() const;
-  /// A dumper for --dump, disabled when it was not given.
-  Dumper dumper() const;
+  /// A dumper for --dump (disabled when it was not given), whose manifest records `source`.
+  Dumper dumper(DumpSource source = {}) const;
 
  private:
   CLI::App app_;
   CommonOptions opts_;
+  bool help_ = false;  ///< --help or -h: our flag, not CLI11's, so that errors come first
   std::vector<std::function<std::string()>> rules_;
 };
 

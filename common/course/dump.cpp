@@ -1,24 +1,172 @@
-// dump.cpp: --dump DIR writes named intermediates as .npy.
+// dump.cpp: --dump DIR writes named intermediates as .npy, then a manifest of them.
 #include "course/dump.hpp"
 
 #include "attn/multi_head.hpp"
 #include "attn/transformer.hpp"
+#include "course/files.hpp"
 #include "course/npy.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <iterator>
+#include <set>
 
 namespace course {
 
-Dumper::Dumper(std::filesystem::path dir) : dir_(std::move(dir)) {}
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kManifest = "manifest.json";
+constexpr const char* kJournal = "INCOMPLETE.txt";
+
+// A name an earlier run may have written: a plain .npy file name in the folder itself, so a
+// doctored manifest cannot send the clean-up anywhere else.
+bool is_dump_file_name(const std::string& name) {
+  return name.size() > 4 && name.ends_with(".npy") && name.find('/') == std::string::npos &&
+         name != "." && name != "..";
+}
+
+// The files an earlier run lists in `dir`: manifest.json's arrays and INCOMPLETE.txt's lines.
+// Sets `problem` when a listing exists but is not the course's.
+std::set<std::string> files_of_earlier_run(const fs::path& dir, std::string& problem) {
+  std::set<std::string> files;
+  std::error_code ec;
+  if (fs::exists(dir / kManifest, ec)) {
+    std::ifstream in(dir / kManifest);
+    const nlohmann::json m = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!m.is_object() || !m.contains("arrays") || !m["arrays"].is_array()) {
+      problem = (dir / kManifest).string() + " is not a dump manifest of the course";
+      return files;
+    }
+    for (const auto& a : m["arrays"]) {
+      if (a.is_object() && a.contains("file") && a["file"].is_string())
+        files.insert(a["file"].get<std::string>());
+    }
+  }
+  if (fs::exists(dir / kJournal, ec)) {
+    std::ifstream in(dir / kJournal);
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty() && line[0] != '#') files.insert(line);
+    }
+  }
+  return files;
+}
+
+// Appends one line to the journal, checking the write as every output of the course does.
+void append_line(const fs::path& path, const std::string& line) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    const int err = errno;
+    throw WriteError("cannot write " + path.string() + ": " + std::strerror(err));
+  }
+  const std::string text = line + "\n";
+  const ssize_t n = ::write(fd, text.data(), text.size());
+  const int write_err = errno;
+  const int closed = ::close(fd);
+  const int close_err = errno;
+  if (n != static_cast<ssize_t>(text.size()) || closed != 0) {
+    const int err = n < 0 ? write_err : n != static_cast<ssize_t>(text.size()) ? ENOSPC : close_err;
+    throw WriteError("cannot write " + path.string() + ": " + std::strerror(err));
+  }
+}
+
+std::string file_of(const std::string& name) { return name + ".npy"; }
+
+}  // namespace
+
+std::string check_dump_folder(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return {};  // made fresh by the caller
+  std::string problem;
+  const std::set<std::string> listed = files_of_earlier_run(dir, problem);
+  if (!problem.empty()) return problem;
+  std::vector<std::string> foreign;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.ends_with(".npy") && !listed.contains(name)) foreign.push_back(name);
+  }
+  if (foreign.empty()) return {};
+  std::sort(foreign.begin(), foreign.end());
+  std::string shown;
+  for (std::size_t i = 0; i < foreign.size() && i < 3; ++i) shown += (i ? ", " : "") + foreign[i];
+  if (foreign.size() > 3) shown += ", ...";
+  return dir.string() + " holds " + std::to_string(foreign.size()) +
+         " .npy file(s) that no earlier dump of the course lists (" + shown +
+         "); they would be mixed up with this run's arrays: choose an empty folder";
+}
+
+Dumper::Dumper(fs::path dir, DumpSource source)
+    : dir_(std::move(dir)), source_(std::move(source)) {}
+
+void Dumper::begin() {
+  if (begun_) return;
+  begun_ = true;
+  // The earlier run's files go first, then its manifest, so that an interruption in between
+  // leaves a folder without a manifest: incomplete, never a wrong complete one.
+  std::string problem;
+  const std::set<std::string> old = files_of_earlier_run(dir_, problem);
+  if (!problem.empty()) throw WriteError("cannot dump into " + dir_.string() + ": " + problem);
+  std::error_code ec;
+  fs::remove(dir_ / kManifest, ec);
+  for (const std::string& f : old) {
+    if (is_dump_file_name(f)) fs::remove(dir_ / f, ec);
+  }
+  fs::remove(dir_ / kJournal, ec);
+  append_line(dir_ / kJournal,
+              "# " + source_.chapter + " was writing this dump and did not finish (interrupted?)."
+              "\n# The files it wrote are listed below; the next run with --dump here removes "
+              "them.");
+}
+
+void Dumper::record(Entry entry, std::size_t bytes) {
+  written_.push_back(std::move(entry));
+  append_line(dir_ / kJournal, file_of(written_.back().name));
+  const std::uint64_t before = bytes_;
+  bytes_ += bytes;
+  const std::uint64_t limit = source_.note_above_bytes;
+  if (before <= limit && bytes_ > limit) {
+    const std::string size = limit >= (1u << 20) ? std::to_string(limit >> 20) + " MiB"
+                                                 : std::to_string(limit) + " bytes";
+    std::cerr << source_.chapter << ": note: the dump in " << dir_.string() << " has passed "
+              << size << " (these knobs make large arrays)\n";
+  }
+}
+
+namespace {
+
+std::vector<std::size_t> shape_of(Index rows, Index cols) {
+  return {static_cast<std::size_t>(rows), static_cast<std::size_t>(cols)};
+}
+
+}  // namespace
 
 void Dumper::operator()(const std::string& name, const Matrix& m) {
-  if (!enabled()) return;
-  write_npy(dir_ / (name + ".npy"), m);
-  written_.push_back(name);
+  const std::vector<std::size_t> shape = shape_of(m.rows(), m.cols());
+  (*this)(name, shape, {m.data(), static_cast<std::size_t>(m.size())});
 }
 
 void Dumper::operator()(const std::string& name, const MatrixD& m) {
   if (!enabled()) return;
-  write_npy(dir_ / (name + ".npy"), m);
-  written_.push_back(name);
+  begin();
+  write_npy(dir_ / file_of(name), m);
+  record({.name = name, .dtype = "float64", .state_dict_key = {},
+          .shape = shape_of(m.rows(), m.cols())},
+         static_cast<std::size_t>(m.size()) * sizeof(double));
+}
+
+void Dumper::operator()(const std::string& name, const RowVector& v) {
+  const std::size_t shape[] = {static_cast<std::size_t>(v.size())};
+  (*this)(name, shape, {v.data(), static_cast<std::size_t>(v.size())});
 }
 
 void Dumper::operator()(const std::string& name, const Batch& x) {
@@ -36,56 +184,123 @@ void Dumper::operator()(const std::string& name, const BatchOf<bool>& allowed) {
 void Dumper::operator()(const std::string& name, std::span<const std::size_t> shape,
                         std::span<const float> data) {
   if (!enabled()) return;
-  write_npy(dir_ / (name + ".npy"), shape, data);
-  written_.push_back(name);
+  begin();
+  write_npy(dir_ / file_of(name), shape, data);
+  record({.name = name, .dtype = "float32", .state_dict_key = {},
+          .shape = {shape.begin(), shape.end()}},
+         data.size() * sizeof(float));
 }
 
 namespace {
 
-// The pieces of a layer, under the names nn.MultiheadAttention, nn.Linear and nn.LayerNorm give
-// them. Bias vectors are written as [1 x n] matrices, as the chapters always dumped them.
-void dump_mha(Dumper& dump, const std::string& p, const attn::MultiHeadAttention& m) {
-  dump(p + "_in_proj_weight", attn::in_proj_weight(m));
-  dump(p + "_in_proj_bias", Matrix(attn::in_proj_bias(m)));
-  dump(p + "_out_proj_weight", m.out_proj.weight);
-  dump(p + "_out_proj_bias", Matrix(m.out_proj.bias));
-}
-
-void dump_ffn(Dumper& dump, const std::string& p, const attn::FeedForward& ff) {
-  dump(p + "linear1_weight", ff.linear1.weight);
-  dump(p + "linear1_bias", Matrix(ff.linear1.bias));
-  dump(p + "linear2_weight", ff.linear2.weight);
-  dump(p + "linear2_bias", Matrix(ff.linear2.bias));
-}
-
-void dump_norm(Dumper& dump, const std::string& p, const attn::LayerNorm& norm) {
-  dump(p + "_weight", Matrix(norm.gamma));  // PyTorch's weight is the paper's gamma
-  dump(p + "_bias", Matrix(norm.beta));
+std::string file_name_of_key(std::string key) {
+  std::replace(key.begin(), key.end(), '.', '_');
+  return key;
 }
 
 }  // namespace
 
-void dump_parameters(Dumper& dump, const std::string& prefix, const attn::EncoderLayer& layer) {
-  dump_mha(dump, prefix + "self_attn", layer.self_attn);
-  dump_ffn(dump, prefix, layer.ff);
-  dump_norm(dump, prefix + "norm1", layer.norm1);
-  dump_norm(dump, prefix + "norm2", layer.norm2);
+void Dumper::parameter(const std::string& state_dict_key, const Matrix& weight) {
+  if (!enabled()) return;
+  (*this)(file_name_of_key(state_dict_key), weight);
+  written_.back().state_dict_key = state_dict_key;
 }
 
-void dump_parameters(Dumper& dump, const std::string& prefix, const attn::DecoderLayer& layer) {
-  dump_mha(dump, prefix + "self_attn", layer.self_attn);
-  dump_mha(dump, prefix + "multihead_attn", layer.multihead_attn);
-  dump_ffn(dump, prefix, layer.ff);
-  dump_norm(dump, prefix + "norm1", layer.norm1);
-  dump_norm(dump, prefix + "norm2", layer.norm2);
-  dump_norm(dump, prefix + "norm3", layer.norm3);
+void Dumper::parameter(const std::string& state_dict_key, const RowVector& vector) {
+  if (!enabled()) return;
+  (*this)(file_name_of_key(state_dict_key), vector);
+  written_.back().state_dict_key = state_dict_key;
+}
+
+void Dumper::finish() {
+  if (!enabled()) return;
+  begin();  // a chapter that dumped nothing still leaves a clean folder and a manifest
+  // Laid out by hand for reading (one option and one array per line); nlohmann-json writes
+  // every value, so strings are escaped as JSON requires.
+  const auto js = [](const auto& v) { return nlohmann::json(v).dump(); };
+  std::string text = "{\n";
+  text += "  \"written_by\": " + js("Attention, Step by Step: course::Dumper") + ",\n";
+  text += "  \"chapter\": " + js(source_.chapter) + ",\n";
+  text += "  \"seed\": " + js(source_.seed) + ",\n";
+  text += "  \"options\": {";
+  for (std::size_t i = 0; i < source_.options.size(); ++i) {
+    text += (i ? ",\n    " : "\n    ") + js(source_.options[i].first) + ": " +
+            js(source_.options[i].second);
+  }
+  text += source_.options.empty() ? "},\n" : "\n  },\n";
+  text += "  \"arrays\": [";
+  for (std::size_t i = 0; i < written_.size(); ++i) {
+    const Entry& e = written_[i];
+    std::string shape;
+    for (std::size_t k = 0; k < e.shape.size(); ++k) shape += (k ? ", " : "") + js(e.shape[k]);
+    text += (i ? ",\n    " : "\n    ") + std::string("{\"name\": ") + js(e.name) +
+            ", \"file\": " + js(file_of(e.name)) + ", \"shape\": [" + shape +
+            "], \"dtype\": " + js(e.dtype);
+    if (!e.state_dict_key.empty()) text += ", \"state_dict_key\": " + js(e.state_dict_key);
+    text += "}";
+  }
+  text += written_.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  write_file_atomically(dir_ / kManifest, text);
+  std::error_code ec;
+  fs::remove(dir_ / kJournal, ec);
+}
+
+void Dumper::abandon() noexcept {
+  if (!enabled() || !begun_) return;
+  std::error_code ec;
+  for (const Entry& e : written_) fs::remove(dir_ / file_of(e.name), ec);
+  fs::remove(dir_ / kJournal, ec);
+  written_.clear();
 }
 
 std::string Dumper::summary() const {
   if (!enabled() || written_.empty()) return {};
   std::string s = "wrote " + std::to_string(written_.size()) + " arrays to " + dir_.string() + "/:";
-  for (std::size_t i = 0; i < written_.size(); ++i) s += (i == 0 ? " " : ", ") + written_[i];
-  return s;
+  for (std::size_t i = 0; i < written_.size(); ++i) s += (i == 0 ? " " : ", ") + written_[i].name;
+  return s + " (listed in " + kManifest + ")";
+}
+
+// ---- A layer's parameters ----------------------------------------------------------------------
+
+namespace {
+
+// The pieces of a layer, under the names nn.MultiheadAttention, nn.Linear and nn.LayerNorm give
+// them; vectors stay 1-D, as in PyTorch's state_dict.
+void dump_mha(Dumper& dump, const std::string& p, const attn::MultiHeadAttention& m) {
+  dump.parameter(p + "in_proj_weight", attn::in_proj_weight(m));
+  if (m.out_proj.has_bias()) dump.parameter(p + "in_proj_bias", attn::in_proj_bias(m));
+  dump.parameter(p + "out_proj.weight", m.out_proj.weight);
+  if (m.out_proj.has_bias()) dump.parameter(p + "out_proj.bias", m.out_proj.bias);
+}
+
+void dump_ffn(Dumper& dump, const std::string& p, const attn::FeedForward& ff) {
+  dump.parameter(p + "linear1.weight", ff.linear1.weight);
+  if (ff.linear1.has_bias()) dump.parameter(p + "linear1.bias", ff.linear1.bias);
+  dump.parameter(p + "linear2.weight", ff.linear2.weight);
+  if (ff.linear2.has_bias()) dump.parameter(p + "linear2.bias", ff.linear2.bias);
+}
+
+void dump_norm(Dumper& dump, const std::string& p, const attn::LayerNorm& norm) {
+  dump.parameter(p + "weight", norm.gamma);  // PyTorch's weight is the paper's gamma
+  dump.parameter(p + "bias", norm.beta);
+}
+
+}  // namespace
+
+void dump_parameters(Dumper& dump, const std::string& prefix, const attn::EncoderLayer& layer) {
+  dump_mha(dump, prefix + "self_attn.", layer.self_attn);
+  dump_ffn(dump, prefix, layer.ff);
+  dump_norm(dump, prefix + "norm1.", layer.norm1);
+  dump_norm(dump, prefix + "norm2.", layer.norm2);
+}
+
+void dump_parameters(Dumper& dump, const std::string& prefix, const attn::DecoderLayer& layer) {
+  dump_mha(dump, prefix + "self_attn.", layer.self_attn);
+  dump_mha(dump, prefix + "multihead_attn.", layer.multihead_attn);
+  dump_ffn(dump, prefix, layer.ff);
+  dump_norm(dump, prefix + "norm1.", layer.norm1);
+  dump_norm(dump, prefix + "norm2.", layer.norm2);
+  dump_norm(dump, prefix + "norm3.", layer.norm3);
 }
 
 }  // namespace course

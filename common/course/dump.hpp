@@ -1,15 +1,33 @@
 /// @file
-/// --dump DIR, the chapter's intermediates as .npy files for inspection in NumPy:
+/// --dump DIR: the chapter's intermediates as .npy files, and a manifest that says what they are.
 ///
-///   >>> import numpy as np; W = np.load("dump/W_ax.npy")
+///   >>> import json, numpy as np
+///   >>> manifest = json.load(open("dump/manifest.json"))
+///   >>> W = np.load("dump/W_ax.npy")
+///
+/// A dump folder holds one complete run, and says so:
+///   - manifest.json is written last, after every array: the chapter, its seed, every option
+///     (given or default), and for each array its file, shape, dtype and, for a model
+///     parameter, its PyTorch state_dict key. A folder without it is not a finished dump: the
+///     replay scripts (scripts/check_*_dump.py) read the manifest and refuse such a folder.
+///   - While a run writes, INCOMPLETE.txt lists the files written so far; an interrupted run
+///     leaves it behind, with the files it names.
+///   - A new run into the same folder first removes the files of the earlier run (those its
+///     manifest.json or INCOMPLETE.txt lists), so no stale array from other knobs stays next
+///     to the new ones. A .npy file that no earlier run of the course lists is never removed:
+///     check_dump_folder() refuses such a folder before the chapter starts.
+///   - A run that fails removes the files it wrote (abandon()): no partial dump is left.
+///   - Past 256 MiB a note on stderr says the dump is getting large.
 #pragma once
 
 #include "course/types.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attn {  // attn/transformer.hpp; declared only, so every chapter need not include it
@@ -19,16 +37,33 @@ struct DecoderLayer;
 
 namespace course {
 
+/// What a dump's manifest records about the run that wrote it.
+struct DumpSource {
+  std::string chapter{};                                       ///< "08_transformer_block"
+  std::uint64_t seed = 0;
+  std::vector<std::pair<std::string, std::string>> options{};  ///< {"--layers", "2"}, ...
+  /// Past this many bytes of arrays a note on stderr says the dump is getting large.
+  std::uint64_t note_above_bytes = 256ull << 20;
+};
+
+/// The problem with using `dir` as a dump folder, or "" when it may be used: it must not hold
+/// .npy files that no earlier dump of the course lists (they would be mistaken for this run's),
+/// and a manifest.json or INCOMPLETE.txt in it must be the course's own.
+std::string check_dump_folder(const std::filesystem::path& dir);
+
 class Dumper {
  public:
   /// An empty `dir` disables the dumper: every call below then does nothing.
-  explicit Dumper(std::filesystem::path dir = {});
+  explicit Dumper(std::filesystem::path dir = {}, DumpSource source = {});
 
   bool enabled() const { return !dir_.empty(); }
 
-  /// Writes `DIR/NAME.npy` (float32, C order) and remembers the name for summary().
+  /// Writes `DIR/NAME.npy` (float32, C order) and records it for the manifest.
   void operator()(const std::string& name, const Matrix& m);
+  /// The same in float64.
   void operator()(const std::string& name, const MatrixD& m);
+  /// A vector as the 1-D array [n], as PyTorch holds a bias.
+  void operator()(const std::string& name, const RowVector& v);
   /// A batch as the 3-D array [B, rows, cols] (float32), as PyTorch would save the tensor.
   void operator()(const std::string& name, const Batch& x);
   /// A batch of masks as float32 [B, n_q, n_k]: 1 = may attend, 0 = blocked.
@@ -37,22 +72,44 @@ class Dumper {
   void operator()(const std::string& name, std::span<const std::size_t> shape,
                   std::span<const float> data);
 
+  /// A model parameter: written as the file named by its state_dict key with '.' as '_'
+  /// ("encoder.layers.0.norm1.weight" -> encoder_layers_0_norm1_weight.npy), and the key
+  /// recorded in the manifest, so a script rebuilds the state_dict from the manifest alone.
+  void parameter(const std::string& state_dict_key, const Matrix& weight);
+  void parameter(const std::string& state_dict_key, const RowVector& vector);
+
+  /// Ends the dump: writes manifest.json and removes INCOMPLETE.txt. Called by
+  /// course::Chapter::run after the lesson.
+  void finish();
+  /// Removes every file this run wrote (a failed run leaves no partial dump).
+  void abandon() noexcept;
+
   /// "wrote 12 arrays to dump/: W_ax, W_aa, ..." (empty when disabled or nothing written).
   std::string summary() const;
 
  private:
+  struct Entry {
+    std::string name, dtype, state_dict_key;
+    std::vector<std::size_t> shape;
+  };
+  void begin();
+  void record(Entry entry, std::size_t bytes);
+
   std::filesystem::path dir_;
-  std::vector<std::string> written_;
+  DumpSource source_;
+  std::vector<Entry> written_;
+  bool begun_ = false;
+  std::uint64_t bytes_ = 0;
 };
 
-/// One layer's parameters under PyTorch's state_dict keys with the dots as underscores, so a
-/// script loads them by name: `prefix` "encoder_layers_0_" gives
-/// encoder_layers_0_self_attn_in_proj_weight [3E x E], ..._in_proj_bias [1 x 3E],
-/// ..._out_proj_weight [E x E], ..._out_proj_bias [1 x E], then linear1_weight [d_ff x E],
-/// linear1_bias [1 x d_ff], linear2_weight [E x d_ff], linear2_bias [1 x E], norm1_weight,
-/// norm1_bias, norm2_weight, norm2_bias [1 x E] each, in that order. Nothing when disabled.
+/// One layer's parameters under PyTorch's state_dict keys. `prefix` "encoder.layers.0." gives
+/// the keys encoder.layers.0.self_attn.in_proj_weight [3E x E], ...self_attn.in_proj_bias [3E],
+/// ...self_attn.out_proj.weight [E x E], ...self_attn.out_proj.bias [E], then linear1.weight
+/// [d_ff x E], linear1.bias [d_ff], linear2.weight [E x d_ff], linear2.bias [E], norm1.weight,
+/// norm1.bias, norm2.weight, norm2.bias [E] each, in that order (the files: the keys with '.'
+/// as '_'). Nothing when the dumper is disabled.
 void dump_parameters(Dumper& dump, const std::string& prefix, const attn::EncoderLayer& layer);
-/// The same for a decoder layer: self_attn_*, then multihead_attn_* (the cross-attention),
+/// The same for a decoder layer: self_attn.*, then multihead_attn.* (the cross-attention),
 /// linear1/linear2, and norm1 to norm3.
 void dump_parameters(Dumper& dump, const std::string& prefix, const attn::DecoderLayer& layer);
 

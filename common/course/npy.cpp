@@ -5,17 +5,21 @@
 // 'descr', 'fortran_order' and 'shape' in any order, with any spacing, and nothing else.
 #include "course/npy.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <bit>
 #include <cctype>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <limits>
+#include <new>
 #include <optional>
 #include <string_view>
-#include <system_error>
 
 namespace course {
 
@@ -28,8 +32,18 @@ constexpr unsigned char kMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 constexpr std::size_t kMagicSize = sizeof(kMagic);
 constexpr std::size_t kAlign = 64;  // data starts on a 64-byte boundary (NumPy >= 1.14 writes this)
 // NumPy's own limit (NPY_MAXDIMS in NumPy 2; 32 before). It also bounds the Fortran-order walk
-// below, which costs rank steps per element.
+// below, which costs rank steps per element, and the length of the header the writer makes.
 constexpr std::size_t kMaxDims = 64;
+// The longest header read: NumPy's default max_header_size (numpy.lib.format._MAX_HEADER_SIZE,
+// 1.24 on), so np.load and read_npy accept the same headers. The longest NumPy writes for the
+// dtypes read here (64 dimensions of up to 20 digits, padded to 64 bytes) is under 1.6 KB, so no
+// real file comes near it; a version 2.0 length field can claim 4 GB, which is checked against
+// this before a byte of the header is read or allocated.
+constexpr std::size_t kMaxHeaderLen = 10000;
+// The preamble before the header: magic, major, minor and the header length (2 bytes in version
+// 1.0, 4 in 2.0 and 3.0).
+constexpr std::size_t kPreamble1 = kMagicSize + 2 + 2;
+constexpr std::size_t kPreamble2 = kMagicSize + 2 + 4;
 
 std::size_t dtype_size(NpyDtype t) {
   switch (t) {
@@ -210,6 +224,28 @@ Header parse_header(std::string_view text, const std::string& what) {
   return {*dtype, *fortran, std::move(*shape)};
 }
 
+// The number of elements of an array of `shape` with elements of `esize` bytes, or nullopt when
+// NumPy would refuse the shape: the non-zero dimensions times the element size must fit in a
+// signed 64-bit byte count, even when another dimension is 0 and the array is empty. So no
+// count wraps around (3 x 6148914691236517206 is not 2), every dimension fits an Eigen Index,
+// and count * esize cannot overflow. The reader and the writer both ask this, so the writer
+// never writes a file the reader refuses.
+std::optional<std::size_t> element_count(std::span<const std::size_t> shape, std::size_t esize) {
+  const auto max_bytes = static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
+  std::size_t nonzero_bytes = esize;
+  bool empty = false;
+  for (std::size_t d : shape) {
+    if (d == 0) {
+      empty = true;
+    } else if (nonzero_bytes > max_bytes / d) {
+      return std::nullopt;
+    } else {
+      nonzero_bytes *= d;
+    }
+  }
+  return empty ? 0 : nonzero_bytes / esize;
+}
+
 std::uint32_t read_le(const unsigned char* p, std::size_t n) {
   std::uint32_t v = 0;
   for (std::size_t i = 0; i < n; ++i) v |= static_cast<std::uint32_t>(p[i]) << (8 * i);
@@ -235,44 +271,18 @@ double load_element(NpyDtype t, const unsigned char* p) {
   return 0.0;
 }
 
-// ---- Writing ------------------------------------------------------------------------------------
+// ---- What a file promises -----------------------------------------------------------------------
 
-std::size_t element_count(std::span<const std::size_t> shape) {
-  std::size_t n = 1;
-  for (std::size_t d : shape) n *= d;
-  return n;
-}
+// The preamble's facts: where the header starts and how long it says it is.
+struct Preamble {
+  std::size_t size;        // kPreamble1 or kPreamble2
+  std::size_t header_len;  // at most kMaxHeaderLen
+};
 
-void write_file_atomically(const std::filesystem::path& path,
-                           const std::vector<unsigned char>& bytes) {
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw NpyError("write_npy: cannot open " + tmp.string() + " for writing");
-    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    f.flush();
-    if (!f) {
-      f.close();
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw NpyError("write_npy: failed writing " + tmp.string());
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw NpyError("write_npy: cannot move " + tmp.string() + " to " + path.string());
-  }
-}
-
-}  // namespace
-
-// ---- Public API ---------------------------------------------------------------------------------
-
-NpyArray parse_npy(std::span<const unsigned char> bytes, const std::string& what) {
-  if (bytes.size() < kMagicSize + 4 || std::memcmp(bytes.data(), kMagic, kMagicSize) != 0) {
+// Checks the first bytes of a file (all of them when it is shorter than kPreamble2) and reads
+// the header length, refusing one above kMaxHeaderLen before anything is allocated for it.
+Preamble parse_preamble(std::span<const unsigned char> bytes, const std::string& what) {
+  if (bytes.size() < kPreamble1 || std::memcmp(bytes.data(), kMagic, kMagicSize) != 0) {
     throw NpyError(what + ": not a .npy file (missing the \\x93NUMPY magic)");
   }
   const unsigned major = bytes[6];
@@ -281,50 +291,49 @@ NpyArray parse_npy(std::span<const unsigned char> bytes, const std::string& what
     throw NpyError(what + ": unsupported .npy format version " + std::to_string(major) + "." +
                    std::to_string(minor));
   }
-  const std::size_t len_bytes = major == 1 ? 2 : 4;
-  if (bytes.size() < kMagicSize + 2 + len_bytes) throw NpyError(what + ": truncated header");
-  const std::size_t header_len = read_le(bytes.data() + 8, len_bytes);
-  const std::size_t data_offset = kMagicSize + 2 + len_bytes + header_len;
-  if (data_offset > bytes.size()) {
-    throw NpyError(what + ": header says " + std::to_string(header_len) + " bytes but the file has " +
-                   std::to_string(bytes.size() - (kMagicSize + 2 + len_bytes)));
+  const std::size_t size = major == 1 ? kPreamble1 : kPreamble2;
+  if (bytes.size() < size) throw NpyError(what + ": truncated header");
+  const std::size_t header_len = read_le(bytes.data() + 8, size - 8);
+  if (header_len > kMaxHeaderLen) {
+    throw NpyError(what + ": the header is " + std::to_string(header_len) +
+                   " bytes, more than the " + std::to_string(kMaxHeaderLen) +
+                   " a .npy header may have (NumPy's max_header_size)");
   }
-  const std::string_view header_text(reinterpret_cast<const char*>(bytes.data()) + kMagicSize + 2 +
-                                         len_bytes,
-                                     header_len);
-  const Header h = parse_header(header_text, what);
+  return {size, header_len};
+}
 
-  // Size the array as NumPy does: the non-zero dimensions times the element size must fit in a
-  // signed 64-bit byte count, even when another dimension is 0 and the array is empty. So a
-  // hostile shape cannot wrap around to a small count and pass the size test below, and an
-  // empty (0, 2^64 - 1) array cannot reach Eigen as a matrix with -1 columns.
+// The header's facts, and the size of the data they imply.
+struct Layout {
+  Header header;
+  std::size_t count;    // elements
+  std::size_t payload;  // bytes: count * the element size, which cannot overflow
+};
+
+Layout parse_layout(std::string_view header_text, const std::string& what) {
+  Header h = parse_header(header_text, what);
   const std::size_t esize = dtype_size(h.dtype);
-  const auto max_bytes = static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max());
-  std::size_t nonzero_bytes = esize;
-  bool empty = false;
-  for (std::size_t d : h.shape) {
-    if (d == 0) {
-      empty = true;
-    } else if (nonzero_bytes > max_bytes / d) {
-      throw NpyError(what + ": shape is too large");
-    } else {
-      nonzero_bytes *= d;
-    }
-  }
-  const std::size_t count = empty ? 0 : nonzero_bytes / esize;
-  const std::size_t payload = bytes.size() - data_offset;
-  if (count > payload / esize || count * esize != payload) {
-    throw NpyError(what + ": shape needs " + std::to_string(count) + " elements of " +
-                   std::to_string(esize) + " bytes but the file holds " + std::to_string(payload) +
-                   " data bytes");
-  }
+  const std::optional<std::size_t> count = element_count(h.shape, esize);
+  if (!count) throw NpyError(what + ": shape is too large");
+  return {std::move(h), *count, *count * esize};
+}
 
+// `holds` is the data the file has after its header: a number, or "more than N" for a pipe.
+[[noreturn]] void payload_mismatch(const Layout& l, const std::string& holds,
+                                   const std::string& what) {
+  throw NpyError(what + ": shape needs " + std::to_string(l.count) + " elements of " +
+                 std::to_string(dtype_size(l.header.dtype)) + " bytes but the file holds " + holds +
+                 " data bytes");
+}
+
+// The payload's l.payload bytes as an array, in C order.
+NpyArray decode(const Layout& l, const unsigned char* src) {
+  const Header& h = l.header;
+  const std::size_t count = l.count, esize = dtype_size(h.dtype);
   NpyArray a;
   a.shape = h.shape;
   a.dtype = h.dtype;
   a.fortran_order = h.fortran_order;
   a.data.resize(count);
-  const unsigned char* src = bytes.data() + data_offset;
   if (!h.fortran_order || h.shape.size() < 2) {
     for (std::size_t i = 0; i < count; ++i) a.data[i] = load_element(h.dtype, src + i * esize);
     return a;
@@ -344,23 +353,99 @@ NpyArray parse_npy(std::span<const unsigned char> bytes, const std::string& what
   return a;
 }
 
-NpyArray read_npy(const std::filesystem::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw NpyError(path.string() + ": cannot open for reading");
-  std::vector<unsigned char> bytes;
-  try {
-    bytes.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  } catch (const std::ios_base::failure& e) {
-    // libstdc++'s filebuf throws when read(2) fails (a directory, an I/O error); the iterator
-    // does not turn that into badbit the way istream::read would.
-    throw NpyError(path.string() + ": read error (" + e.code().message() + ")");
+// ---- Reading a file -----------------------------------------------------------------------------
+
+// A file descriptor, closed on every way out of read_npy.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
   }
-  if (f.bad()) throw NpyError(path.string() + ": read error");
-  return parse_npy(bytes, path.string());
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// Reads n bytes, fewer only at the end of the file: a pipe hands over what its writer has
+// written so far, and a signal may interrupt read(2), so one call is not enough.
+std::size_t read_upto(int fd, void* buffer, std::size_t n, const std::string& what) {
+  auto* p = static_cast<unsigned char*>(buffer);
+  std::size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::read(fd, p + got, n - got);
+    if (r == 0) break;
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      throw NpyError(what + ": read error (" + std::strerror(errno) + ")");
+    }
+    got += static_cast<std::size_t>(r);
+  }
+  return got;
 }
 
-std::vector<unsigned char> encode_npy(std::span<const std::size_t> shape, NpyDtype dtype,
-                                      const void* data, bool fortran_order) {
+// The data after the header, l.payload bytes and nothing after them. `file_size` is the size of
+// a regular file (nullopt for a pipe or a device); with it, a size that cannot match is refused
+// before anything is read or allocated. Without it, the buffer grows only as bytes arrive, so a
+// pipe whose header promises gigabytes and sends a few costs a few.
+std::vector<unsigned char> read_payload(int fd, const Layout& l, std::size_t data_offset,
+                                        std::optional<std::size_t> file_size,
+                                        const std::string& what) {
+  if (file_size && *file_size >= data_offset && *file_size - data_offset != l.payload) {
+    payload_mismatch(l, std::to_string(*file_size - data_offset), what);
+  }
+  std::vector<unsigned char> payload;
+  if (file_size) payload.reserve(l.payload);  // exactly what the file was just seen to hold
+  constexpr std::size_t kChunk = std::size_t{1} << 20;
+  while (payload.size() < l.payload) {
+    const std::size_t have = payload.size(), want = std::min(kChunk, l.payload - have);
+    payload.resize(have + want);
+    const std::size_t got = read_upto(fd, payload.data() + have, want, what);
+    payload.resize(have + got);
+    if (got < want) payload_mismatch(l, std::to_string(payload.size()), what);
+  }
+  unsigned char after;
+  if (read_upto(fd, &after, 1, what) != 0) {
+    payload_mismatch(l, "more than " + std::to_string(l.payload), what);
+  }
+  return payload;
+}
+
+}  // namespace
+
+// ---- Writing ------------------------------------------------------------------------------------
+
+namespace {
+
+// The payload size of a shape the writer accepts: the reader's rules (at most kMaxDims
+// dimensions, element_count), checked before anything is created. `where` names the caller.
+std::size_t checked_payload(std::span<const std::size_t> shape, NpyDtype dtype, const char* where) {
+  require(shape.size() <= kMaxDims, where, [&] {
+    return "the shape has " + std::to_string(shape.size()) +
+           " dimensions; a .npy file may have at most " + std::to_string(kMaxDims) +
+           " (NumPy's limit)";
+  });
+  const std::optional<std::size_t> count = element_count(shape, dtype_size(dtype));
+  require(count.has_value(), where, [&] {
+    std::string text = "(";
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      text += (i ? ", " : "") + std::to_string(shape[i]);
+    }
+    return "the shape " + text +
+           ") is too large: its non-zero dimensions need more than 2^63 - 1 bytes (NumPy's "
+           "limit, which read_npy applies)";
+  });
+  return *count * dtype_size(dtype);
+}
+
+// The bytes before the data: the preamble, then the dict padded with spaces and a '\n' so the
+// data starts on a 64-byte boundary. write_npy and encode_npy both start with exactly these.
+// Always version 1.0: with at most kMaxDims dimensions of at most 20 digits, the dict stays under
+// 1.6 KB, far inside the uint16 length field (and kMaxHeaderLen).
+std::string header_bytes(std::span<const std::size_t> shape, NpyDtype dtype, bool fortran_order) {
   std::string dict = std::string("{'descr': '") + dtype_descr(dtype) +
                      "', 'fortran_order': " + (fortran_order ? "True" : "False") + ", 'shape': (";
   for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -369,54 +454,128 @@ std::vector<unsigned char> encode_npy(std::span<const std::size_t> shape, NpyDty
     if (i + 1 < shape.size()) dict += " ";
   }
   dict += "), }";
+  const std::size_t unpadded = kPreamble1 + dict.size() + 1;  // + the final '\n'
+  const std::size_t total = (unpadded + kAlign - 1) / kAlign * kAlign;
+  const std::size_t header_len = total - kPreamble1;
+  std::string out(reinterpret_cast<const char*>(kMagic), kMagicSize);
+  out += '\x01';  // version 1.0
+  out += '\x00';
+  out += static_cast<char>(header_len & 0xFF);  // little-endian uint16
+  out += static_cast<char>(header_len >> 8);
+  out += dict;
+  out.append(total - unpadded, ' ');
+  out += '\n';
+  return out;
+}
 
-  // Version 1.0 unless the header outgrows its uint16 length field.
-  std::size_t preamble = kMagicSize + 2 + 2;
-  unsigned major = 1;
-  std::size_t total = preamble + dict.size() + 1;  // + the final '\n'
-  if ((total + kAlign - 1) / kAlign * kAlign - preamble > 0xFFFF) {
-    major = 2;
-    preamble = kMagicSize + 2 + 4;
-    total = preamble + dict.size() + 1;
-  }
-  const std::size_t padded = (total + kAlign - 1) / kAlign * kAlign;
-  dict.append(padded - total, ' ');
-  dict += '\n';
-  const std::size_t header_len = dict.size();
+// The header, then `bytes` of data straight from `data`: no copy of the payload is made.
+void write_file(const std::filesystem::path& path, std::span<const std::size_t> shape,
+                NpyDtype dtype, const void* data, std::size_t bytes, bool fortran_order) {
+  const std::string header = header_bytes(shape, dtype, fortran_order);
+  AtomicFile file(path);
+  file.write(header);
+  file.write(data, bytes);
+  file.commit();
+}
 
-  // Fill a buffer of the final size by position; GCC 12 misreads the equivalent chain of
-  // vector::insert calls as an overflow (-Wstringop-overflow false positive).
-  const std::size_t len_bytes = major == 1 ? 2 : 4;
-  const std::size_t nbytes = element_count(shape) * dtype_size(dtype);
-  std::vector<unsigned char> out(kMagicSize + 2 + len_bytes + header_len + nbytes);
-  unsigned char* w = out.data();
-  std::memcpy(w, kMagic, kMagicSize);
-  w += kMagicSize;
-  *w++ = static_cast<unsigned char>(major);
-  *w++ = 0;
-  for (std::size_t i = 0; i < len_bytes; ++i) {
-    *w++ = static_cast<unsigned char>((header_len >> (8 * i)) & 0xFF);
+template <typename T>
+void write_elements(const std::filesystem::path& path, std::span<const std::size_t> shape,
+                    std::span<const T> data, NpyDtype dtype) {
+  const std::size_t bytes = checked_payload(shape, dtype, "write_npy");
+  require(bytes / sizeof(T) == data.size(), "write_npy", [&] {
+    return "shape holds " + std::to_string(bytes / sizeof(T)) + " elements but " +
+           std::to_string(data.size()) + " were given";
+  });
+  write_file(path, shape, dtype, data.data(), bytes, false);
+}
+
+}  // namespace
+
+// ---- Public API ---------------------------------------------------------------------------------
+
+NpyArray parse_npy(std::span<const unsigned char> bytes, const std::string& what) {
+  const Preamble p = parse_preamble(bytes, what);
+  if (p.header_len > bytes.size() - p.size) {
+    throw NpyError(what + ": header says " + std::to_string(p.header_len) +
+                   " bytes but the file has " + std::to_string(bytes.size() - p.size));
   }
-  std::memcpy(w, dict.data(), header_len);
-  w += header_len;
-  if (nbytes > 0) std::memcpy(w, data, nbytes);
+  const Layout l = parse_layout(
+      std::string_view(reinterpret_cast<const char*>(bytes.data()) + p.size, p.header_len), what);
+  const std::size_t data_offset = p.size + p.header_len;
+  if (bytes.size() - data_offset != l.payload) {
+    payload_mismatch(l, std::to_string(bytes.size() - data_offset), what);
+  }
+  return decode(l, bytes.data() + data_offset);
+}
+
+NpyArray read_npy(const std::filesystem::path& path) {
+  const std::string what = path.string();
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    throw NpyError(what + ": cannot open for reading (" + std::strerror(errno) + ")");
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) {
+    throw NpyError(what + ": read error (" + std::strerror(errno) + ")");
+  }
+  // A regular file's size is known before it is read; a pipe's or a device's is not.
+  const std::optional<std::size_t> file_size =
+      S_ISREG(st.st_mode) ? std::optional(static_cast<std::size_t>(st.st_size)) : std::nullopt;
+
+  // The preamble: 10 bytes, and 2 more when the version says the length field has 4.
+  unsigned char preamble[kPreamble2];
+  std::size_t have = read_upto(fd.get(), preamble, kPreamble1, what);
+  if (have == kPreamble1 && (preamble[6] == 2 || preamble[6] == 3)) {
+    have += read_upto(fd.get(), preamble + kPreamble1, kPreamble2 - kPreamble1, what);
+  }
+  const Preamble p = parse_preamble({preamble, have}, what);
+
+  // The header: p.header_len <= kMaxHeaderLen bytes, whatever the file holds.
+  std::string header(p.header_len, '\0');
+  const std::size_t got = read_upto(fd.get(), header.data(), p.header_len, what);
+  if (got < p.header_len) {
+    throw NpyError(what + ": header says " + std::to_string(p.header_len) +
+                   " bytes but the file has " + std::to_string(got));
+  }
+  const Layout l = parse_layout(header, what);
+
+  // The data: exactly the shape's bytes, then the end of the file.
+  try {
+    const std::vector<unsigned char> payload =
+        read_payload(fd.get(), l, p.size + p.header_len, file_size, what);
+    return decode(l, payload.data());
+  } catch (const std::bad_alloc&) {
+    // A shape NumPy allows can still be more than this machine holds: a fault of the file (for
+    // this machine), reported like the others rather than as an exception nobody expects.
+    throw NpyError(what + ": the array's " + std::to_string(l.count) +
+                   " elements do not fit in memory");
+  }
+}
+
+std::vector<unsigned char> encode_npy(std::span<const std::size_t> shape, NpyDtype dtype,
+                                      const void* data, bool fortran_order) {
+  const std::size_t nbytes = checked_payload(shape, dtype, "encode_npy");
+  require(data != nullptr || nbytes == 0, "encode_npy", [&] {
+    return "data is null but the shape holds " + std::to_string(nbytes / dtype_size(dtype)) +
+           " elements";
+  });
+  const std::string header = header_bytes(shape, dtype, fortran_order);
+  // Filled by position; GCC 12 misreads the equivalent chain of vector::insert calls as an
+  // overflow (-Wstringop-overflow false positive).
+  std::vector<unsigned char> out(header.size() + nbytes);
+  std::memcpy(out.data(), header.data(), header.size());
+  if (nbytes > 0) std::memcpy(out.data() + header.size(), data, nbytes);
   return out;
 }
 
 void write_npy(const std::filesystem::path& path, std::span<const std::size_t> shape,
                std::span<const float> data) {
-  require(element_count(shape) == data.size(), "write_npy",
-          "shape holds " + std::to_string(element_count(shape)) + " elements but " +
-              std::to_string(data.size()) + " were given");
-  write_file_atomically(path, encode_npy(shape, NpyDtype::float32, data.data()));
+  write_elements(path, shape, data, NpyDtype::float32);
 }
 
 void write_npy(const std::filesystem::path& path, std::span<const std::size_t> shape,
                std::span<const double> data) {
-  require(element_count(shape) == data.size(), "write_npy",
-          "shape holds " + std::to_string(element_count(shape)) + " elements but " +
-              std::to_string(data.size()) + " were given");
-  write_file_atomically(path, encode_npy(shape, NpyDtype::float64, data.data()));
+  write_elements(path, shape, data, NpyDtype::float64);
 }
 
 void write_npy(const std::filesystem::path& path, const Matrix& m) {
@@ -431,7 +590,9 @@ void write_npy(const std::filesystem::path& path, const MatrixD& m) {
 
 void write_npy_fortran(const std::filesystem::path& path, const Eigen::MatrixXf& m) {
   const std::size_t shape[] = {static_cast<std::size_t>(m.rows()), static_cast<std::size_t>(m.cols())};
-  write_file_atomically(path, encode_npy(shape, NpyDtype::float32, m.data(), true));
+  // Eigen's column-major storage is already the Fortran-order payload.
+  write_file(path, shape, NpyDtype::float32, m.data(),
+             checked_payload(shape, NpyDtype::float32, "write_npy_fortran"), true);
 }
 
 // ---- NpyArray views -----------------------------------------------------------------------------

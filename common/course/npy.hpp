@@ -13,10 +13,26 @@
 /// else, or a file that is truncated, too long, or whose header lies about its size, is rejected
 /// with NpyError naming the file and the fault (quoting at most a short, printable excerpt of
 /// the header).
-/// Writing goes to "<path>.tmp" first and is renamed into place, so a failed write never
-/// leaves a half-written .npy behind.
+///
+/// read_npy reads in the format's order and trusts no length before checking it, so what it
+/// allocates is bounded by the array the header describes, never by what the file claims or
+/// holds: the 10- or 12-byte preamble; the header, at most 10000 bytes (NumPy's default
+/// max_header_size; np.load refuses longer ones too); then exactly the bytes the shape needs.
+/// A regular file whose size (fstat) cannot match is refused before its data is read; a pipe
+/// or a device is read no further than those bytes and the one after them, which must not
+/// exist. So /dev/zero, an endless pipe or a huge sparse file is an NpyError at once.
+///
+/// Writing streams: the header, then the data straight from the caller's memory (no copy),
+/// through course::AtomicFile (files.hpp): a temporary file beside the final name, renamed
+/// into place when complete, so a failed write never leaves a half-written .npy behind. A
+/// failure throws course::WriteError with the system's reason ("cannot write d/x.npy: No
+/// space left on device"): it is about the disk, not about the format, so it is the error every
+/// file the course writes throws, not NpyError. Before anything is created, the shape must be
+/// one read_npy accepts (at most 64 dimensions, a byte count NumPy allows) and must hold
+/// exactly the elements given; otherwise std::invalid_argument.
 #pragma once
 
+#include "course/files.hpp"
 #include "course/types.hpp"
 
 #include <cstddef>
@@ -79,7 +95,10 @@ void write_npy(const std::filesystem::path& path, const MatrixD& m);
 /// the same array NumPy would see from the row-major overload.
 void write_npy_fortran(const std::filesystem::path& path, const Eigen::MatrixXf& m);
 
-/// The bytes write_npy would put in the file (used by tests and by write_npy itself).
+/// The bytes write_npy would put in the file, in memory (tests and the fuzz target use it). The
+/// header comes from the same code as write_npy's, so the two cannot disagree. `data` holds the
+/// shape's elements of `dtype`, in C order, or in Fortran order when fortran_order. Throws
+/// std::invalid_argument for a shape write_npy refuses, or a null `data` with elements to copy.
 std::vector<unsigned char> encode_npy(std::span<const std::size_t> shape, NpyDtype dtype,
                                       const void* data, bool fortran_order = false);
 

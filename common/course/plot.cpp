@@ -10,6 +10,9 @@
 // sized to fit, and the shared colour bar of a grid sits in a known place.
 #include "course/plot.hpp"
 
+#include "course/files.hpp"
+#include "course/interrupt.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -17,13 +20,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
 #include <system_error>
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -220,10 +225,10 @@ std::string script_head(const std::string& name, std::string_view what,
   s += "set terminal pngcairo size " + std::to_string(w) + "," + std::to_string(h) +
        " noenhanced font \"Sans," + std::to_string(kFont) + "\"\n";
   s += "set encoding utf8\n";
-  s += "# The course renders into a temporary file (gnuplot -e \"outfile='...'\") and renames\n";
-  s += "# it, so a failed render never leaves half a PNG; run by hand, the output is this file:\n";
-  s += "if (!exists(\"outfile\")) outfile = \"" + name + ".png\"\n";
-  s += "set output outfile\n";
+  s += "# The course has gnuplot write the PNG to its standard output (gnuplot -e to_stdout=1)\n";
+  s += "# and saves it itself, checking that it is whole and that every byte reached the disk;\n";
+  s += "# run by hand, the output is this file:\n";
+  s += "if (exists(\"to_stdout\")) { set output } else { set output \"" + name + ".png\" }\n";
   s += "datafile = \"" + name + ".dat\"\n";
   return s;
 }
@@ -370,41 +375,44 @@ Bins make_bins(const std::vector<double>& values, int bins) {
   return b;
 }
 
-// ---- Files --------------------------------------------------------------------------------------
-
-// Write to "<path>.tmp" and rename into place: readers never see half a file.
-void write_atomic(const std::filesystem::path& path, const std::string& content) {
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw std::runtime_error("Plotter: cannot write " + tmp.string());
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw std::runtime_error("Plotter: cannot rename " + tmp.string() + " to " + path.string());
-  }
-}
-
 // ---- Running gnuplot ----------------------------------------------------------------------------
 
 struct RunResult {
   bool found = true;  // false: no such program, or not executable (nothing ran)
   int status = 0;     // exit code, or 128 + signal number
-  std::string err;    // everything the program wrote to stderr
+  std::string out;    // everything the program wrote to stdout (the PNG)
+  std::string err;    // everything it wrote to stderr
 };
 
-// Runs `program args...` in `dir`, stdin and stdout on /dev/null, stderr captured. posix_spawnp
+// Reads both pipes until the program closes them. Both at once (poll), because a program
+// that fills one pipe while we wait on the other would block for ever.
+void drain(int out_fd, int err_fd, std::string& out, std::string& err) {
+  pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+  std::string* sinks[2] = {&out, &err};
+  int open_pipes = 2;
+  char buf[65536];
+  while (open_pipes > 0) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(std::string("Plotter: poll failed: ") + std::strerror(errno));
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        sinks[i]->append(buf, static_cast<std::size_t>(n));
+      } else if (n == 0 || errno != EINTR) {
+        fds[i].fd = -1;  // closed (or broken): poll ignores a negative fd
+        --open_pipes;
+      }
+    }
+  }
+}
+
+// Runs `program args...` in `dir`, stdin on /dev/null, stdout and stderr captured. posix_spawnp
 // looks the program up on PATH as execvp does (a name with '/' is used as it is) and reports a
 // failed exec as its return value; no shell is involved, so names are never parsed as syntax.
+// While it runs, a SIGINT/SIGTERM/SIGHUP to the course stops it too (course/interrupt.hpp).
 RunResult run_in(const std::string& program, const std::vector<std::string>& args,
                  const std::filesystem::path& dir) {
   std::vector<char*> argv;
@@ -412,43 +420,73 @@ RunResult run_in(const std::string& program, const std::vector<std::string>& arg
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
-  int pipe_fd[2];
-  if (::pipe2(pipe_fd, O_CLOEXEC) != 0)
+  int out_pipe[2], err_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("Plotter: pipe failed: ") + std::strerror(errno));
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    const int err = errno;
+    ::close(out_pipe[0]);
+    ::close(out_pipe[1]);
+    throw std::runtime_error(std::string("Plotter: pipe failed: ") + std::strerror(err));
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fd[1], STDERR_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
   posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());  // glibc 2.29+
+  // The child starts with no signal held and the default action for the signals the course
+  // catches (ours are held while it starts; see below).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&defaults, sig);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
   pid_t pid = 0;
-  const int spawned =
-      ::posix_spawnp(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+  int spawned = 0;
+  std::optional<interrupt::StopOnSignal> stop_child;
+  {
+    // Started and registered, or neither: a signal in between would orphan the child.
+    const interrupt::HoldSignals hold;
+    spawned = ::posix_spawnp(&pid, program.c_str(), &actions, &attr, argv.data(), environ);
+    if (spawned == 0) stop_child.emplace(pid);
+  }
   posix_spawn_file_actions_destroy(&actions);
-  ::close(pipe_fd[1]);
-  RunResult result;
+  posix_spawnattr_destroy(&attr);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
   if (spawned != 0) {
-    ::close(pipe_fd[0]);
-    if (spawned == ENOENT || spawned == EACCES || spawned == ENOTDIR) return {false, 127, {}};
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    if (spawned == ENOENT || spawned == EACCES || spawned == ENOTDIR) return {false, 127, {}, {}};
     throw std::runtime_error("Plotter: cannot run " + program + " in " + dir.string() + ": " +
                              std::strerror(spawned));
   }
-  char buf[4096];
-  while (true) {
-    const ssize_t n = ::read(pipe_fd[0], buf, sizeof buf);
-    if (n > 0) {
-      result.err.append(buf, static_cast<std::size_t>(n));
-    } else if (n == 0 || errno != EINTR) {
-      break;
-    }
-  }
-  ::close(pipe_fd[0]);
+  RunResult result;
+  drain(out_pipe[0], err_pipe[0], result.out, result.err);
+  ::close(out_pipe[0]);
+  ::close(err_pipe[0]);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) throw std::runtime_error("Plotter: waitpid failed");
   }
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+// Whether `bytes` is a whole PNG file: the 8-byte signature first and the IEND chunk last
+// (length 0, type "IEND", its CRC). gnuplot exits 0 even when its output was cut short, so
+// the course checks what it wrote, not only how it exited.
+bool is_complete_png(std::string_view bytes) {
+  constexpr std::string_view signature("\x89PNG\r\n\x1a\n", 8);
+  constexpr std::string_view iend("\0\0\0\0IEND\xae\x42\x60\x82", 12);
+  return bytes.size() >= signature.size() + iend.size() && bytes.substr(0, 8) == signature &&
+         bytes.substr(bytes.size() - iend.size()) == iend;
 }
 
 // How the printed hint names the folder: as is when the shell would read it unchanged,
@@ -486,29 +524,29 @@ Figure Plotter::render(const std::string& name, const std::string& script,
   std::filesystem::create_directories(out_dir_, ec);
   if (ec) throw std::runtime_error("Plotter: cannot create " + out_dir_.string() + ": " +
                                    ec.message());
-  write_atomic(fig.dat, data);
-  write_atomic(fig.gp, script);
+  write_file_atomically(fig.dat, data);
+  write_file_atomically(fig.gp, script);
 
-  // The name holds only [A-Za-z0-9_.-] (check_name), so it is safe inside the quotes.
-  const std::string tmp_png = name + ".png.tmp";
-  const RunResult r = run_in(gnuplot_, {"-e", "outfile='" + tmp_png + "'", name + ".gp"}, out_dir_);
+  const RunResult r = run_in(gnuplot_, {"-e", "to_stdout=1", name + ".gp"}, out_dir_);
   if (!r.found) {
     std::cout << "plot: gnuplot not found; render with: cd " << shell_word(out_dir_.string())
               << " && gnuplot " << name << ".gp\n";
     return fig;
   }
-  const std::filesystem::path tmp_path = out_dir_ / tmp_png;
-  if (r.status != 0 || !std::filesystem::exists(tmp_path)) {
-    std::filesystem::remove(tmp_path, ec);
+  std::string said = r.err;  // gnuplot's own words, without the final newline
+  while (!said.empty() && std::isspace(static_cast<unsigned char>(said.back()))) said.pop_back();
+  if (r.status != 0) {
     throw std::runtime_error("Plotter: " + gnuplot_ + " failed on " + fig.gp.string() +
-                             " (exit status " + std::to_string(r.status) + "): " + r.err);
+                             " (exit status " + std::to_string(r.status) + ")" +
+                             (said.empty() ? std::string() : ": " + said));
   }
-  std::filesystem::rename(tmp_path, fig.png, ec);
-  if (ec) {
-    std::filesystem::remove(tmp_path, ec);
-    throw std::runtime_error("Plotter: cannot rename " + tmp_path.string() + " to " +
-                             fig.png.string());
+  if (!is_complete_png(r.out)) {
+    throw std::runtime_error("Plotter: " + gnuplot_ + " exited 0 on " + fig.gp.string() +
+                             " but wrote no whole PNG (" + std::to_string(r.out.size()) +
+                             " bytes, no IEND chunk at the end)" +
+                             (said.empty() ? std::string() : ": " + said));
   }
+  write_file_atomically(fig.png, r.out);
   fig.rendered = true;
   rendered_.push_back(fig.png);
   return fig;

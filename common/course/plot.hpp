@@ -14,8 +14,11 @@
 // - Numbers in .dat and .gp files are written with std::to_chars in the shortest form that
 //   reads back to the same value (float for Matrix entries, double otherwise): exact,
 //   locale-independent, and byte-identical from run to run. No dates, no absolute paths.
-// - Every file is written to "<file>.tmp" and renamed into place; gnuplot renders into
-//   "<name>.png.tmp" first. A failed run never leaves half a file.
+// - Every file is written through course::AtomicFile (a unique temporary renamed into place),
+//   so a failed or interrupted run never leaves half a file under a final name. gnuplot writes
+//   the PNG to its standard output; the course checks that it is whole (signature to IEND
+//   chunk: gnuplot exits 0 even when its output was cut short) and writes it itself, so a
+//   full disk is an error that says so ("No space left on device").
 // - Invalid input throws std::invalid_argument("Plotter::<function>: <problem>") before
 //   anything is written, also when the plotter is disabled, so a --no-plots run catches the
 //   same mistakes. Figure names must be non-empty and use only [A-Za-z0-9_.-].
@@ -162,8 +165,10 @@ struct LineOptions {
 /// Writes figures into one folder (created on the first figure). Construct it with
 /// enabled = false (the chapters' --no-plots) to write nothing at all.
 ///
-/// Rendering runs `gnuplot <name>.gp` as a child process in out_dir (no shell). A non-zero
-/// exit throws std::runtime_error with gnuplot's stderr. When the program is not found the
+/// Rendering runs `gnuplot -e to_stdout=1 <name>.gp` as a child process in out_dir (no shell);
+/// a signal to the course stops it (course/interrupt.hpp). A non-zero exit, or output that is
+/// not a whole PNG, throws std::runtime_error with gnuplot's stderr; a failed write throws
+/// course::WriteError with the reason. When the program is not found the
 /// .dat and .gp are still written, rendered is false, and one line is printed to std::cout:
 /// `plot: gnuplot not found; render with: cd <out_dir> && gnuplot <name>.gp`.
 class Plotter {

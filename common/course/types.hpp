@@ -13,6 +13,7 @@ using attn::BatchOf;
 using attn::Index;
 using attn::Matrix;
 using attn::MatrixD;
+using attn::RowVector;
 using attn::require;
 using attn::shape_str;
 

@@ -47,12 +47,20 @@ inline std::string read_file(const fs::path& p) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-/// Runs `ATTN_BIN_DIR/<chapter> <args>` through the shell; stdout and stderr go through files
+/// Where the chapter executables are: this build's bin/ (ATTN_BIN_DIR), unless the environment
+/// names another build in ATTN_TEST_BIN_DIR, e.g. an older commit's, to show that a new test
+/// fails on the code before a fix.
+inline std::string bin_dir() {
+  const char* other = std::getenv("ATTN_TEST_BIN_DIR");
+  return other != nullptr && *other != '\0' ? other : ATTN_BIN_DIR;
+}
+
+/// Runs `bin_dir()/<chapter> <args>` through the shell; stdout and stderr go through files
 /// in `dir`, so output of any size is captured whole.
 inline Output run_chapter(const std::string& chapter, const std::string& args,
                           const fs::path& dir) {
   const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const std::string cmd = std::string("'") + ATTN_BIN_DIR + "/" + chapter + "' " + args + " >'" +
+  const std::string cmd = "'" + bin_dir() + "/" + chapter + "' " + args + " >'" +
                           out.string() + "' 2>'" + err.string() + "'";
   const int status = std::system(cmd.c_str());
   return {(status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1, read_file(out),
@@ -66,6 +74,21 @@ inline attn::MatrixD load(const fs::path& dir, const std::string& name) {
 
 inline bool contains(const std::string& text, const std::string& piece) {
   return text.find(piece) != std::string::npos;
+}
+
+/// The output with every line break and the indent after it read as one space: notices wrap at
+/// 100 columns, and a sentence is checked whatever its line breaks.
+inline std::string unwrapped(const std::string& text) {
+  std::string flat;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\n') {
+      flat += text[i];
+      continue;
+    }
+    while (i + 1 < text.size() && text[i + 1] == ' ') ++i;
+    flat += ' ';
+  }
+  return flat;
 }
 
 /// Runs `chapter args` twice and expects exit 0 both times, identical stdout, at least

@@ -1,0 +1,95 @@
+// files.cpp: a temporary file beside the final one, checked writes, a rename at the end.
+#include "course/files.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace course {
+
+namespace {
+
+// Numbers the temporaries of this process: with the pid, a name no other writer uses.
+std::atomic<unsigned> g_next_temporary{0};
+
+std::string reason(int err) { return std::strerror(err); }
+
+}  // namespace
+
+AtomicFile::AtomicFile(std::filesystem::path path) : path_(std::move(path)) {
+  const std::string stem = path_.filename().string() + "." + std::to_string(::getpid()) + "-";
+  // A name taken (by a stale temporary of a dead process with our pid, or by a planted link)
+  // is skipped, never opened: O_EXCL fails on any existing entry, O_NOFOLLOW on a final link.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    tmp_ = path_.parent_path() / (stem + std::to_string(g_next_temporary++) + ".tmp");
+    const interrupt::HoldSignals hold;  // created and registered, or neither
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd_ >= 0) {
+      on_signal_ = std::make_unique<interrupt::RemoveOnSignal>(tmp_);
+      return;
+    }
+    if (errno != EEXIST) {
+      const int err = errno;
+      throw WriteError("cannot write " + path_.string() + ": " + reason(err) +
+                       " (creating " + tmp_.filename().string() + ")");
+    }
+  }
+  throw WriteError("cannot write " + path_.string() + ": 100 temporary names beside it are taken");
+}
+
+AtomicFile::~AtomicFile() {
+  if (committed_) return;
+  if (fd_ >= 0) ::close(fd_);
+  ::unlink(tmp_.c_str());
+}
+
+void AtomicFile::fail(const std::string& what, int err) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  ::unlink(tmp_.c_str());
+  on_signal_.reset();
+  committed_ = true;  // nothing left for the destructor to do
+  throw WriteError(what + ": " + reason(err));
+}
+
+void AtomicFile::write(const void* data, std::size_t size) {
+  if (fd_ < 0) throw WriteError("cannot write " + path_.string() + ": the file is closed");
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    const ssize_t n = ::write(fd_, p, size);
+    if (n < 0) {
+      const int err = errno;
+      if (err == EINTR) continue;
+      fail("cannot write " + path_.string(), err);
+    }
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+}
+
+void AtomicFile::commit() {
+  if (fd_ < 0) throw WriteError("cannot write " + path_.string() + ": the file is closed");
+  // Some file systems (NFS, quotas) report a write that did not fit only when it is closed.
+  const int closed = ::close(fd_), close_err = errno;
+  fd_ = -1;
+  if (closed != 0) fail("cannot write " + path_.string(), close_err);
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    const int err = errno;
+    fail("cannot move " + tmp_.string() + " to " + path_.string(), err);
+  }
+  committed_ = true;
+  on_signal_.reset();
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
+  AtomicFile file(path);
+  file.write(bytes);
+  file.commit();
+}
+
+}  // namespace course

@@ -1,0 +1,93 @@
+// interrupt.cpp: on SIGINT, SIGTERM or SIGHUP, stop the child, remove the temporaries, and
+// die by the same signal.
+#include "course/interrupt.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <stdexcept>
+
+namespace course::interrupt {
+
+namespace {
+
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+constexpr int kSlots = 16;
+
+// The registry the handler reads. A slot's path is written completely before `used` is set,
+// and `used` is cleared before the path may change, so the handler never reads half a path.
+struct Slot {
+  char path[PATH_MAX];
+  volatile sig_atomic_t used;
+};
+std::array<Slot, kSlots> g_slots{};
+volatile sig_atomic_t g_child = 0;  // pid of the child to stop, 0 when none
+
+extern "C" void on_signal(int sig) {
+  const int saved_errno = errno;
+  if (const pid_t child = static_cast<pid_t>(g_child); child > 0) {
+    ::kill(child, SIGKILL);  // gnuplot holds no state worth a graceful stop
+    ::waitpid(child, nullptr, 0);
+  }
+  for (Slot& s : g_slots) {
+    if (s.used) ::unlink(s.path);
+  }
+  // Die by the signal itself: restore the default action and raise it again. It is delivered
+  // as soon as this handler returns (the signal is blocked while the handler runs).
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+  errno = saved_errno;
+}
+
+}  // namespace
+
+void install() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  ::sigfillset(&sa.sa_mask);  // nothing else runs in the middle of the clean-up
+  for (const int sig : kSignals) {
+    // A signal the caller chose to ignore (nohup sets SIGHUP to ignored) stays ignored.
+    struct sigaction old {};
+    ::sigaction(sig, nullptr, &old);
+    if (old.sa_handler == SIG_IGN) continue;
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+RemoveOnSignal::RemoveOnSignal(const std::filesystem::path& path) : slot_(-1) {
+  const std::string& p = path.native();
+  if (p.size() >= PATH_MAX)
+    throw std::runtime_error("interrupt: path too long to register: " + p.substr(0, 200));
+  for (int i = 0; i < kSlots; ++i) {
+    Slot& s = g_slots[static_cast<std::size_t>(i)];
+    if (s.used) continue;
+    std::memcpy(s.path, p.c_str(), p.size() + 1);
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // the path before the flag
+    s.used = 1;
+    slot_ = i;
+    return;
+  }
+  throw std::runtime_error("interrupt: more than 16 temporary files at once");
+}
+
+RemoveOnSignal::~RemoveOnSignal() { g_slots[static_cast<std::size_t>(slot_)].used = 0; }
+
+StopOnSignal::StopOnSignal(pid_t child) { g_child = child; }
+
+StopOnSignal::~StopOnSignal() { g_child = 0; }
+
+HoldSignals::HoldSignals() {
+  sigset_t hold;
+  ::sigemptyset(&hold);
+  for (const int sig : kSignals) ::sigaddset(&hold, sig);
+  ::pthread_sigmask(SIG_BLOCK, &hold, &saved_);
+}
+
+HoldSignals::~HoldSignals() { ::pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+
+}  // namespace course::interrupt
