@@ -97,6 +97,33 @@ TEST(Chapter02, DumpObeysTheFormulas) {
   fs::remove_all(dir);
 }
 
+TEST(Chapter02, BlendNoticeCountsTheWeightsThatUnderflowed) {
+  // y^i = sum_j alpha'_{i,j} v^j blends all four values only if no weight is exactly 0. Seed
+  // 161's random W_k puts a score so far below its column's best that exp underflows float,
+  // and the chapter still said "a blend of all four values".
+  const fs::path dir = chapter.scratch("blend");
+  for (const std::string args : {"--random-weights --seed 161", ""}) {
+    const Output r = chapter.run("--no-plots " + args + " --dump '" + (dir / "d").string() + "'",
+                                 dir);
+    ASSERT_EQ(r.code, 0) << args << "\n" << r.err;
+    const MatrixD Ap = load(dir / "d", "A_prime");  // [4 x 4], the weights the y^i used
+    const long zeros = (Ap.array() == 0.0).count();
+    const std::string text = attn_test::unwrapped(r.out);
+    if (args.empty()) {
+      ASSERT_EQ(zeros, 0) << "note 000's numbers give every key a weight";
+      EXPECT_TRUE(contains(text, "each y^i is a blend of all four values"));
+    } else {
+      ASSERT_GT(zeros, 0) << "seed 161 no longer underflows a weight; pick another seed";
+      EXPECT_FALSE(contains(text, "a blend of all four values")) << args;
+      EXPECT_TRUE(contains(text, std::to_string(zeros) + " of the weights " +
+                                     (zeros == 1 ? "is" : "are") + " exactly 0"))
+          << args;
+    }
+    fs::remove_all(dir / "d");
+  }
+  fs::remove_all(dir);
+}
+
 TEST(Chapter02, DrawsTheWeightsFigure) {
   const fs::path dir = chapter.scratch("figure");
   const Output r = chapter.run("--out '" + (dir / "plots").string() + "'", dir);

@@ -16,6 +16,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using attn::Index;
 using attn::MatrixD;
 
 using attn_test::load;
@@ -141,6 +142,50 @@ TEST(Chapter03, BadKnobsAreUsageErrors) {
     EXPECT_TRUE(contains(r.err, "Usage")) << args << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << args;
   }
+  fs::remove_all(dir);
+}
+
+TEST(Chapter03, NoticesFollowTheKnobs) {
+  const fs::path dir = chapter.scratch("notices");
+  // With 4 features random words are far from orthogonal: a word gives others a real share, yet
+  // the closing facts said "Without projections a word mostly attends to itself".
+  const Output r = chapter.run("--no-plots --d-model 4 --n 8 --dump '" + (dir / "d").string() +
+                                   "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  MatrixD W = load(dir / "d", "words_weights");  // [8 x 8], softmax(X X^T / 2)
+  const MatrixD self = W.diagonal();
+  W.diagonal().setZero();
+  ASSERT_GE(W.maxCoeff(), 0.01) << "4 features should leave a word at least 1% for another";
+  bool outweighed = false;  // does some word give another more than itself?
+  for (Index i = 0; i < W.rows(); ++i) {
+    outweighed = outweighed || W.row(i).maxCoeff() > self(i);
+  }
+  const std::string text = attn_test::unwrapped(r.out);
+  EXPECT_FALSE(contains(text, "a word mostly attends to itself"));
+  EXPECT_FALSE(contains(text, "each word attends almost only to itself"));
+  EXPECT_TRUE(contains(text, "Without projections, 4 features left words far from orthogonal"));
+  EXPECT_TRUE(contains(text, outweighed ? "another word outweighs the word itself"
+                                        : "word still weighs itself most"));
+
+  // --scale divides K^T Q by sqrt(2): A no longer holds integers and quarters, which the notice
+  // claimed, though K^T Q does and both forms round the one multiplication alike.
+  const Output s = chapter.run("--no-plots --scale --dump '" + (dir / "s").string() + "'", dir);
+  ASSERT_EQ(s.code, 0) << s.err;
+  const MatrixD A = load(dir / "s", "A");  // [4 x 4]
+  bool quarters = true;
+  for (Index i = 0; i < A.size(); ++i) {
+    quarters = quarters && 4.0 * A(i) == std::round(4.0 * A(i));
+  }
+  ASSERT_FALSE(quarters) << "a scaled score is some integer / sqrt(2)";
+  const std::string scaled = attn_test::unwrapped(s.out);
+  EXPECT_FALSE(contains(scaled, "Q, K, V, A hold integers and quarters"));
+  EXPECT_TRUE(contains(scaled, "Q, K, V, K^T Q hold integers and quarters"));
+
+  // The defaults keep both statements, which are true there.
+  const Output d = chapter.run("--no-plots", dir);
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_TRUE(contains(attn_test::unwrapped(d.out), "Without projections a word mostly attends to itself"));
+  EXPECT_TRUE(contains(attn_test::unwrapped(d.out), "Q, K, V, A hold integers and quarters"));
   fs::remove_all(dir);
 }
 

@@ -355,4 +355,37 @@ TEST(Chapter04, BadKnobsAreUsageErrors) {
   fs::remove_all(dir);
 }
 
+TEST(Chapter04, NoticesFollowTheKnobs) {
+  // --std 0.5 makes b = a / 0.5 twice as wide as a, and softmax(a) of ten samples of spread 0.5
+  // is no spike; --d-k 1 draws a q whose length, not sqrt(d_k) = 1, sets the scores' spread.
+  const fs::path dir = attn_test::scratch("04_softmax_scaling", "notices");
+  const Output r = attn_test::run_chapter(
+      "04_softmax_scaling",
+      "--no-plots --std 0.5 --samples 10 --d-k 1 --dump '" + (dir / "d").string() + "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string text = attn_test::unwrapped(r.out);
+  EXPECT_FALSE(contains(text, "0.5 times narrower"));
+  EXPECT_TRUE(contains(text, "the same histogram, 2 times wider"));
+  const MatrixD p_a = load(dir / "d", "softmax_a");  // [1 x 10]
+  ASSERT_LT(p_a.maxCoeff(), 0.5) << "ten N(0, 0.25) logits give no entry half the weight";
+  EXPECT_FALSE(contains(text, "softmax(a) is a spike"));
+  EXPECT_TRUE(contains(text, "softmax(a) is no spike"));
+  // One feature, scaled by 1/sqrt(1): every score q k_j has spread |q| over the keys.
+  const MatrixD q = load(dir / "d", "q");  // [1 x 1]
+  ASSERT_LT(std::abs(q(0, 0)), 0.5) << "this seed's q is short, far from the typical 1";
+  EXPECT_FALSE(contains(text, "scaled, the scores spread by about 1:"));
+  EXPECT_TRUE(contains(text, fmt::format("scaled, the scores spread by about {:.2g}:",
+                                         std::abs(q(0, 0)))))
+      << fmt::format("{:.2g}", std::abs(q(0, 0)));
+
+  // The defaults keep the statements, true there: 100 times narrower, a spike, spread ~1.
+  const Output d = attn_test::run_chapter("04_softmax_scaling", "--no-plots", dir);
+  ASSERT_EQ(d.code, 0) << d.err;
+  const std::string defaults = attn_test::unwrapped(d.out);
+  EXPECT_TRUE(contains(defaults, "the same histogram, 100 times narrower"));
+  EXPECT_TRUE(contains(defaults, "softmax(a) is a spike, softmax(b) stays flat"));
+  EXPECT_TRUE(contains(defaults, "scaled, the scores spread by about 1:"));
+  fs::remove_all(dir);
+}
+
 }  // namespace

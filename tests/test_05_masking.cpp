@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -184,6 +185,83 @@ TEST(Chapter05, DrawsItsFigures) {
       EXPECT_TRUE(fs::is_regular_file(dir / "plots" / (std::string(name) + ext))) << name << ext;
     }
   }
+}
+
+TEST(Chapter05, NoticesFollowTheIdsAndKnobs) {
+  const fs::path dir = chapter.scratch("notices");
+  // One sentence, one word: no padding to share an embedding, nothing to block.
+  {
+    const Output r = chapter.run("--no-plots --ids 1", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string text = attn_test::unwrapped(r.out);
+    EXPECT_FALSE(contains(text, "both <pad> rows of sentence 1 share one embedding"));
+    EXPECT_TRUE(contains(text, "sentence 1 has no <pad>"));
+    EXPECT_FALSE(contains(text, "columns are blocked, not rows"));
+    EXPECT_TRUE(contains(text, "--mask pad, but nothing is blocked"));
+    EXPECT_FALSE(contains(text, "blocked keys get weight exactly 0"));
+  }
+  // d_k = 16 is not d_model / 8 = 2, and 16 features leave words a real share of each other.
+  {
+    const Output r = chapter.run(
+        "--no-plots --d-model 16 --d-k 16 --dump '" + (dir / "small").string() + "'", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string text = attn_test::unwrapped(r.out);
+    EXPECT_FALSE(contains(text, "d_k = 16 = d_model / 8"));
+    EXPECT_TRUE(contains(text, "here d_k = 16 (--d-k) and d_model = 16"));
+    const Batch W = load3(dir / "small", "weights");  // [2, 5, 5]
+    double least_self = 1.0;  // sentence 1's words are positions 0, 1, 2 (ids 5, 2, 1)
+    for (Index i = 0; i < 3; ++i) least_self = std::min(least_self, double{W[0](i, i)});
+    ASSERT_LT(least_self, 0.99) << "16 features: a word shares its weight";
+    EXPECT_FALSE(contains(text, "each word attends almost only to itself"));
+    EXPECT_TRUE(contains(text, "a word keeps as little as"));
+    // 16 = 128 / 8: there the note's relation holds and is printed.
+    const Output ok = chapter.run("--no-plots --d-model 128 --d-k 16", dir);
+    ASSERT_EQ(ok.code, 0) << ok.err;
+    EXPECT_TRUE(contains(ok.out, "d_k = 16 = d_model / 8"));
+  }
+  // -1e9 and a sentence of padding only: its 3 queries spread 1/3 over 3 blocked keys, so
+  // "blocked keys get weight exactly 0: exp(-inf) = 0" contradicted the number above it.
+  {
+    const Output r = chapter.run("--no-plots --fill -1e9 --ids 0,0,0/1,2,3", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string text = attn_test::unwrapped(r.out);
+    EXPECT_TRUE(contains(text, "largest weight on a blocked key: 0.333333"));
+    EXPECT_FALSE(contains(text, "blocked keys get weight exactly 0: exp(-inf) = 0"));
+    EXPECT_TRUE(contains(text, "the 3 queries with none spread the weight evenly over blocked "
+                               "keys (0.333333 each)"));
+    EXPECT_FALSE(contains(text, "Blocked weights are exactly 0, so blocked tokens cannot change"));
+    EXPECT_FALSE(contains(text, "a padded query still looks at the real words (its output"));
+  }
+  // W = 3 around 5 tokens reaches every key: the window saves nothing there.
+  {
+    const Output r = chapter.run("--no-plots --window 3", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string text = attn_test::unwrapped(r.out);
+    EXPECT_FALSE(contains(text, "each row keeps at most 7 keys"));
+    EXPECT_TRUE(contains(text, "W = 3 reaches all 5 keys from every query"));
+  }
+  // The default batch keeps every original statement, all true there.
+  {
+    const Output r = chapter.run("--no-plots", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string text = attn_test::unwrapped(r.out);
+    for (const char* line : {"both <pad> rows of sentence 1 share one embedding",
+                             "d_k = 64 = d_model / 8",
+                             "blocked keys get weight exactly 0: exp(-inf) = 0",
+                             "each word attends almost only to itself",
+                             "each row keeps at most 3 keys"}) {
+      EXPECT_TRUE(contains(text, line)) << line;
+    }
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Chapter05, HelpStatesTheLimitsOfIds) {
+  const fs::path dir = chapter.scratch("help");
+  const Output r = chapter.run("--help", dir);
+  ASSERT_EQ(r.code, 0);
+  EXPECT_TRUE(contains(attn_test::unwrapped(r.out), "at most 16 sentences of at most 64 tokens")) << r.out;
+  fs::remove_all(dir);
 }
 
 }  // namespace

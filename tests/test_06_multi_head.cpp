@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -164,6 +165,49 @@ TEST(Chapter06, DrawsOneGridPerSentence) {
       EXPECT_TRUE(fs::is_regular_file(dir / "plots" / (std::string(name) + ext))) << name << ext;
     }
   }
+}
+
+TEST(Chapter06, NoticesFollowTheKnobs) {
+  const fs::path dir = attn_test::scratch("06_multi_head", "notices");
+  // d_model 1: LayerNorm of a single feature is (x - x) / sqrt(0 + eps) = 0, so y = beta = 0
+  // for every token; "back at mean 0, std 1" was false.
+  {
+    const Output r = attn_test::run_chapter(
+        "06_multi_head", "--no-plots --d-model 1 --heads 1 --dump '" + (dir / "d").string() + "'",
+        dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const attn::Batch y = course::read_npy(dir / "d" / "y.npy").to_batch();  // [2, 5, 1]
+    ASSERT_EQ(y.data().cwiseAbs().maxCoeff(), 0.0f) << "one feature normalises to exactly 0";
+    const std::string text = attn_test::unwrapped(r.out);
+    EXPECT_FALSE(contains(text, "LayerNorm puts every token back at mean 0, std 1"));
+    EXPECT_FALSE(contains(text, "a hair under 1"));
+    EXPECT_TRUE(contains(text, "LayerNorm returns beta = 0 for every token (std 0, not 1)"));
+  }
+  // --mask none: the padded keys get weight in every head, so the closing "padded keys are 0
+  // in each" was false.
+  {
+    const Output r = attn_test::run_chapter(
+        "06_multi_head", "--no-plots --mask none --dump '" + (dir / "n").string() + "'", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const course::NpyArray w = course::read_npy(dir / "n" / "weights_heads.npy");  // [2, 8, 5, 5]
+    ASSERT_EQ(w.shape, (std::vector<std::size_t>{2, 8, 5, 5}));
+    double on_pad = 0.0;  // sentence 1 (b = 0): keys 3 and 4 are <pad>, for every head and query
+    for (std::size_t h = 0; h < 8; ++h) {
+      for (std::size_t i = 0; i < 5; ++i) {
+        for (std::size_t j = 3; j < 5; ++j) on_pad = std::max(on_pad, w.data[(h * 5 + i) * 5 + j]);
+      }
+    }
+    ASSERT_GT(on_pad, 0.0) << "without a mask a padded key gets some weight";
+    const std::string text = attn_test::unwrapped(r.out);
+    EXPECT_FALSE(contains(text, "padded keys are 0 in each"));
+    EXPECT_TRUE(contains(text, "--mask none let every head see the padding"));
+  }
+  // The defaults keep the statements.
+  const Output d = attn_test::run_chapter("06_multi_head", "--no-plots", dir);
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_TRUE(contains(attn_test::unwrapped(d.out), "LayerNorm puts every token back at mean 0, std 1"));
+  EXPECT_TRUE(contains(attn_test::unwrapped(d.out), "The mask is shared by all heads; padded keys are 0"));
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -315,4 +315,52 @@ TEST(Chapter07, DrawsItsFigures) {
   }
 }
 
+TEST(Chapter07, NoticesFollowTheWidth) {
+  const fs::path dir = attn_test::scratch("07_positional_encoding", "notices");
+  // d_model 2 has one pair, omega_0 = 10000^0 = 1: no slow columns, no 1/10000, and the float32
+  // recipe rounds nothing before the sin (1 and pos * 1 are exact), so its error cannot grow.
+  {
+    const Output r = attn_test::run_chapter(
+        "07_positional_encoding",
+        "--no-plots --d-model 2 --dump '" + (dir / "d").string() + "'", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const Matrix recipe = course::read_npy(dir / "d" / "pe_float32_recipe.npy").to_matrix();
+    const std::vector<Index> pos = {1, 10, 100, 1000, 10000};
+    ASSERT_EQ(recipe.rows(), 5);
+    std::vector<double> err;  // against sin, cos of pos in double
+    for (Index r = 0; r < 5; ++r) {
+      const double a = static_cast<double>(pos[r]);
+      err.push_back(std::max(std::abs(recipe(r, 0) - std::sin(a)),
+                             std::abs(recipe(r, 1) - std::cos(a))));
+    }
+    // Each entry is sin or cos of an exact angle rounded once to float: <= 2^-25 = 3e-8.
+    for (const double e : err) EXPECT_LE(e, 3.0e-8);
+    const std::string text = attn_test::unwrapped(r.out);
+    EXPECT_FALSE(contains(text, "right, slow columns that hardly change"));
+    EXPECT_FALSE(contains(text, "from 1 down to 1/10000 radian per position"));
+    EXPECT_FALSE(contains(text, "both errors grow with pos"));
+    EXPECT_FALSE(contains(text, "then falling as k grows, with ripples"));
+    EXPECT_TRUE(contains(text, "one pair only (d_model 2)"));
+    EXPECT_TRUE(contains(text, "here the recipe's error does not grow with pos"));
+    EXPECT_TRUE(contains(text, "d_model 2 has one, 1 radian per position"));
+  }
+  // d_model 8: the slowest omega is 10000^(-6/8) = 0.001, not 1/10000.
+  {
+    const Output r = attn_test::run_chapter("07_positional_encoding", "--no-plots --d-model 8",
+                                            dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const std::string text = attn_test::unwrapped(r.out);
+    EXPECT_FALSE(contains(text, "from 1 down to 1/10000 radian per position"));
+    EXPECT_TRUE(contains(text, "from 1 down to 0.001 radian per position (4 pairs"));
+  }
+  // The default width, 128: 10000^(-126/128) = 1.2e-4, the statements hold.
+  const Output d = attn_test::run_chapter("07_positional_encoding", "--no-plots", dir);
+  ASSERT_EQ(d.code, 0) << d.err;
+  for (const char* line : {"from 1 down to 1/10000 radian per position",
+                           "both errors grow with pos", "right, slow columns that hardly change"}) {
+    EXPECT_TRUE(contains(attn_test::unwrapped(d.out), line)) << line;
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace

@@ -163,4 +163,36 @@ TEST(Chapter08, DrawsItsFigures) {
   }
 }
 
+TEST(Chapter08, NoticesFollowTheKnobs) {
+  const fs::path dir = chapter.scratch("notices");
+  // Pre-norm computes x + Sublayer(LayerNorm(x)): no "Add & Norm" after the sub-layer.
+  {
+    const Output r = chapter.run("--no-plots --norm pre --d-ff 16", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_FALSE(contains(r.out, "Add & Norm"));
+    EXPECT_TRUE(contains(r.out, "== 3. The encoder: 2 x (Norm, self-attention, add; Norm, "
+                                "feed-forward, add)"));
+    // d_ff 16 < d_model 32: the FFN narrows each token, it does not widen it.
+    EXPECT_FALSE(contains(attn_test::unwrapped(r.out), "the FFN widens"));
+    EXPECT_TRUE(contains(attn_test::unwrapped(r.out), "the FFN narrows each token to d_ff = 16 and back"));
+  }
+  // The padded source positions are read from the ids: sentence 1 is 5 2 1 6 <pad> <pad>.
+  {
+    const Output r = chapter.run("--no-plots --dump '" + (dir / "d").string() + "'", dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const Matrix src = Dump{dir / "d"}.matrix("src_ids");  // [2 x 6]
+    std::vector<Index> pads;
+    for (Index j = 0; j < src.cols(); ++j) {
+      if (src(0, j) == 0.0f) pads.push_back(j + 1);  // counted from 1, as printed
+    }
+    ASSERT_EQ(pads, (std::vector<Index>{5, 6}));
+    EXPECT_TRUE(contains(attn_test::unwrapped(r.out),
+                         "source positions 5-6 of sentence 1 are padding: their columns are "
+                         "exactly 0."));
+    EXPECT_TRUE(contains(r.out, "== 3. The encoder: 2 x (self-attention, Add & Norm, "
+                                "feed-forward, Add & Norm)"));
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace

@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -228,15 +229,32 @@ void lesson(course::Chapter& ch, const Knobs& k) {
     ch.say("    = {}", vec(Y, 1));
   }
   ch.show("Y (column i = y^i)", Y, {.col_labels = y_i});
-  ch.notice("each y^i is a blend of all four values, mixed by query i's column of A'.");
+  // A weight is exactly 0 when exp of its score underflows float (a score ~104 below its
+  // column's best, which --random-weights can draw): that value is then left out of y^i.
+  const Index zeros = (A_prime.array() == 0.0f).count();
+  if (zeros == 0) {
+    ch.notice("each y^i is a blend of all four values, mixed by query i's column of A'.");
+  } else {
+    ch.notice("each y^i is a blend of the values, mixed by query i's column of A'. {} of the "
+              "weights {} exactly 0 (exp of a score far below its column's best underflows "
+              "float), so {} out of {} y^i.", zeros, zeros == 1 ? "is" : "are",
+              zeros == 1 ? "that value drops" : "those values drop", zeros == 1 ? "its" : "their");
+  }
   ch.notice("no y^i waits for another: all four could be computed at once.");
   ch.dump("Y", Y);
 
-  // The library's all-loops version (attn::column_attention_loops) must agree with the above.
+  // The library's all-loops version (attn::column_attention_loops) must agree with the above:
+  // the same products summed in the same order, so the same bits unless the compiler fused a
+  // multiply-add differently (a few float ulps of |Y| <= 4 max |v|, far below 1e-5).
   const attn::ColumnAttention lib =
       attn::column_attention_loops(W_q, W_k, W_v, X, {.scale = k.scale});
-  ch.say("attn::column_attention_loops gives the same Y: max |difference| = {:.1e}",
-         attn::max_abs_diff(lib.Y, Y));
+  const double lib_diff = attn::max_abs_diff(lib.Y, Y);
+  if (!(lib_diff <= 1e-5 * (1.0 + V.cwiseAbs().maxCoeff()))) {
+    throw std::runtime_error(fmt::format("attn::column_attention_loops disagrees with the loops "
+                                         "above: max |difference| of Y = {:.1e}", lib_diff));
+  }
+  ch.say("attn::column_attention_loops gives the same Y{}: max |difference| = {:.1e}",
+         lib_diff == 0.0 ? "" : " to float rounding", lib_diff);
 
   ch.step("Query, key, value: a search");
   ch.prose("The query is what a token is looking for, each key is what a token offers, and the "

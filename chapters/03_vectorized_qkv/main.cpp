@@ -23,6 +23,7 @@
 #include <cmath>
 #include <numbers>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -108,8 +109,21 @@ void lesson(course::Chapter& ch, const Knobs& k) {
       attn::column_attention_loops(W_q, W_k, W_v, X, {.scale = k.scale});
   ch.say("{:<41}{}", "worked example, max |loops - products|:",
          differences(loops, Q, A, A_prime, Y));
-  ch.notice("Q, K, V, A hold integers and quarters, exact in float in any order; A' is the same "
-            "softmax of the same numbers. Y sums inexact weights, so its last bit may differ.");
+  // The notice below says Q, A and A' agree exactly: a difference there is a bug, not rounding.
+  if (attn::max_abs_diff(loops.Q, Q) != 0.0 || attn::max_abs_diff(loops.A, A) != 0.0 ||
+      attn::max_abs_diff(loops.A_prime, A_prime) != 0.0) {
+    throw std::runtime_error("chapter 02's loops and the matrix products disagree on the worked "
+                             "example's Q, A or A', which are exact in float: " +
+                             differences(loops, Q, A, A_prime, Y));
+  }
+  if (k.scale) {  // K^T Q is exact; the one multiplication by 1/sqrt(2) rounds alike in both
+    ch.notice("Q, K, V, K^T Q hold integers and quarters, exact in float in any order, and both "
+              "forms round K^T Q x 1/sqrt({}) once, the same way; A' is the same softmax of the "
+              "same numbers. Y sums inexact weights, so its last bit may differ.", d_k);
+  } else {
+    ch.notice("Q, K, V, A hold integers and quarters, exact in float in any order; A' is the same "
+              "softmax of the same numbers. Y sums inexact weights, so its last bit may differ.");
+  }
   attn::Rng rng(ch.seed());
   const Matrix Wq_r = attn::random_normal(rng, 8, 16), Wk_r = attn::random_normal(rng, 8, 16);
   const Matrix Wv_r = attn::random_normal(rng, 8, 16), X_r = attn::random_normal(rng, 16, 32);
@@ -144,6 +158,12 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.dump("row_weights", row.weights);
   ch.dump("row_out", row.out);
   ch.notice("(A B)^T = B^T A^T: transposing every step of the column form gives the row form.");
+  if (attn::max_abs_diff(row.weights, A_prime.transpose()) != 0.0) {
+    throw std::runtime_error(fmt::format(
+        "the row form's weights differ from A'^T by {:.1e}: the worked example's scores are "
+        "exact, so they must agree bit for bit", attn::max_abs_diff(row.weights,
+                                                                    A_prime.transpose())));
+  }
   ch.notice("scaled alike ({}), the weights agree bit for bit.",
             k.scale ? fmt::format("1/sqrt({}) in both", d_k) : "unscaled in both; try --scale");
   ch.notice("from chapter 04 on the library speaks rows, like the paper and PyTorch.");
@@ -187,15 +207,24 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   others.diagonal().setZero();
   abs_cos.diagonal().setZero();
   const double off = others.maxCoeff(), max_cos = abs_cos.maxCoeff();
+  // Whether every word still gives itself the largest weight of its row, and the least it gives.
+  const double least_self = self_weights.diagonal().cast<double>().minCoeff();
+  Index outweighed = 0;  // rows where another word gets more than the word itself
+  for (Index i = 0; i < k.n; ++i) outweighed += others.row(i).maxCoeff() > self_weights(i, i);
+  const bool self_attending = off < 0.01;  // no word gives another even 1% of its weight
   ch.say("largest weight a word gives another word: {:.1e}", off);
-  if (off < 0.01) {
+  if (self_attending) {
     ch.notice("random words are nearly orthogonal (|cos| <= {:.3f}); each one's dot with itself "
               "is ~{}, so after / sqrt({}) the diagonal leads by ~{:.0f}: each word attends "
               "almost only to itself.", max_cos, d, d, std::sqrt(d));
+  } else if (outweighed == 0) {
+    ch.notice("with {} features random words are not orthogonal enough (|cos| up to {:.2f}): each "
+              "word still weighs itself most (at least {:.2f}), but others get up to {:.2f}.",
+              d, max_cos, least_self, off);
   } else {
     ch.notice("with only {} features random words are far from orthogonal (|cos| up to {:.2f}): "
-              "the diagonal no longer dominates and the weights spread over several words.",
-              d, max_cos);
+              "in {} of the {} rows another word outweighs the word itself, and the weights "
+              "spread over several words.", d, max_cos, outweighed, k.n);
   }
   ch.dump("words_X", Xw);
   ch.dump("words_XXt", XXt);
@@ -288,7 +317,11 @@ void lesson(course::Chapter& ch, const Knobs& k) {
       {"Q = W_q X, A = K^T Q, A' = softmax(A), Y = V A': chapter 02's loops, as four products.",
        "Loops and products agree exactly on exact numbers, to a few ulps on random floats.",
        "Rows or columns is a choice: the row form is the column form transposed.",
-       "Without projections a word mostly attends to itself; W^Q and W^K decide who matches whom.",
+       self_attending
+           ? "Without projections a word mostly attends to itself; W^Q and W^K decide who matches "
+             "whom."
+           : fmt::format("Without projections, {} features left words far from orthogonal: others "
+                         "got up to {:.2f}. W^Q and W^K decide who matches whom.", d, off),
        "The weights are n x n: 640,000 at n = 800, 16 GiB of float32 at n = 65,536."},
       {{"--scale", "both forms scaled by 1/sqrt(2)"},
        {"--d-model 16", "short vectors: cos is no longer ~0"},

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <limits>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,6 +49,13 @@ std::string shown(float v) {
   return std::isinf(v) ? (v > 0 ? "inf" : "-inf") : fmt::format("{:.3g}", v);
 }
 
+// e^x as a factor in a notice: "66477", "3.3e+218", or "e^1503" beyond double's range.
+std::string factor_of(double x) {
+  const double f = std::exp(x);
+  if (f < 1e6) return fmt::format("{:.0f}", f);
+  return std::isfinite(f) ? fmt::format("{:.1e}", f) : fmt::format("e^{:.0f}", x);
+}
+
 void lesson(course::Chapter& ch, const Knobs& knob) {
   const bool scale = !knob.no_scale;
   const Index N = knob.samples;
@@ -66,7 +74,15 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   MatrixD stats(2, 4);  // [2 x 4]: rows a and b; mean, std, min, max
   stats << attn::mean_std_min_max(a), attn::mean_std_min_max(b);
   ch.show("", stats, {.row_labels = {"a", "b"}, .col_labels = {"mean", "std", "min", "max"}});
-  ch.notice("b is a with the axis relabelled: the same histogram, {:g} times narrower.", knob.std);
+  if (knob.std > 1.0) {
+    ch.notice("b is a with the axis relabelled: the same histogram, {:g} times narrower.",
+              knob.std);
+  } else if (knob.std < 1.0) {  // dividing by less than 1 stretches
+    ch.notice("b is a with the axis relabelled: the same histogram, {:g} times wider.",
+              1.0 / knob.std);
+  } else {
+    ch.notice("b is a with the axis relabelled; with std 1 the two are the same numbers.");
+  }
   ch.plot().histograms(
       "04_histograms",
       {{.values = course::values_of(a), .title = "Histogram of a",
@@ -77,13 +93,18 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   ch.dump("a", a);
   ch.dump("b", b);
 
-  ch.step("Softmax of each: softmax(a) is a spike, softmax(b) stays flat");
   // [softmax]
   const Matrix p_a = attn::softmax_rows(a);  // [1 x N], sums to 1
   const Matrix p_b = attn::softmax_rows(b);  // [1 x N], sums to 1
   // [softmax]
   const attn::WeightStats fa = attn::weight_stats(row_of(p_a, 0));
   const attn::WeightStats fb = attn::weight_stats(row_of(p_b, 0));
+  // The title is a claim about these numbers: a spike gives one entry most of the weight; flat
+  // keeps more than half of the entries in play (exp(entropy) > N/2).
+  const bool spike = fa.largest > 0.5;
+  const bool flat = std::exp(fb.entropy) > 0.5 * static_cast<double>(N);
+  ch.step("Softmax of each: softmax(a) {}, softmax(b) {}", spike ? "is a spike" : "is no spike",
+          flat ? "stays flat" : "is not flat");
   const double n = N, ln_N = std::log(n);
   ch.say("            largest  at index  runner-up   entropy  exp(entropy)  above 1e-3");
   for (const auto& [name, f] : {std::pair{"softmax(a)", fa}, std::pair{"softmax(b)", fb}}) {
@@ -109,7 +130,7 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   ch.say("softmax(a): the two largest a_j are {:.2f} and {:.2f}, so the runner-up gets\n"
          "  exp(-{:.2f}) = {:.1e} times the leader's weight.", a_1, a_2, gap, std::exp(-gap));
   ch.notice("softmax(a) gives {:.6f} to one entry of {}: a lead of {:.1f} in the logits is a "
-            "factor of {:.0f} in the weights.", fa.largest, N, gap, std::exp(gap));
+            "factor of {} in the weights.", fa.largest, N, gap, factor_of(gap));
   ch.notice("softmax(b) keeps about {:.0f} entries in play; its largest weight is {:.4f}.",
             std::exp(fb.entropy), fb.largest);
   const Eigen::VectorXd index = Eigen::VectorXd::LinSpaced(N, 0.0, n - 1.0);  // [N]: j = 0, 1, ...
@@ -155,9 +176,16 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   if (overflowing > 0) {
     ch.notice("one exp(a_j) = inf makes the sum inf, and every weight inf / inf = NaN or x / inf "
               "= 0.");
-  } else {
+  } else if (nan_a == 0) {
     ch.notice("with std {:g} no a_j reaches 88.72, so even the naive formula survives; try "
               "--std 100.", knob.std);
+  } else {  // every a_j below -103.3: each exp(a_j) underflows, and the sum is 0
+    ch.notice("with std {:g} no a_j reaches 88.72, but every exp(a_j) underflows to 0: the naive "
+              "formula divides 0 by 0, which is NaN.", knob.std);
+  }
+  // The stable softmax never makes a NaN or an inf; the closing facts say so.
+  if (!p_a.array().isFinite().all()) {
+    throw std::runtime_error("the stable softmax of a has entries that are not finite");
   }
   ch.notice("the stable softmax computes exp(a_j - {:.2f}): no exponent above 0, so no overflow. "
             "{} of its weights underflow to exactly 0: their true values are below 1.4e-45.",
@@ -223,9 +251,13 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   const attn::WeightStats fr = attn::weight_stats(row_of(weights, 0));
   ch.say("largest weight {:.4f}, entropy {:.4f} of ln 8 = {:.4f}, ||J||_F {:.2e} (section 7)",
          fr.largest, fr.entropy, std::log(8.0), fr.jacobian_norm);
-  ch.notice("{}, the scores spread by about {:.0f}: the best key takes {:.2f} and {} of the 8 "
-            "keys get more than 0.001.", scale ? "scaled" : "unscaled",
-            scale ? 1.0 : std::sqrt(d_k), fr.largest, fr.above);
+  // For this q the scores q . k_j / sqrt(d_k) have standard deviation |q| / sqrt(d_k) over the
+  // keys: about 1 scaled and sqrt(d_k) unscaled on average over q, but this q's own |q| says.
+  const double spread = q.norm() * factor;
+  ch.notice("{}, the scores spread by about {}: the best key takes {:.2f} and {} of the 8 keys "
+            "get more than 0.001.", scale ? "scaled" : "unscaled",
+            spread >= 10.0 ? fmt::format("{:.0f}", spread) : fmt::format("{:.2g}", spread),
+            fr.largest, fr.above);
   ch.dump("q", q);
   ch.dump("K", K);
   ch.dump("scores", scores);

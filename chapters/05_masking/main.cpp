@@ -23,6 +23,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -77,17 +78,33 @@ std::string parse_ids(const std::string& text, attn::TokenIds* ids = nullptr) {
 }
 
 // A mask as the notes draw it, 1 = may attend and . = blocked, a label per query (row) and per
-// key (column), laid out like Chapter::show.
+// key (column), laid out like Chapter::show. Too many keys for the line width: the first and
+// last few, "..." between, as Chapter::show elides a wide matrix.
 void show_mask(course::Chapter& ch, const std::string& name, const AllowedMask& m,
                const std::vector<std::string>& queries, const std::vector<std::string>& keys) {
   std::size_t lw = 0, w = 1;  // the widest query label, the widest key label
   for (const std::string& q : queries) lw = std::max(lw, q.size());
   for (const std::string& key : keys) w = std::max(w, key.size());
+  const Index n_k = std::ssize(keys);
+  // Each cell takes w + 2 columns after the indent (2) and the label column (lw + 2).
+  const Index fits =
+      static_cast<Index>((course::Chapter::kWidth - 4 - lw) / (std::max<std::size_t>(w, 3) + 2));
+  std::vector<Index> cols;  // the keys shown, -1 for "..."
+  for (Index j = 0; j < n_k; ++j) {
+    if (n_k <= fits || j < (fits - 1) / 2 || j >= n_k - (fits - 1) / 2) {
+      cols.push_back(j);
+    } else if (cols.empty() || cols.back() != -1) {
+      cols.push_back(-1);
+    }
+  }
+  if (n_k > fits) w = std::max<std::size_t>(w, 3);
+  std::vector<std::string> header;
+  for (const Index j : cols) header.push_back(j < 0 ? "..." : keys[j]);
   ch.out() << fmt::format("{} {}   (1 = may attend, . = blocked)\n", name, course::shape(m));
-  ch.say("{:<{}}  {:>{}}", "", lw, fmt::join(keys, "  "), w);
+  ch.say("{:<{}}  {:>{}}", "", lw, fmt::join(header, "  "), w);
   for (Index i = 0; i < m.rows(); ++i) {
-    std::vector<std::string> cells;  // "1" or "." per key
-    for (const bool allowed : m.row(i)) cells.push_back(allowed ? "1" : ".");
+    std::vector<std::string> cells;  // "1" or "." per key shown
+    for (const Index j : cols) cells.push_back(j < 0 ? "..." : m(i, j) ? "1" : ".");
     ch.say("{:<{}}  {:>{}}", queries[i], lw, fmt::join(cells, "  "), w);
   }
 }
@@ -95,6 +112,27 @@ void show_mask(course::Chapter& ch, const std::string& name, const AllowedMask& 
 // The largest weight that lands where the mask says it must not (0 when none does).
 float largest_blocked_weight(const attn::Batch& weights, const attn::AllowedBatch& allowed) {
   return (!allowed.data().array()).select(weights.data().array(), 0.0f).maxCoeff();
+}
+
+// The weights on blocked keys, split by whether the query has any key left: with one left, a
+// blocked weight is exactly 0 under either fill; with none, -1e9 averages the blocked keys.
+struct BlockedWeights {
+  float with_keys = 0.0f;     // the largest blocked weight of a query that has a key left
+  float without_keys = 0.0f;  // the largest weight of a query that has none
+};
+BlockedWeights blocked_weights(const attn::Batch& weights, const attn::AllowedBatch& allowed) {
+  BlockedWeights r;
+  for (Index b = 0; b < allowed.batch(); ++b) {
+    for (Index i = 0; i < allowed.rows(); ++i) {
+      const bool any = allowed[b].row(i).any();
+      for (Index j = 0; j < allowed.cols(); ++j) {
+        if (allowed[b](i, j)) continue;
+        float& largest = any ? r.with_keys : r.without_keys;
+        largest = std::max(largest, weights[b](i, j));
+      }
+    }
+  }
+  return r;
 }
 
 void lesson(course::Chapter& ch, const Knobs& k) {
@@ -115,9 +153,21 @@ void lesson(course::Chapter& ch, const Knobs& k) {
            "filled with the padding id 0. Vocabulary {}, id 0 = <pad>.", k.vocab);
   ch.show("ids", ids.cast<float>(), {.precision = 0, .row_labels = course::labels("sentence ", B)});
   for (Index b = 0; b < B; ++b) {
-    ch.say("sentence {}: [{}]", b + 1, fmt::join(course::token_labels(ids, b), " "));
+    const std::vector<std::string> tokens = course::token_labels(ids, b);
+    const std::string line = fmt::format("sentence {}: [{}]", b + 1, fmt::join(tokens, " "));
+    if (line.size() + 2 <= course::Chapter::kWidth) {
+      ch.say("{}", line);
+    } else {  // too long for one line: prose wraps between tokens (it never breaks inside [...])
+      ch.prose("sentence {}: {}", b + 1, fmt::join(tokens, " "));
+    }
   }
-  ch.notice("the <pad> tokens are not words: nothing should attend to them.");
+  const Index pads = (ids.array() == kPad).count();
+  if (pads > 0) {
+    ch.notice("the <pad> tokens are not words: nothing should attend to them.");
+  } else {
+    ch.notice("no <pad> here: every sentence fills the length. Where there is padding, nothing "
+              "should attend to it.");
+  }
 
   ch.step("Embedding + position: X = table[ids] + PE");
   attn::Rng rng(ch.seed());
@@ -131,7 +181,16 @@ void lesson(course::Chapter& ch, const Knobs& k) {
          course::shape(pe), course::shape(X));
   ch.show("X[0] (sentence 1, a row per token)", X[0],
           {.max_cols = 6, .row_labels = course::token_labels(ids, 0)});
-  ch.notice("both <pad> rows of sentence 1 share one embedding; only PE tells them apart.");
+  const Index pads0 = (ids.row(0).array() == kPad).count();  // sentence 1's <pad> rows
+  if (pads0 == 0) {
+    ch.notice("sentence 1 has no <pad>: each row is its word's embedding plus its position's PE.");
+  } else if (pads0 == 1) {
+    ch.notice("sentence 1's one <pad> row is table[0] + PE: every <pad> shares that embedding, "
+              "and only PE tells them apart.");
+  } else {
+    ch.notice("{} <pad> rows of sentence 1 share one embedding; only PE tells them apart.",
+              pads0 == 2 ? "both" : fmt::format("all {}", pads0));
+  }
 
   ch.step("The mask allowed[b], built from the ids");
   // [padding_mask]
@@ -149,13 +208,28 @@ void lesson(course::Chapter& ch, const Knobs& k) {
     const std::vector<std::string> words = course::token_labels(ids, b);
     show_mask(ch, fmt::format("allowed[{}]", b), allowed[b], words, words);
   }
-  if (k.mask == "pad") {
-    ch.notice("columns are blocked, not rows: the padded *keys* are hidden; a padded query still "
-              "looks at the real words (its output is thrown away later, e.g. by the loss).");
-  } else if (k.mask == "none") {
+  const Index blocked = (!allowed.data().array()).count();
+  Index empty_rows = 0;  // queries the mask leaves with no key at all
+  for (Index b = 0; b < B; ++b) {
+    for (Index i = 0; i < n; ++i) empty_rows += !allowed[b].row(i).any();
+  }
+  if (k.mask == "none") {
     ch.notice("--mask none: every query sees every key, padding included.");
+  } else if (blocked == 0) {
+    ch.notice("--mask {}, but nothing is blocked: no <pad> in these ids{}.", k.mask,
+              k.mask == "pad" ? "" : fmt::format(", and the {} mask reaches every key", k.mask));
+  } else if (k.mask == "pad") {
+    ch.notice("columns are blocked, not rows: the padded *keys* are hidden; a padded query still "
+              "looks at the real words{} (its output is thrown away later, e.g. by the loss).",
+              empty_rows > 0 ? " of its sentence, where it has any" : "");
+  } else if (k.mask == "causal") {
+    ch.notice("padding AND causal: a decoder combines both masks with a logical and.");
   } else {
-    ch.notice("padding AND {}: a decoder combines both masks with a logical and.", k.mask);
+    ch.notice("padding AND window: the two masks combine with a logical and.");
+  }
+  if (empty_rows > 0) {
+    ch.notice("{} {} no key left at all: step 8 shows what a softmax makes of such a row.",
+              empty_rows, empty_rows == 1 ? "query has" : "queries have");
   }
   ch.dump("ids", Matrix(ids.cast<float>()));
   ch.dump("embedding_table", table);
@@ -169,25 +243,71 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const attn::BatchAttentionResult r = attn::attention(  // out [B, n, d_model], weights [B, n, n]
       X, X, X, {.scale = scale, .allowed = allowed, .blocked_score = fill});
   // [masked_attention]
-  ch.say("Note 001 scales by 1/sqrt(d_k) with d_k = {} = d_model / 8 (its heads' width, "
-         "chapter 06).", k.d_k);
-  Matrix scores0 = (X[0] * X[0].transpose()) * scale;  // [n x n], sentence 1, before the mask
-  scores0 = allowed[0].select(scores0, fill);           // blocked scores -> the fill
-  ch.show("scores[0] after the mask (row = query, column = key)", scores0, by_token(0, 1));
+  if (k.d_k * 8 == k.d_model) {
+    ch.say("Note 001 scales by 1/sqrt(d_k) with d_k = {} = d_model / 8 (its heads' width, "
+           "chapter 06).", k.d_k);
+  } else {
+    ch.say("Note 001 scales by 1/sqrt(d_k) with d_k = d_model / 8 (its heads' width, chapter 06);"
+           "\nhere d_k = {} (--d-k) and d_model = {}.", k.d_k, k.d_model);
+  }
+  const Matrix raw0 = (X[0] * X[0].transpose()) * scale;  // [n x n], sentence 1, before the mask
+  const Matrix scores0 = allowed[0].select(raw0, fill);   // blocked scores -> the fill
+  course::PrintOptions score_layout = by_token(0, 1);
+  // -1e9 prints as -1000000000.0: four columns of it (and "...") fit 100 columns, eight do not.
+  if (fill != -kInf) score_layout.max_cols = 4;
+  ch.show("scores[0] after the mask (row = query, column = key)", scores0, score_layout);
   for (Index b = 0; b < B; ++b) ch.show(fmt::format("weights[{}]", b), r.weights[b], by_token(b));
   ch.flow({{"X", X}, {"weights", r.weights}, {"out", r.out}});
   ch.say("largest weight on a blocked key: {:g}", largest_blocked_weight(r.weights, allowed));
-  ch.notice("blocked keys get weight exactly 0: exp(-inf) = 0, not a small number.");
-  // Why the rows are nearly one-hot: |x_i|^2 (embedding ~ d_model, PE d_model / 2) against
-  // dot products of unrelated vectors, ~sqrt(d_model) in size.
-  const Index real = std::min<Index>(3, n);  // the words of the default sentence 1
-  double diag = 0.0, off = 0.0;
-  for (Index i = 0; i < real; ++i) {
-    for (Index j = 0; j < real; ++j) (i == j ? diag : off) += scores0(i, j);
+  const BlockedWeights bw = blocked_weights(r.weights, allowed);
+  // What the notices below promise: a query with a key left gives every blocked key exactly 0
+  // (exp(-inf) = 0, and exp(-1e9 - max) underflows to 0), and with -inf a query with none gets
+  // zeros (the library's rule for an empty row).
+  if (bw.with_keys != 0.0f || (fill == -kInf && bw.without_keys != 0.0f)) {
+    throw std::runtime_error(fmt::format("a blocked key got weight {:g}: the mask did not hold",
+                                         std::max(bw.with_keys, bw.without_keys)));
   }
-  ch.notice("scores of sentence 1's words: {:.0f} on the diagonal, {:.0f} off it (means): each "
-            "word attends almost only to itself, as in chapter 03 (try --d-model 16 --d-k 16).",
-            diag / real, real > 1 ? off / (real * (real - 1)) : 0.0);
+  if (blocked == 0) {
+    ch.notice("nothing is blocked in this batch: no score is replaced, every key is in the "
+              "softmax.");
+  } else if (fill == -kInf) {
+    ch.notice("blocked keys get weight exactly 0: exp(-inf) = 0, not a small number.");
+  } else if (empty_rows == 0) {
+    ch.notice("blocked keys get weight exactly 0: exp(-1e9 - max) underflows to 0 in float, as "
+              "exp(-inf) = 0 would.");
+  } else {
+    ch.notice("with --fill -1e9 a blocked key keeps a score: where a query has keys left, "
+              "exp(-1e9 - max) underflows to exactly 0, but {} with none spread{} the weight "
+              "evenly over blocked keys ({:g} each).", empty_rows == 1 ? "the query" :
+              fmt::format("the {} queries", empty_rows), empty_rows == 1 ? "s" : "",
+              bw.without_keys);
+  }
+  // Why the rows are nearly one-hot at the default sizes: |x_i|^2 (embedding ~ d_model, PE
+  // d_model / 2) against dot products of unrelated vectors, ~sqrt(d_model) in size. The scores
+  // compared are sentence 1's words' (not <pad>), before the mask.
+  std::vector<Index> words0;  // positions of sentence 1's words
+  for (Index i = 0; i < n; ++i) {
+    if (ids(0, i) != kPad) words0.push_back(i);
+  }
+  const Index nw = std::ssize(words0);
+  double diag = 0.0, off = 0.0, least_self = 1.0;  // least_self: the smallest w(i, i) of a word
+  for (const Index i : words0) {
+    for (const Index j : words0) (i == j ? diag : off) += raw0(i, j);
+    least_self = std::min(least_self, double{r.weights[0](i, i)});
+  }
+  diag /= std::max<Index>(nw, 1);
+  off /= std::max<Index>(nw * (nw - 1), 1);  // the mean over pairs of different words
+  if (nw == 0) {
+    ch.notice("sentence 1 is padding only: it has no words whose scores to compare.");
+  } else if (least_self >= 0.99) {
+    ch.notice("scores of sentence 1's words: {:.0f} on the diagonal, {:.0f} off it (means): each "
+              "word attends almost only to itself, as in chapter 03 (try --d-model 16 --d-k 16).",
+              diag, off);
+  } else {
+    ch.notice("scores of sentence 1's words: {:.1f} on the diagonal, {:.1f} off it (means): with "
+              "these sizes a word keeps as little as {:.2f} of its weight for itself, and the "
+              "other keys it may see get the rest.", diag, off, least_self);
+  }
   ch.dump("scale", Matrix(Matrix::Constant(1, 1, scale)));  // [1 x 1], for replaying the dump
   ch.dump("weights", r.weights);
   ch.dump("out", r.out);
@@ -198,7 +318,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
          fmt::format("sentence {}: [{}]", b + 1, fmt::join(course::token_labels(ids, b), " "))});
   }
   ch.plot().heatmap_grid("05_batch_weights", batch_panels,
-                         {.title = "Note 001's batch: weights[b] with the " + k.mask + " mask",
+                         {.title = (k.ids == Knobs{}.ids ? "Note 001's batch" : "The --ids batch") +
+                                   std::string(": weights[b] with the ") + k.mask + " mask",
                           .xlabel = "key j (len_k)", .ylabel = "query i (len_q)", .columns = 2,
                           .cmin = 0.0, .cmax = 1.0, .show_values = n <= 8, .panel_px = 340});
 
@@ -210,12 +331,22 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const attn::BatchAttentionResult unmasked = attn::attention(X, X, X, {.scale = scale});
   // [bug]
   ch.show("weights[0] with the mask dropped", unmasked.weights[0], by_token(0));
-  const attn::AllowedBatch pads = attn::padding_masks(ids, kPad);  // the padding alone, [B, n, n]
-  ch.say("largest weight on a <pad> key: {:.4g}   (with the mask: 0)",
-         largest_blocked_weight(unmasked.weights, pads));
-  ch.notice("nothing crashes and every row still sums to 1: only a test that checks blocked "
-            "weights are exactly 0 catches it (tests/test_masked_attention.cpp, "
-            "BlockedWeightsAreExactlyZero...).");
+  const attn::AllowedBatch pad_mask = attn::padding_masks(ids, kPad);  // the padding, [B, n, n]
+  const attn::BatchAttentionResult kept = attn::attention(  // the same, with the padding mask
+      X, X, X, {.scale = scale, .allowed = pad_mask, .blocked_score = fill});
+  ch.say("largest weight on a <pad> key: {:.4g}   (with the mask: {:g})",
+         largest_blocked_weight(unmasked.weights, pad_mask),
+         largest_blocked_weight(kept.weights, pad_mask));
+  if (pads > 0) {
+    ch.notice("nothing crashes and every row still sums to 1: only a test that checks blocked "
+              "weights are exactly 0 catches it (tests/test_masked_attention.cpp, "
+              "BlockedWeightsAreExactlyZero...).");
+  } else {
+    ch.notice("these ids have no <pad>, so here the dropped mask changes nothing. With padding it "
+              "leaks weight onto the <pad> keys, nothing crashes and every row still sums to 1: "
+              "only a test that checks blocked weights are exactly 0 catches it "
+              "(tests/test_masked_attention.cpp, BlockedWeightsAreExactlyZero...).");
+  }
 
   ch.step("The causal mask: token i sees tokens j <= i, built two ways");
   const Index nc = 5, dc = 4;  // a small example whose numbers fit on a line
@@ -244,8 +375,14 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const attn::AttentionResult causal =
       attn::attention(Qc, Kc, Vc, {.allowed = causal_nc});  // weights [5 x 5]
   ch.show("weights (causal)", causal.weights, {.row_labels = q_i, .col_labels = k_j});
-  ch.say("max |tril way - additive way| = {:g},  max |either - attn::attention| = {:g}",
-         attn::max_abs_diff(w_tril, w_sum), attn::max_abs_diff(w_tril, causal.weights));
+  const double two_ways = attn::max_abs_diff(w_tril, w_sum);
+  const double vs_library = attn::max_abs_diff(w_tril, causal.weights);
+  ch.say("max |tril way - additive way| = {:g},  max |either - attn::attention| = {:g}", two_ways,
+         vs_library);
+  if (two_ways != 0.0 || vs_library != 0.0) {
+    throw std::runtime_error("the two ways of building the causal mask, and attn::attention, "
+                             "should give bit-for-bit the same weights");
+  }
   ch.notice("the same -inf in the same places: bit-for-bit the same weights.");
   ch.notice("row 1 can only see itself (weight 1); row 5 sees everything.");
   // What the mask promises: change the last token, and outputs 1..4 do not move by a single bit.
@@ -254,9 +391,13 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   Kc2.row(nc - 1).setConstant(-3.0f);
   Vc2.row(nc - 1).setConstant(100.0f);
   const attn::AttentionResult changed = attn::attention(Qc2, Kc2, Vc2, {.allowed = causal_nc});
-  ch.say("change token 5 entirely: outputs 1-4 move by {:g}, output 5 by {:.3g}",
-         attn::max_abs_diff(changed.out.topRows(nc - 1), causal.out.topRows(nc - 1)),
+  const double earlier_moved =
+      attn::max_abs_diff(changed.out.topRows(nc - 1), causal.out.topRows(nc - 1));
+  ch.say("change token 5 entirely: outputs 1-4 move by {:g}, output 5 by {:.3g}", earlier_moved,
          attn::max_abs_diff(changed.out.bottomRows(1), causal.out.bottomRows(1)));
+  if (earlier_moved != 0.0) {
+    throw std::runtime_error("the causal mask let token 5 move an earlier output");
+  }
   ch.notice("so all positions train in parallel without any of them seeing the answer ahead of "
             "it.");
   ch.dump("causal_Q", Qc);
@@ -270,8 +411,13 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   show_mask(ch, "window", band, q_i, k_j);
   const attn::AttentionResult local = attn::attention(Qc, Kc, Vc, {.allowed = band});
   ch.show("weights (window)", local.weights, {.row_labels = q_i, .col_labels = k_j});
-  ch.notice("each row keeps at most {} keys: a kernel that skips blocked entries does n(2W+1) "
-            "work, not n^2.", 2 * k.window + 1);
+  if (2 * k.window + 1 < nc) {
+    ch.notice("each row keeps at most {} key{}: a kernel that skips blocked entries does n(2W+1) "
+              "work, not n^2.", 2 * k.window + 1, k.window == 0 ? "" : "s");
+  } else {
+    ch.notice("W = {} reaches all {} keys from every query: the window blocks nothing here. It "
+              "saves work (n(2W+1) instead of n^2) only when 2W+1 < n.", k.window, nc);
+  }
 
   ch.step("-1e9 versus -inf, and a query with nothing to attend to");
   AllowedMask holey = attn::causal_mask(nc);  // [5 x 5]
@@ -282,19 +428,26 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   Matrix ordinary_inf = with_inf.weights, ordinary_big = with_big.weights;  // [5 x 5]
   ordinary_inf.row(2).setZero();  // all but row 3
   ordinary_big.row(2).setZero();
-  ch.say("ordinary rows: max |weights(-inf) - weights(-1e9)| = {:g}",
-         attn::max_abs_diff(ordinary_inf, ordinary_big));
+  const double fills_differ = attn::max_abs_diff(ordinary_inf, ordinary_big);
+  ch.say("ordinary rows: max |weights(-inf) - weights(-1e9)| = {:g}", fills_differ);
+  if (fills_differ != 0.0) {
+    throw std::runtime_error("-inf and -1e9 gave different weights in rows that have keys left");
+  }
   ch.notice("exp(-1e9 - max) underflows to exactly 0: the same weights, bit for bit.");
   // Row 3, every score blocked. The textbook "stable" softmax without a guard: exp(s - max)
   // with s = max = -inf is exp(NaN).
   const float naive_weight = std::exp(-kInf - (-kInf)) / (5.0f * std::exp(-kInf - (-kInf)));
+  if (!std::isnan(naive_weight)) {  // IEEE 754 says NaN; only a non-IEEE build gets here
+    throw std::runtime_error("exp(-inf - (-inf)) is not NaN in this build: it does not follow "
+                             "IEEE 754 (was it compiled with -ffast-math?)");
+  }
   const Matrix mean_v = Vc.colwise().mean();  // [1 x 4]
   ch.say("query 3 with every key blocked (mean of V = ({:.4f})):\n"
          "  fill -1e9, softmax:                  weights all {:.2f}, out = mean of V\n"
          "  fill -inf, softmax without a guard:  weights {} (exp(-inf - (-inf)) = exp(NaN))\n"
          "  fill -inf, attn::attention:          weights all {:g}, out all {:g}",
-         fmt::join(mean_v.row(0), ", "), with_big.weights(2, 0),
-         std::isnan(naive_weight) ? "NaN" : "not NaN?", with_inf.weights.row(2).maxCoeff(),
+         fmt::join(mean_v.row(0), ", "), with_big.weights(2, 0), "NaN",
+         with_inf.weights.row(2).maxCoeff(),
          with_inf.out.row(2).cwiseAbs().maxCoeff());
   ch.notice("-1e9 silently averages values the query was told to ignore; NaN poisons everything "
             "it touches. The library defines the empty row as zeros, as recent PyTorch does.");
@@ -324,9 +477,15 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.notice("a mask only removes keys; the softmax hands their share to the keys left.");
 
   ch.finish(
-      {"A mask is data, not code: true = may attend, applied as -inf before the softmax.",
+      {fill == -kInf
+           ? "A mask is data, not code: true = may attend, applied as -inf before the softmax."
+           : "A mask is data, not code: true = may attend, applied as a blocked score before the "
+             "softmax (-inf; -1e9 here).",
        "Padding masks keys (columns); causal and window masks are shapes in the n x n grid.",
-       "Blocked weights are exactly 0, so blocked tokens cannot change an output by one bit.",
+       fill == -kInf || empty_rows == 0
+           ? "Blocked weights are exactly 0, so blocked tokens cannot change an output by one bit."
+           : "Blocked weights are exactly 0 wherever a query has a key left; with -1e9, a query "
+             "with none averaged the blocked values.",
        "-1e9 and -inf agree until a row has nothing left; then -1e9 averages and -inf needs a "
        "rule.",
        "A dropped masked_fill result passes every shape check: test the zeros."},
@@ -347,7 +506,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 64));
   ch.option("--fill", k.fill, "score given to a blocked key: neg-inf or -1e9")
       ->check(CLI::IsMember({"neg-inf", "-1e9"}));
-  ch.option("--ids", k.ids, "token ids of the batch, sentences separated by '/', padded with 0")
+  ch.option("--ids", k.ids,
+            "token ids of the batch, sentences separated by '/', padded with 0; at most 16 "
+            "sentences of at most 64 tokens")
       ->check(CLI::Validator([](const std::string& s) { return parse_ids(s); }, "IDS"));
   ch.option("--vocab", k.vocab, "vocabulary size (ids must be below it)")
       ->check(CLI::Range(2, 100000));

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -117,8 +118,13 @@ void lesson(course::Chapter& ch, const Knobs& k) {
           {.precision = 0, .row_labels = words, .col_labels = words});
   ch.say("the mask {}, the same for every head: {}", course::shape(allowed),
          torch_shape({B, H, allowed.rows(), allowed.cols()}));
-  ch.notice("PyTorch broadcasts [B, n, n] to [B, H, n, n]; the library hands the same mask to "
-            "each head.");
+  if (k.mask == "none") {
+    ch.notice("--mask none: no mask reaches the heads (the grid above is what one would allow); "
+              "with a mask, PyTorch broadcasts [B, n, n] to [B, H, n, n].");
+  } else {
+    ch.notice("PyTorch broadcasts [B, n, n] to [B, H, n, n]; the library hands the same mask to "
+              "each head.");
+  }
   ch.dump("allowed", allowed);
 
   ch.step("One attention per head: softmax(mask(Q_h K_h^T / sqrt({}))) V_h", d_k);
@@ -138,9 +144,24 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   }
   ch.say("weights {}; the largest gap between a head's weights and head 0's: {:.3f}",
          torch_shape({r.out.batch(), r.heads, r.weights.rows(), r.weights.cols()}), spread);
-  ch.notice("each head scores every token against every token, from its own {} dimensions only.",
-            d_k);
-  if (k.mask != "none") ch.notice("padded key columns are exactly 0 in every head.");
+  ch.notice("each head scores every token against every token, from its own {} dimension{} only.",
+            d_k, d_k == 1 ? "" : "s");
+  if (k.mask != "none") {
+    // The promise of the notice: every head gives every padded key exactly 0.
+    float leak = 0.0f;
+    for (Index b = 0; b < B; ++b) {
+      for (Index head = 0; head < H; ++head) {
+        const auto w = r.head_weights(b, head);  // [n x n]
+        for (Index j = 0; j < n; ++j) {
+          if (ids(b, j) == 0) leak = std::max(leak, w.col(j).cwiseAbs().maxCoeff());
+        }
+      }
+    }
+    if (leak != 0.0f) {
+      throw std::runtime_error(fmt::format("a head gave a padded key weight {:g}", leak));
+    }
+    ch.notice("padded key columns are exactly 0 in every head.");
+  }
   for (Index b = 0; b < B; ++b) {
     std::vector<course::HeatmapPanel> panels;
     for (Index h = 0; h < H && h < 16; ++h) {
@@ -183,17 +204,29 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   for (Index b = 0; b < B; ++b) y[b] = attn::layer_norm_forward(norm, r.out[b] + X[b]);
   // [add_norm]
   ch.say("per token (sentence 1):   mean of out+X   std of out+X    mean of y   std of y");
+  double least_std = 1.0;  // the smallest std of a y row
   for (Index i = 0; i < n; ++i) {
     const Matrix sum = r.out[0].row(i) + X[0].row(i);  // [1 x E]
     const auto [m1, s1v] = mean_std(sum);
     const auto [m2, s2v] = mean_std(y[0].row(i));
     const double mean_y = std::abs(m2) < 5e-7 ? 0.0 : m2;  // print rounding noise as 0
     ch.say("  token {} {:26.4f} {:15.4f} {:12.6f} {:10.6f}", i, m1, s1v, mean_y, s2v);
+    least_std = std::min(least_std, s2v);
   }
-  ch.notice("the residual keeps X's information; LayerNorm puts every token back at mean 0, "
-            "std 1.");
-  ch.notice("std is sqrt(var / (var + eps)), a hair under 1: eps = 1e-5 sits inside the root "
-            "(PyTorch's definition).");
+  if (E == 1) {  // one feature: x - mean(x) = 0, so the normalised token is 0 and y = beta
+    ch.notice("with d_model = 1 a token is a single number: out + X minus its own mean is 0, so "
+              "LayerNorm returns beta = 0 for every token (std 0, not 1) and the residual's "
+              "information is gone. LayerNorm needs more than one feature.");
+  } else if (least_std >= 0.99) {
+    ch.notice("the residual keeps X's information; LayerNorm puts every token back at mean 0, "
+              "std 1.");
+    ch.notice("std is sqrt(var / (var + eps)), a hair under 1: eps = 1e-5 sits inside the root "
+              "(PyTorch's definition).");
+  } else {
+    ch.notice("the residual keeps X's information; LayerNorm puts every token back at mean 0 and "
+              "std sqrt(var / (var + eps)): down to {:.4f} here, where a token's variance is not "
+              "far above eps = 1e-5 (PyTorch's definition).", least_std);
+  }
   ch.dump("ln_weight", Matrix(norm.gamma));
   ch.dump("ln_bias", Matrix(norm.beta));
   ch.dump("y", y);
@@ -207,7 +240,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
     const Matrix Qh = attn::linear_forward(small, X[0]);  // [n x d_k]
     worst = std::max(worst, attn::max_abs_diff(Qh, s1.Q.middleCols(h * d_k, d_k)));
   }
-  ch.say("{} separate W_i^Q {} (the notes' layout) vs one W^Q {}: max difference {:.1e}", H,
+  ch.prose("{} separate W_i^Q {} (the notes' layout) vs one W^Q {}: max difference {:.1e}", H,
          course::shape(mha.q_proj.weight.middleRows(0, d_k).transpose()),
          course::shape(mha.q_proj.weight), worst);
   // One head is chapter 05's attention with projections.
@@ -215,12 +248,20 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const attn::MultiHeadAttention one = attn::multi_head_init(rng1, E, 1);
   const attn::MultiHeadResult a = attn::multi_head_forward(one, X[0], X[0], X[0]);
   const attn::AttentionResult plain = attn::attention(a.Q, a.K, a.V);  // chapter 05, no mask
-  ch.say("H = 1 against attn::attention on the same projections: max difference {:g}",
-         attn::max_abs_diff(a.concat, plain.out));
+  const double one_head = attn::max_abs_diff(a.concat, plain.out);
+  ch.say("H = 1 against attn::attention on the same projections: max difference {:g}", one_head);
+  if (one_head != 0.0) {  // the same function on the same floats: the same bits
+    throw std::runtime_error("one head of multi_head_forward differs from attn::attention on the "
+                             "same projections");
+  }
   ch.gap();
   ch.say("    H   d_k    parameters   multiply-adds per sentence (n = {})\n"
          "                              projections   scores + weighted sums", n);
-  for (Index h : {1, 2, 4, 8, 16, 32}) {
+  std::vector<Index> table_heads = {1, 2, 4, 8, 16, 32};  // and this run's H, in order
+  if (std::ranges::find(table_heads, H) == table_heads.end()) {
+    table_heads.insert(std::ranges::upper_bound(table_heads, H), H);
+  }
+  for (const Index h : table_heads) {
     if (E % h != 0) continue;
     attn::Rng r_h(ch.seed());
     const long long params = attn::multi_head_init(r_h, E, h).parameter_count();
@@ -237,10 +278,15 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.finish(
       {"Heads are column blocks of one projection: [B, n, d_model] viewed as [B, H, n, d_k], no "
        "copy.",
-       "Every head sees every token, through its own d_k dimensions and its own softmax.",
-       "The mask is shared by all heads; padded keys are 0 in each.",
+       "Every head scores every pair of tokens, through its own d_k dimensions and its own "
+       "softmax.",
+       k.mask == "none" ? "With a mask, all heads share it; --mask none let every head see the "
+                          "padding."
+                        : "The mask is shared by all heads; padded keys are 0 in each.",
        "More heads, same cost: 4 d^2 + 4 d parameters, 4 n d^2 + 2 n^2 d multiply-adds.",
-       "Add & Norm keeps the input (residual) and re-centres every token (LayerNorm)."},
+       E == 1 ? "Add & Norm at d_model = 1 returns 0 for every token: LayerNorm needs more than "
+                "one feature."
+              : "Add & Norm keeps the input (residual) and re-centres every token (LayerNorm)."},
       {{"--heads 1", "one wide head: one softmax per query"},
        {"--heads 64", "64 heads of 8 dimensions each"},
        {"--mask causal --seq-len 8", "a decoder's self-attention"}});

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -133,10 +134,17 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
                                     attn::max_abs_diff(b.V(swap, Eigen::all), a.V)});
   const Matrix scores_a = a.Q * a.K.transpose(), scores_b = b.Q * b.K.transpose();  // [3 x 3]
   const double diff_out = attn::max_abs_diff(out_b_back, a.r.out);
+  // The notices say equal but for rounding: float sums of a few O(1) terms, ~1e-7 apart. A
+  // broken permutation would be off by O(1); 1e-4 of the outputs' size tells the two apart.
+  const double diff_weights = attn::max_abs_diff(b.r.weights(swap, swap), a.r.weights);
+  if (diff_weights > 1e-4 || diff_out > 1e-4 * (1.0 + a.r.out.cwiseAbs().maxCoeff())) {
+    throw std::runtime_error(fmt::format("permuting the words did not just permute the weights "
+                                         "({:.1e}) and outputs ({:.1e})", diff_weights, diff_out));
+  }
   ch.say("\"man bites dog\" put back in the order dog, bites, man, minus \"dog bites man\", "
          "max |.|:\n  Q, K, V {},  scores Q K^T {},  weights {},  out {}",
          tiny(diff_qkv), tiny(attn::max_abs_diff(scores_b(swap, swap), scores_a)),
-         tiny(attn::max_abs_diff(b.r.weights(swap, swap), a.r.weights)), tiny(diff_out));
+         tiny(diff_weights), tiny(diff_out));
   ch.notice("equal but for rounding: the softmax's sum and weights V add the same terms in "
             "another order, which can move the last bit (float addition is not associative).");
   ch.notice("each word gets the same output whether it bites or is bitten: permute the input rows "
@@ -215,9 +223,23 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   ch.say("omega from {:g} (pair 0) down to {:.3g} (pair {});\n"
          "wavelengths 2 pi / omega from {:.2f} to {:.2f} positions", omega(0), omega(pairs - 1),
          pairs - 1, two_pi / omega(0), two_pi / omega(pairs - 1));
-  ch.notice("left, fast stripes: the first pairs repeat every ~6 positions; right, slow columns "
-            "that hardly change over {} positions. Each row is one position's vector, added to "
-            "its word.", P);
+  // The slowest pair turns omega_last (P - 1) radians down the table: "hardly changes" while
+  // that is a small angle (0.011 rad at the default d_model 128, P = 100).
+  const double slowest_turn = omega(pairs - 1) * static_cast<double>(P - 1);
+  if (pairs == 1) {
+    ch.notice("one pair only (d_model 2): a single sin, cos column pair that repeats every ~6 "
+              "positions; the slower pairs come with a wider d_model. Each row is one position's "
+              "vector, added to its word.");
+  } else if (slowest_turn < 0.1) {
+    ch.notice("left, fast stripes: the first pairs repeat every ~6 positions; right, slow columns "
+              "that hardly change over {} positions. Each row is one position's vector, added to "
+              "its word.", P);
+  } else {
+    ch.notice("left, fast stripes: the first pairs repeat every ~6 positions; right, the slowest "
+              "pair turns {:.2f} rad over these {} positions (its wavelength is {:.0f}). Each row "
+              "is one position's vector, added to its word.", slowest_turn, P,
+              two_pi / omega(pairs - 1));
+  }
   ch.dump("pe", pe);
   ch.plot().heatmap("07_encoding", pe,
                     {.title = fmt::format("Sinusoidal position vectors PE {}", course::shape(pe)),
@@ -278,6 +300,12 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
          "  double (table and products in double):           max error {:.1e}   (bound {:.1e})",
          P, K, course::with_commas(P * (K + 1)), pairs, P + K - 1, err_float, bound_float,
          err_double, bound_double);
+  if (!(err_float <= bound_float) || !(err_double <= bound_double)) {
+    throw std::runtime_error(fmt::format("PE(pos + k) = R(k) PE(pos) missed its rounding bound: "
+                                         "{:.1e} in float (bound {:.1e}), {:.1e} in double (bound "
+                                         "{:.1e})", err_float, bound_float, err_double,
+                                         bound_double));
+  }
   ch.notice("the identity is exact; what is left is rounding. In double it is the rounding of the "
             "angles (their ulp grows with pos), in float the rounding of the table itself.");
   ch.dump("R_1", attn::relative_rotation(1, d_model));
@@ -322,15 +350,19 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   Index nearest = 0;  // the offset k >= 1 whose position vectors are closest
   dot_by_offset.tail(K).maxCoeff(&nearest);
   nearest += 1;
-  ch.notice("{} at k = 0 (d_model / 2, one per pair), then falling as k grows, with ripples.",
-            pairs);
-  if (nearest == 1) {
+  if (nearest == 1) {  // no farther offset comes back above k = 1
+    ch.notice("{} at k = 0 (d_model / 2, one per pair), then falling as k grows, with ripples.",
+              pairs);
     ch.notice("no two positions share a vector; the closest are neighbours, {:.3f} apart: nearby "
               "looks alike.", distance(1));
   } else {
+    ch.notice("{} at k = 0 (d_model / 2, one per pair), its largest value; it falls as k grows, "
+              "then rises again.", pairs);
     ch.notice("the closest positions are k = {} apart ({:.3f}), closer than neighbours ({:.3f}): "
-              "with only {} pairs the frequencies nearly line up again. More pairs keep far "
-              "positions apart.", nearest, distance(nearest), distance(1), pairs);
+              "{}. More pairs keep far positions apart.", nearest, distance(nearest), distance(1),
+              pairs == 1 ? "with one pair, its angle comes round to nearly where it started"
+                         : fmt::format("with only {} pairs the frequencies nearly line up again",
+                                       pairs));
   }
   ch.dump("dot_by_offset", MatrixD(dot_by_offset.transpose()));  // [1 x K+1]
   const std::vector<double> offsets = values_of(Eigen::VectorXd::LinSpaced(K + 1, 0, K));  // 0..K
@@ -373,28 +405,52 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   const Matrix recipe = float32_recipe(far_positions, d_model);              // [5 x d_model]
   const Matrix rounded = truth.cast<float>();  // [5 x d_model], as attn::sinusoidal_encoding
   MatrixD recipe_positions(1, recipe.rows());  // [1 x 5]: far_positions, for the dump
+  Eigen::VectorXd recipe_error(recipe.rows());  // [5]: max |recipe - truth| per position
   ch.say("   pos   float32 angle spacing   max |error|: float32 recipe   double, rounded once");
   for (Index r = 0; r < recipe.rows(); ++r) {
     const float angle = static_cast<float>(far_positions[r]);  // pair 0's angle, pos * 1
+    recipe_error(r) = attn::max_abs_diff(recipe.row(r), truth.row(r));
     ch.say("{:6}   {:21.1e}   {:26.1e}   {:20.1e}", far_positions[r],
-           std::nextafter(angle, 2 * angle) - angle,
-           attn::max_abs_diff(recipe.row(r), truth.row(r)),
+           std::nextafter(angle, 2 * angle) - angle, recipe_error(r),
            attn::max_abs_diff(rounded.row(r), truth.row(r)));
     recipe_positions(0, r) = far_positions[r];
   }
-  ch.notice("the recipe rounds omega and the angle pos * omega to float32 before the sin: both "
-            "errors grow with pos. Angles in double, rounded once at the end, stay within half a "
-            "float ulp.");
+  // Grows: at pos 10000 the recipe is off by more than ten times its error at pos 1 (the sin's
+  // own float rounding, ~3e-8).
+  const bool recipe_drifts = recipe_error(recipe.rows() - 1) > 10.0 * recipe_error(0);
+  if (recipe_drifts) {
+    ch.notice("the recipe rounds omega and the angle pos * omega to float32 before the sin: both "
+              "errors grow with pos. Angles in double, rounded once at the end, stay within half "
+              "a float ulp.");
+  } else if (pairs == 1) {  // d_model 2: omega_0 = 1 and every pos * 1 are exact in float32
+    ch.notice("here the recipe's error does not grow with pos: its one frequency, omega_0 = 1, and "
+              "every angle pos * 1 are exact in float32, so nothing is rounded before the sin. "
+              "Wider tables round omega_i (i > 0) and pos * omega_i, and then the error grows "
+              "with pos.");
+  } else {
+    ch.notice("at these positions the recipe's error stays near the sin's own float rounding; it "
+              "grows with pos once the rounding of omega_i and of pos * omega_i shows.");
+  }
   ch.dump("recipe_positions", recipe_positions);
   ch.dump("pe_float32_recipe", recipe);
 
   ch.finish(
       {"Without positions, permuting the words permutes the outputs: attention sees a bag of "
        "words.",
-       "PE pairs a sin and a cos per frequency, from 1 down to 1/10000 radian per position.",
+       pairs == 1 ? std::string("PE pairs a sin and a cos per frequency; d_model 2 has one, 1 "
+                                "radian per position (1/10000 is approached as d_model grows).")
+       : omega(pairs - 1) < 2e-4  // within a factor 2 of the formula's limit 10000^-1
+           ? std::string("PE pairs a sin and a cos per frequency, from 1 down to 1/10000 radian "
+                         "per position.")
+           : fmt::format("PE pairs a sin and a cos per frequency, from 1 down to {:.2g} radian per "
+                         "position ({} pairs; 1/10000 as d_model grows).", omega(pairs - 1),
+                         pairs),
        "Moving by k is one fixed rotation R(k), built from PE(k): exact up to rounding.",
        "PE(pos) . PE(pos + k) = sum_i cos(omega_i k): similarity depends on the offset only.",
-       "The float32 recipe loses digits at large positions; compute angles in double."},
+       recipe_drifts
+           ? "The float32 recipe loses digits at large positions; compute angles in double."
+           : "The float32 recipe loses digits at large positions once omega_i is rounded (wider "
+             "tables); compute angles in double."},
       {{"--max-offset 4096", "far offsets: similarity sinks to ~0"},
        {"--d-model 8", "4 pairs: k = 63 nearly repeats k = 0"},
        {"--d-model 512 --positions 512", "the paper's width"}});

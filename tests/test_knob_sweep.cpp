@@ -1,0 +1,290 @@
+// Every chapter over random combinations of the knobs it accepts: a learner who passes values
+// CLI11 lets through must get the whole lesson, exit 0, nothing on stderr, no NaN printed and
+// no line wider than 100 columns. The combinations come from one fixed seed, so the sweep is the same
+// on every run; the edges of every range (minimum, maximum where affordable, 1-element sizes,
+// --hidden 1, odd --d-model where accepted) are listed by hand next to the random draws.
+//
+// The values are kept small enough for the whole sweep to take well under a minute in a
+// Release build: the knobs whose cost multiplies (01's experiment, 07's rotation sweep, 08's
+// layers x d_model x d_ff) are drawn so that their product stays bounded.
+#include "chapter_run.hpp"
+#include "chapters.hpp"  // kChapters, generated from ATTN_CHAPTERS
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using attn_test::Output;
+
+// Draws from std::mt19937 by hand (no std::uniform_int_distribution, whose algorithm differs
+// between standard libraries), so the same seed gives the same commands everywhere.
+class Draw {
+ public:
+  explicit Draw(std::uint32_t seed) : rng_(seed) {}
+  // An integer in [lo, hi].
+  long long in(long long lo, long long hi) {
+    return lo + static_cast<long long>(rng_() % static_cast<std::uint64_t>(hi - lo + 1));
+  }
+  // An integer in [lo, hi], every power of two equally likely to set its size: small values as
+  // often as large ones.
+  long long log_in(long long lo, long long hi) {
+    long long top = 1;
+    while (top * 2 <= hi) top *= 2;
+    const long long scale = 1LL << in(0, std::countr_zero(static_cast<unsigned long long>(top)));
+    return std::clamp(in(scale, 2 * scale - 1), lo, hi);
+  }
+  bool chance(int percent) { return in(1, 100) <= percent; }
+  // One of `edges` with the given chance, else log_in(lo, hi).
+  long long edge_or(int percent, const std::vector<long long>& edges, long long lo, long long hi) {
+    return chance(percent) ? one_of(edges) : log_in(lo, hi);
+  }
+  template <typename T>
+  const T& one_of(const std::vector<T>& values) {
+    return values[static_cast<std::size_t>(in(0, std::ssize(values) - 1))];
+  }
+
+ private:
+  std::mt19937 rng_;
+};
+
+// " --name value" with the given chance, "" otherwise (the knob keeps its default).
+std::string maybe(Draw& d, int percent, const std::string& name, const std::string& value) {
+  return d.chance(percent) ? " " + name + " " + value : "";
+}
+
+std::string num(long long v) { return std::to_string(v); }
+
+// ---- One generator per chapter: a random accepted command line (without --no-plots) --------
+
+std::string rnn(Draw& d) {
+  // Worked example: cheap at any size. Experiment: seeds x scales x distance x H^2 x I, so H and
+  // the distance are drawn from the lower part of their ranges.
+  std::string a;
+  a += maybe(d, 70, "--input-size", num(d.edge_or(20, {1, 64}, 1, 64)));
+  a += maybe(d, 70, "--hidden", num(d.chance(25) ? 1 : d.log_in(1, 256)));
+  a += maybe(d, 60, "--steps", num(d.edge_or(20, {1, 5, 6, 13}, 1, 1000)));
+  a += maybe(d, 50, "--experiment-hidden", num(d.log_in(1, 32)));
+  a += maybe(d, 50, "--distance", num(d.chance(20) ? 1 : d.log_in(1, 60)));
+  a += maybe(d, 50, "--seeds", num(d.log_in(1, 8)));
+  if (d.chance(40)) {
+    std::vector<std::string> scales;
+    const long long count = d.in(1, 6);
+    for (long long s = 0; s < count; ++s) {
+      scales.push_back(d.chance(30) ? d.one_of<std::string>({"0.1", "1", "10"})
+                                    : fmt::format("{:g}", 0.1 + 0.01 * d.in(0, 990)));
+    }
+    a += " --scales " + fmt::format("{}", fmt::join(scales, ","));
+  }
+  return a;
+}
+
+std::string attention_by_hand(Draw& d) {
+  std::string a;
+  if (d.chance(50)) a += " --scale";
+  if (d.chance(60)) a += " --random-weights";
+  a += maybe(d, 80, "--seed", num(d.in(0, 100000)));
+  return a;
+}
+
+std::string vectorized_qkv(Draw& d) {
+  std::string a;
+  a += maybe(d, 70, "--n", num(d.chance(20) ? d.one_of<long long>({4, 64}) : d.in(4, 64)));
+  a += maybe(d, 70, "--d-model",
+             num(d.edge_or(25, {4, 5, 7, 2048}, 4, 2048)));
+  if (d.chance(50)) a += d.chance(50) ? " --scale" : " --no-scale";
+  a += maybe(d, 50, "--seed", num(d.in(0, 100000)));
+  return a;
+}
+
+std::string softmax_scaling(Draw& d) {
+  std::string a;
+  a += maybe(d, 70, "--samples",
+             num(d.edge_or(25, {10, 11, 200000}, 10, 200000)));
+  a += maybe(d, 70, "--std",
+             d.chance(40) ? d.one_of<std::string>({"0.01", "0.5", "1", "22", "23", "88.7", "1000"})
+                          : fmt::format("{:g}", 0.01 * static_cast<double>(d.log_in(1, 100000))));
+  a += maybe(d, 60, "--d-k", num(d.edge_or(25, {1, 16384}, 1, 16384)));
+  if (d.chance(50)) a += " --no-scale";
+  a += maybe(d, 50, "--seed", num(d.in(0, 100000)));
+  return a;
+}
+
+std::string masking(Draw& d) {
+  // A batch of B sentences of n tokens; each sentence is words then padding (or padding only,
+  // or padding first), the shapes a learner types.
+  const long long B = d.chance(30) ? 1 : d.log_in(1, 16);
+  const long long n = d.edge_or(20, {1, 64}, 1, 64);
+  const long long vocab = d.edge_or(15, {2, 100000}, 2, 1000);
+  std::vector<std::string> sentences;
+  for (long long b = 0; b < B; ++b) {
+    const long long shape = d.in(0, 9);  // 0: all padding, 1: padding first, else words first
+    const long long words = shape == 0 ? 0 : d.in(1, n);
+    std::vector<std::string> ids;
+    for (long long i = 0; i < n; ++i) {
+      const bool word = shape == 1 ? i >= n - words : i < words;
+      ids.push_back(num(word ? d.in(vocab > 1 ? 1 : 0, vocab - 1) : 0));
+    }
+    sentences.push_back(fmt::format("{}", fmt::join(ids, ",")));
+  }
+  std::string a = " --ids " + fmt::format("{}", fmt::join(sentences, "/"));
+  a += " --vocab " + num(vocab);
+  a += maybe(d, 70, "--mask", d.one_of<std::string>({"none", "pad", "causal", "window"}));
+  a += maybe(d, 50, "--window", num(d.chance(30) ? d.one_of<long long>({0, 64}) : d.in(0, 8)));
+  a += maybe(d, 50, "--fill", d.one_of<std::string>({"neg-inf", "-1e9"}));
+  // The embedding table is vocab x d_model floats: 100000 x 2048 would be 800 MB.
+  const long long d_model = d.edge_or(25, {2, 3, 5}, 2, 2048);
+  a += " --d-model " + num(vocab > 1000 ? std::min<long long>(d_model, 64) : d_model);
+  a += maybe(d, 70, "--d-k", num(d.edge_or(20, {1, 2048}, 1, 2048)));
+  a += maybe(d, 50, "--seed", num(d.in(0, 100000)));
+  return a;
+}
+
+std::string multi_head(Draw& d) {
+  const long long heads = d.edge_or(25, {1, 64}, 1, 64);
+  // d_model a multiple of heads in [1, 1024]; odd ones where heads is odd or 1.
+  const long long per_head = d.edge_or(25, {1, 3}, 1, 1024 / heads);
+  std::string a = " --heads " + num(heads) + " --d-model " + num(heads * per_head);
+  a += maybe(d, 60, "--seq-len", num(d.chance(25) ? d.one_of<long long>({3, 64}) : d.in(3, 64)));
+  a += maybe(d, 60, "--mask", d.one_of<std::string>({"none", "pad", "causal"}));
+  a += maybe(d, 50, "--seed", num(d.in(0, 100000)));
+  return a;
+}
+
+std::string positional_encoding(Draw& d) {
+  // The rotation check costs positions x max-offset x d_model / 2, twice: kept below ~2e7.
+  const long long d_model = 2 * (d.edge_or(25, {1, 4, 256}, 1, 256));
+  long long positions = d.edge_or(20, {1, 512}, 1, 512);
+  long long offset = d.edge_or(20, {1, 4096}, 1, 4096);
+  while (positions * (offset + 1) * d_model / 2 > 20'000'000) {
+    (positions > offset ? positions : offset) /= 2;
+  }
+  std::string a = " --d-model " + num(d_model) + " --positions " + num(positions) +
+                  " --max-offset " + num(offset);
+  a += maybe(d, 50, "--seed", num(d.in(0, 100000)));
+  return a;
+}
+
+std::string transformer_block(Draw& d) {
+  // Parameters grow as layers x (d_model^2 + d_model d_ff): kept below ~2e7 floats (80 MB).
+  const long long heads = d.edge_or(25, {1, 64}, 1, 64);
+  long long per_head = d.chance(25) ? 1 : d.log_in(1, std::max<long long>(1, 1024 / heads));
+  if (heads * per_head < 2) per_head = 2;  // --d-model starts at 2
+  const long long d_model = heads * per_head;
+  long long layers = d.chance(20) ? d.one_of<long long>({1, 12}) : d.in(1, 12);
+  long long d_ff = d.edge_or(20, {1, 4096}, 1, 4096);
+  while (layers * d_model * (4 * d_model + 2 * d_ff) > 20'000'000) {
+    if (layers > 1) {
+      layers /= 2;
+    } else {
+      d_ff = std::max<long long>(1, d_ff / 2);
+    }
+  }
+  std::string a = " --heads " + num(heads) + " --d-model " + num(d_model) + " --layers " +
+                  num(layers) + " --d-ff " + num(d_ff);
+  a += maybe(d, 60, "--norm", d.one_of<std::string>({"post", "pre"}));
+  a += maybe(d, 50, "--seed", num(d.in(0, 100000)));
+  return a;
+}
+
+// The edges of every range, each run once, whatever the random draws.
+const std::map<std::string, std::vector<std::string>> kEdges = {
+    {"01_rnn",
+     {"--input-size 1 --hidden 1 --steps 1 --experiment-hidden 1 --distance 1 --seeds 1 "
+      "--scales 0.1",
+      "--hidden 1 --input-size 64", "--hidden 1 --seed 7", "--steps 13",
+      "--input-size 64 --hidden 256 --steps 1000 --experiment-hidden 8 --distance 10 --seeds 1 "
+      "--scales 0.1,0.5,1,2,5,10"}},
+    {"02_attention_by_hand",
+     {"--scale", "--random-weights --seed 0", "--random-weights --seed 161"}},
+    {"03_vectorized_qkv", {"--n 4 --d-model 4", "--n 64 --d-model 2048", "--d-model 5 --scale"}},
+    {"04_softmax_scaling",
+     {"--samples 10 --std 0.01 --d-k 1", "--samples 200000 --std 1000 --d-k 16384 --no-scale",
+      "--std 0.5 --samples 10 --d-k 1"}},
+    {"05_masking",
+     {"--ids 1", "--ids 0", "--ids 0 --fill -1e9", "--ids 1 --vocab 2 --d-model 2 --d-k 1",
+      "--d-model 16 --d-k 16", "--fill -1e9 --ids 0,0,0/1,2,3", "--mask causal --ids 0,1,2",
+      "--mask window --window 0 --ids 3,0,0,0 --fill -1e9", "--window 64", "--mask none --ids 0",
+      "--d-model 3 --d-k 2048"}},
+    {"06_multi_head",
+     {"--d-model 1 --heads 1 --seq-len 3", "--heads 64 --d-model 64", "--heads 3 --d-model 3",
+      "--mask none --seq-len 64", "--mask causal --seq-len 3 --d-model 5 --heads 5"}},
+    {"07_positional_encoding",
+     {"--d-model 2 --positions 1 --max-offset 1", "--d-model 2", "--d-model 8",
+      "--d-model 512 --positions 8 --max-offset 4096"}},
+    {"08_transformer_block",
+     {"--layers 1 --heads 1 --d-model 2 --d-ff 1", "--norm pre", "--heads 64 --d-model 64",
+      "--layers 12 --d-model 8 --heads 2 --d-ff 4096 --norm pre", "--d-model 3 --heads 1"}},
+};
+
+const std::map<std::string, std::function<std::string(Draw&)>> kDraws = {
+    {"01_rnn", rnn},
+    {"02_attention_by_hand", attention_by_hand},
+    {"03_vectorized_qkv", vectorized_qkv},
+    {"04_softmax_scaling", softmax_scaling},
+    {"05_masking", masking},
+    {"06_multi_head", multi_head},
+    {"07_positional_encoding", positional_encoding},
+    {"08_transformer_block", transformer_block},
+};
+
+constexpr int kRandomRunsPerChapter = 36;
+
+// The longest line of `text`, in bytes (the output is ASCII).
+std::size_t widest_line(const std::string& text) {
+  std::size_t start = 0, widest = 0;
+  while (start < text.size()) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    widest = std::max(widest, end - start);
+    start = end + 1;
+  }
+  return widest;
+}
+
+TEST(KnobSweep, EveryChapterRunsCleanlyOnEveryAcceptedCombination) {
+  Draw d(20260311);
+  int runs = 0;
+  for (const char* chapter : attn_test::kChapters) {
+    ASSERT_TRUE(kDraws.contains(chapter) && kEdges.contains(chapter))
+        << chapter << ": a new chapter needs its knobs in this sweep";
+    const fs::path dir = attn_test::scratch(chapter, "knob_sweep");
+    std::vector<std::string> commands = kEdges.at(chapter);
+    for (int i = 0; i < kRandomRunsPerChapter; ++i) commands.push_back(kDraws.at(chapter)(d));
+    for (std::size_t i = 0; i < commands.size(); ++i) {
+      std::string args = "--no-plots " + commands[i];
+      const fs::path dump = dir / ("dump" + std::to_string(i));
+      if (i % 4 == 1) args += " --dump '" + dump.string() + "'";  // a quarter of them dump
+      const Output r = attn_test::run_chapter(chapter, args, dir);
+      ++runs;
+      const std::string command = std::string(ATTN_BIN_DIR) + "/" + chapter + " " + args;
+      EXPECT_EQ(r.code, 0) << command << "\n" << r.err;
+      EXPECT_EQ(r.err, "") << command;
+      EXPECT_TRUE(attn_test::contains(r.out, "== What to notice")) << command;
+      EXPECT_LE(widest_line(r.out), 100u) << command;
+      // fmt prints a NaN as "nan"; the chapters write the word as "NaN" where they mean it.
+      EXPECT_FALSE(attn_test::contains(r.out, "nan")) << command;
+      if (i % 4 == 1 && r.code == 0) {
+        EXPECT_TRUE(fs::is_directory(dump) && !fs::is_empty(dump)) << command;
+      }
+      fs::remove_all(dump);
+    }
+    fs::remove_all(dir);
+  }
+  EXPECT_GE(runs, 300);
+  std::printf("knob sweep: %d runs over %zu chapters\n", runs, std::size(attn_test::kChapters));
+}
+
+}  // namespace
