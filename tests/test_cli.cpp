@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <exception>
-#include <initializer_list>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -24,7 +23,7 @@ struct Parsed {
   std::string out, err;
 };
 
-Parsed parse(course::ChapterCli& cli, std::initializer_list<std::string> words) {
+Parsed parse(course::ChapterCli& cli, const std::vector<std::string>& words) {
   std::vector<std::string> storage = {"01_test"};
   storage.insert(storage.end(), words.begin(), words.end());
   std::vector<char*> argv;
@@ -109,15 +108,9 @@ TEST_F(CliTest, BadInputExitsTwoWithTheProblemAndTheUsage) {
     course::ChapterCli cli("01_test", "A test chapter.", 1);
     int hidden = 4;
     cli.app().add_option("--hidden", hidden)->check(CLI::Range(1, 64));
-    std::vector<std::string> storage = {"01_test", "--out", in_dir("plots")};
-    storage.insert(storage.end(), words.begin(), words.end());
-    std::vector<char*> argv;
-    for (auto& w : storage) argv.push_back(w.data());
-    ::testing::internal::CaptureStdout();
-    ::testing::internal::CaptureStderr();
-    const auto code = cli.parse(static_cast<int>(argv.size()), argv.data());
-    const std::string out = ::testing::internal::GetCapturedStdout();
-    const std::string err = ::testing::internal::GetCapturedStderr();
+    std::vector<std::string> line = {"--out", in_dir("plots")};
+    line.insert(line.end(), words.begin(), words.end());
+    const auto [code, out, err] = parse(cli, line);
     EXPECT_EQ(code, 2) << words.front();
     EXPECT_NE(err.find(mention), std::string::npos) << "the message names the problem: " << err;
     EXPECT_NE(err.find("Usage:"), std::string::npos) << "the usage follows: " << err;
@@ -151,15 +144,9 @@ TEST_F(CliTest, AUsageErrorWinsOverHelp) {
     std::ptrdiff_t hidden = 4;
     cli.option("--hidden", hidden, "H")->check(CLI::Range(1, 64));
     cli.add_rule([&] { return hidden % 2 == 0 ? std::string() : std::string("H must be even"); });
-    std::vector<std::string> storage = {"01_test", "--out", in_dir("new/plots")};
-    storage.insert(storage.end(), words.begin(), words.end());
-    std::vector<char*> argv;
-    for (auto& w : storage) argv.push_back(w.data());
-    ::testing::internal::CaptureStdout();
-    ::testing::internal::CaptureStderr();
-    const auto code = cli.parse(static_cast<int>(argv.size()), argv.data());
-    const std::string out = ::testing::internal::GetCapturedStdout();
-    const std::string err = ::testing::internal::GetCapturedStderr();
+    std::vector<std::string> line = {"--out", in_dir("new/plots")};
+    line.insert(line.end(), words.begin(), words.end());
+    const auto [code, out, err] = parse(cli, line);
     EXPECT_EQ(code, 2) << words.front() << " " << words.back() << "\n" << err;
     EXPECT_EQ(out, "") << "the usage goes to stderr, after the problem";
     EXPECT_FALSE(fs::exists(dir_ / "new")) << words.front() << " " << words.back();

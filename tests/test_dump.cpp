@@ -153,12 +153,7 @@ TEST(DumpParameters, ADisabledDumperWritesNothing) {
 
 // ---- The dump folder ---------------------------------------------------------------------------
 
-std::vector<std::string> listing(const fs::path& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
-  std::sort(names.begin(), names.end());
-  return names;
-}
+using attn_test::listing;
 
 course::DumpSource source(std::uint64_t seed = 1) {
   return {.chapter = "00_test", .seed = seed, .options = {{"--layers", "2"}, {"--norm", "pre"}}};

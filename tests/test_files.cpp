@@ -31,17 +31,12 @@ using attn_test::read_file;
 class FilesTest : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = attn_test::scratch("files", testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = attn_test::scratch("files",
+                              testing::UnitTest::GetInstance()->current_test_info()->name());
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  // The names in the folder, sorted.
-  std::vector<std::string> listing() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
+  std::vector<std::string> listing() const { return attn_test::listing(dir_); }
 
   fs::path dir_;
 };

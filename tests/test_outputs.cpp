@@ -33,14 +33,7 @@ namespace {
 using attn_test::contains;
 using attn_test::read_file;
 
-// The names in `dir` (not below it), sorted; empty when it does not exist.
-std::vector<std::string> listing(const fs::path& dir) {
-  std::vector<std::string> names;
-  if (!fs::exists(dir)) return names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
-  std::sort(names.begin(), names.end());
-  return names;
-}
+using attn_test::listing;
 
 bool any_temporary(const fs::path& dir) {
   for (const std::string& n : listing(dir))
@@ -230,8 +223,8 @@ TEST(FullDisk, AFileSizeLimitIsCaughtTheSameWay) {
 TEST(Stdout, AFullDeviceIsAWriteErrorNotSuccess) {
   const fs::path dir = attn_test::scratch("outputs", "dev_full");
   for (const char* chapter : attn_test::kChapters) {
-    const std::string cmd = "'" + attn_test::bin_dir() + "/" + chapter + "' --no-plots >/dev/full 2>'" +
-                            (dir / "err.txt").string() + "'";
+    const std::string cmd = "'" + attn_test::bin_dir() + "/" + chapter +
+                            "' --no-plots >/dev/full 2>'" + (dir / "err.txt").string() + "'";
     const int status = std::system(cmd.c_str());
     EXPECT_EQ(WEXITSTATUS(status), 1) << chapter;
     EXPECT_TRUE(contains(read_file(dir / "err.txt"),
@@ -358,7 +351,8 @@ TEST(DumpFolder, ARunWithFewerLayersLeavesNoStaleLayerBehind) {
   const std::string dump = " --no-plots --dump '" + (dir / "d").string() + "'";
   ASSERT_EQ(attn_test::run_chapter("08_transformer_block", "--layers 3" + dump, dir).code, 0);
   EXPECT_TRUE(fs::exists(dir / "d" / "encoder_layers_2_linear1_weight.npy"));
-  const attn_test::Output r = attn_test::run_chapter("08_transformer_block", "--layers 2" + dump, dir);
+  const attn_test::Output r =
+      attn_test::run_chapter("08_transformer_block", "--layers 2" + dump, dir);
   ASSERT_EQ(r.code, 0) << r.err;
   for (const std::string& n : listing(dir / "d"))
     EXPECT_FALSE(contains(n, "layers_2_")) << n << " is from the earlier run";
@@ -389,8 +383,8 @@ TEST(DumpFolder, ForeignArraysAreRefusedBeforeAnythingRuns) {
 TEST(DumpFolder, TheManifestDescribesEveryArrayAndItsStateDictKey) {
   const fs::path dir = attn_test::scratch("outputs", "manifest");
   const attn_test::Output r = attn_test::run_chapter(
-      "08_transformer_block", "--no-plots --layers 2 --seed 5 --dump '" + (dir / "d").string() + "'",
-      dir);
+      "08_transformer_block",
+      "--no-plots --layers 2 --seed 5 --dump '" + (dir / "d").string() + "'", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const nlohmann::json m = manifest_of(dir / "d");
   EXPECT_EQ(m["chapter"], "08_transformer_block");

@@ -4,6 +4,8 @@
 // installed; everything else runs without it.
 #include "course/plot.hpp"
 
+#include "chapter_run.hpp"
+
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -92,11 +94,14 @@ class PlotTest : public ::testing::Test {
   }
 
   // Every file in the folder, sorted: checks that nothing else (no .tmp) was left behind.
-  std::vector<std::string> listing() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename());
-    std::sort(names.begin(), names.end());
-    return names;
+  std::vector<std::string> listing() const { return attn_test::listing(dir_); }
+
+  // A stand-in "gnuplot": a shell script with `body` after the #! line, made executable.
+  fs::path fake_gnuplot(const std::string& body) const {
+    const fs::path fake = dir_ / "fake-gnuplot.sh";
+    std::ofstream(fake) << "#!/bin/sh\n" << body;
+    fs::permissions(fake, fs::perms::owner_all);
+    return fake;
   }
 
   fs::path dir_;
@@ -456,12 +461,7 @@ TEST_F(PlotTest, MissingGnuplotWritesDataAndScriptAndSaysHowToRender) {
 
 TEST_F(PlotTest, FailingGnuplotThrowsWithItsStderrAndLeavesNoPng) {
   // A stand-in "gnuplot" that reports an error the way gnuplot does and exits non-zero.
-  const fs::path fake = dir_ / "fake-gnuplot.sh";
-  {
-    std::ofstream f(fake);
-    f << "#!/bin/sh\necho 'line 7: undefined variable: oops' >&2\nexit 1\n";
-  }
-  fs::permissions(fake, fs::perms::owner_all);
+  const fs::path fake = fake_gnuplot("echo 'line 7: undefined variable: oops' >&2\nexit 1\n");
   const fs::path out = dir_ / "out";
   course::Plotter plot(out, true, fake.string());
   try {
@@ -482,12 +482,8 @@ constexpr const char* kPngPrintf = R"(printf '\211PNG\r\n\032\n\0\0\0\0IEND\256B
 
 TEST_F(PlotTest, GnuplotRunsInTheOutputFolderAndThePngComesFromItsStdout) {
   // A stand-in that proves where it ran and with which arguments, then writes a PNG to stdout.
-  const fs::path fake = dir_ / "fake-gnuplot.sh";
-  {
-    std::ofstream f(fake);
-    f << "#!/bin/sh\npwd > where.txt\necho \"$@\" > args.txt\n" << kPngPrintf << "\n";
-  }
-  fs::permissions(fake, fs::perms::owner_all);
+  const fs::path fake =
+      fake_gnuplot("pwd > where.txt\necho \"$@\" > args.txt\n" + std::string(kPngPrintf) + "\n");
   const fs::path out = dir_ / "out";
   course::Plotter plot(out, true, fake.string());
   EXPECT_TRUE(plot.heatmap("hm", sample_3x4(), {}).rendered);
@@ -499,12 +495,8 @@ TEST_F(PlotTest, GnuplotRunsInTheOutputFolderAndThePngComesFromItsStdout) {
 TEST_F(PlotTest, ACutShortPngIsAnErrorEvenWhenGnuplotExitsZero) {
   // gnuplot exits 0 after its output failed (a full disk): what it wrote is checked. Here a
   // stand-in writes the first 8 KiB of a PNG, no IEND chunk, and exits 0.
-  const fs::path fake = dir_ / "fake-gnuplot.sh";
-  {
-    std::ofstream f(fake);
-    f << "#!/bin/sh\nprintf '\\211PNG\\r\\n\\032\\n'\nhead -c 8184 /dev/zero\nexit 0\n";
-  }
-  fs::permissions(fake, fs::perms::owner_all);
+  const fs::path fake =
+      fake_gnuplot("printf '\\211PNG\\r\\n\\032\\n'\nhead -c 8184 /dev/zero\nexit 0\n");
   const fs::path out = dir_ / "out";
   fs::create_directories(out);
   std::ofstream(out / "hm.png") << "the previous run's figure";
@@ -513,7 +505,8 @@ TEST_F(PlotTest, ACutShortPngIsAnErrorEvenWhenGnuplotExitsZero) {
     plot.heatmap("hm", sample_3x4(), {});
     FAIL() << "expected std::runtime_error";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("no whole PNG (8192 bytes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no whole PNG (8192 bytes"), std::string::npos)
+        << e.what();
   }
   EXPECT_EQ(slurp(out / "hm.png"), "the previous run's figure") << "the old figure stays whole";
   for (const auto& e : fs::directory_iterator(out))
@@ -521,12 +514,7 @@ TEST_F(PlotTest, ACutShortPngIsAnErrorEvenWhenGnuplotExitsZero) {
 }
 
 TEST_F(PlotTest, AFailedExitWithoutStderrSaysTheStatusAlone) {
-  const fs::path fake = dir_ / "fake-gnuplot.sh";
-  {
-    std::ofstream f(fake);
-    f << "#!/bin/sh\nexit 3\n";
-  }
-  fs::permissions(fake, fs::perms::owner_all);
+  const fs::path fake = fake_gnuplot("exit 3\n");
   course::Plotter plot(dir_ / "out", true, fake.string());
   try {
     plot.heatmap("hm", sample_3x4(), {});

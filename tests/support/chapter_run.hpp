@@ -15,12 +15,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace attn_test {
 
@@ -39,6 +41,16 @@ inline fs::path scratch(const std::string& prefix, const std::string& name) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
+}
+
+/// The names in `dir` (not below it), sorted; empty when it does not exist. A test compares it
+/// with what a run may leave there, so a stray temporary or stale file shows.
+inline std::vector<std::string> listing(const fs::path& dir) {
+  std::vector<std::string> names;
+  if (!fs::exists(dir)) return names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 /// The whole file as bytes ("" when it cannot be read).
