@@ -64,7 +64,12 @@ def open_dump(folder, chapter, need=()):
         why = ("the run that wrote it did not finish (see INCOMPLETE.txt)"
                if (folder / "INCOMPLETE.txt").is_file() else "not a dump of the course")
         refuse(f"{folder}: no manifest.json: {why}")
-    manifest = json.loads(manifest_path.read_text())
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        arrays = manifest["arrays"]
+        files = {a["file"] for a in arrays}
+    except (ValueError, KeyError, TypeError) as e:
+        refuse(f"{manifest_path}: not a manifest of the course ({e})")
     if manifest.get("chapter") != chapter:
         refuse(f"{folder}: a dump of {manifest.get('chapter')}, not of {chapter}")
     dump = Dump(folder, manifest)
@@ -72,7 +77,11 @@ def open_dump(folder, chapter, need=()):
     if missing:
         refuse(f"{folder}: the manifest lists no {', '.join(missing)} "
                f"(written with other options?)")
-    absent = [a["file"] for a in manifest["arrays"] if not (folder / a["file"]).is_file()]
+    absent = sorted(f for f in files if not (folder / f).is_file())
     if absent:
         refuse(f"{folder}: files in the manifest are missing: {', '.join(absent)}")
+    unlisted = sorted(p.name for p in folder.glob("*.npy") if p.name not in files)
+    if unlisted:
+        refuse(f"{folder}: arrays the manifest does not list: {', '.join(unlisted[:5])}"
+               f"{' ...' if len(unlisted) > 5 else ''} (from another run?)")
     return dump

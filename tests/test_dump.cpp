@@ -7,6 +7,7 @@
 #include "attn/random.hpp"
 #include "attn/transformer.hpp"
 #include "course/dump.hpp"
+#include "course/files.hpp"
 #include "course/npy.hpp"
 
 #include "chapter_run.hpp"
@@ -214,6 +215,35 @@ TEST(Dumper, AnInterruptedRunsArraysAreRemovedByTheNextRun) {
   fs::remove_all(dir);
 }
 
+TEST(Dumper, FromItsFirstArrayTheJournalListsTheEarlierRunsFilesToo) {
+  // The earlier manifest is removed as this run begins; if the run stops right then, the
+  // earlier arrays must still be listed somewhere, or the next run would refuse the folder.
+  const fs::path dir = attn_test::scratch("dump", "journal_first");
+  {
+    course::Dumper first(dir, source());
+    first("old", Matrix(Matrix::Zero(1, 1)));
+    first.finish();
+  }
+  course::Dumper second(dir, source());
+  second("new", Matrix(Matrix::Zero(1, 1)));  // stops here: no finish()
+  const std::string journal = attn_test::read_file(dir / "INCOMPLETE.txt");
+  EXPECT_TRUE(attn_test::contains(journal, "\nold.npy\n")) << journal;
+  EXPECT_TRUE(attn_test::contains(journal, "\nnew.npy\n")) << journal;
+  EXPECT_EQ(course::check_dump_folder(dir), "");
+  fs::remove_all(dir);
+}
+
+TEST(Dumper, AnArrayIsListedBeforeItIsWritten) {
+  // A run stopped between the two must never leave a file that no list names. Here the write
+  // fails (a folder stands where the file would go): the name is in the journal all the same.
+  const fs::path dir = attn_test::scratch("dump", "listed_first");
+  fs::create_directories(dir / "blocked.npy");
+  course::Dumper dump(dir, source());
+  EXPECT_THROW(dump("blocked", Matrix(Matrix::Zero(1, 1))), course::WriteError);
+  EXPECT_TRUE(attn_test::contains(attn_test::read_file(dir / "INCOMPLETE.txt"), "\nblocked.npy\n"));
+  fs::remove_all(dir);
+}
+
 TEST(Dumper, AbandonRemovesWhatThisRunWrote) {
   const fs::path dir = attn_test::scratch("dump", "abandon");
   course::Dumper dump(dir, source());
@@ -242,12 +272,20 @@ TEST(Dumper, ADoctoredManifestCannotSendTheCleanUpElsewhere) {
   const fs::path dir = attn_test::scratch("dump", "doctored");
   fs::create_directories(dir / "d");
   std::ofstream(dir / "keep.npy") << "outside the dump folder";
+  std::ofstream(dir / "d" / "notes.txt") << "a learner's own notes";
+  fs::create_directories(dir / "d" / "sub.npy");
+  // JSON's \u0000 becomes a NUL inside the name, which the system call would cut short:
+  // "notes.txt\0.npy" would be notes.txt, "\0.npy" the dump folder itself.
   std::ofstream(dir / "d" / "manifest.json")
-      << R"({"arrays": [{"file": "../keep.npy"}, {"file": "/etc/passwd.npy"}]})";
+      << R"({"arrays": [{"file": "../keep.npy"}, {"file": "/etc/passwd.npy"},)"
+      << R"( {"file": "notes.txt\u0000.npy"}, {"file": "\u0000.npy"}, {"file": "sub.npy"}]})";
   course::Dumper dump(dir / "d", source());
   dump("x", Matrix(Matrix::Zero(1, 1)));
   dump.finish();
   EXPECT_TRUE(fs::exists(dir / "keep.npy"));
+  EXPECT_TRUE(fs::exists(dir / "d" / "notes.txt"));
+  EXPECT_TRUE(fs::is_directory(dir / "d" / "sub.npy")) << "a folder is never removed";
+  EXPECT_TRUE(fs::exists(dir / "d" / "x.npy"));
   fs::remove_all(dir);
 }
 

@@ -302,6 +302,28 @@ TEST(Signals, AnInterruptedDumpHasNoManifestAndTheNextRunCleansItUp) {
   fs::remove_all(dir);
 }
 
+TEST(Signals, GnuplotKeepsASignalTheUserIgnored) {
+  // Under nohup (SIGHUP ignored) a hang-up must not kill the figure half-way: the ignored
+  // signal stays ignored in gnuplot. A stand-in gnuplot reports its ignored-signal mask.
+  const fs::path dir = attn_test::scratch("outputs", "nohup");
+  const fs::path bin = dir / "fake-bin", mask = dir / "sigign.txt";
+  fs::create_directories(bin);
+  std::ofstream(bin / "gnuplot")
+      << "#!/bin/sh\n[ \"$1\" = --version ] && exit 0\n"
+      << "grep SigIgn /proc/$$/status > '" << mask.string() << "'\n"
+      << R"(printf '\211PNG\r\n\032\n\0\0\0\0IEND\256B`\202')" << "\n";
+  fs::permissions(bin / "gnuplot", fs::perms::owner_all);
+  const std::string cmd = "trap '' HUP; PATH='" + bin.string() + "':$PATH '" +
+                          attn_test::bin_dir() + "/02_attention_by_hand' --out '" +
+                          (dir / "p").string() + "' >/dev/null";
+  ASSERT_EQ(std::system(("bash -c \"" + cmd + "\"").c_str()), 0);
+  const std::string line = read_file(mask);  // "SigIgn:\t0000000000000001\n"
+  ASSERT_TRUE(contains(line, "SigIgn:")) << line;
+  const unsigned long long ignored = std::stoull(line.substr(line.find(':') + 1), nullptr, 16);
+  EXPECT_EQ(ignored & (1ull << (SIGHUP - 1)), 1ull << (SIGHUP - 1)) << line;
+  fs::remove_all(dir);
+}
+
 // ---- Two runs at once ---------------------------------------------------------------------------
 
 TEST(Concurrency, TwoRunsIntoOneFolderBothSucceedWithWholeFigures) {
@@ -377,6 +399,21 @@ TEST(DumpFolder, ForeignArraysAreRefusedBeforeAnythingRuns) {
   EXPECT_TRUE(contains(r.err, "my_results.npy")) << r.err;
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(listing(dir / "d"), std::vector<std::string>{"my_results.npy"});
+  fs::remove_all(dir);
+}
+
+TEST(DumpFolder, TheManifestRecordsTheValuesTheRunUsed) {
+  // Read from the knobs after parsing: "--scale=false" is false (not "given, so true"), and a
+  // default keeps every digit (not CLI11's display text "[0.5,1,1.73205,3]").
+  const fs::path dir = attn_test::scratch("outputs", "values");
+  const std::string dump = " --no-plots --dump '" + (dir / "d").string() + "'";
+  ASSERT_EQ(attn_test::run_chapter("02_attention_by_hand", "--scale=false" + dump, dir).code, 0);
+  EXPECT_EQ(manifest_of(dir / "d")["options"]["--scale"], "false");
+  ASSERT_EQ(attn_test::run_chapter("02_attention_by_hand", "--scale" + dump, dir).code, 0);
+  EXPECT_EQ(manifest_of(dir / "d")["options"]["--scale"], "true");
+  ASSERT_EQ(attn_test::run_chapter("01_rnn", dump, dir).code, 0);
+  // sqrt(3) in the shortest form that reads back to the same double.
+  EXPECT_EQ(manifest_of(dir / "d")["options"]["--scales"], "0.5,1,1.7320508075688772,3");
   fs::remove_all(dir);
 }
 

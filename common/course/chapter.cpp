@@ -78,30 +78,6 @@ bool standard_streams_open() {
   return true;
 }
 
-// The options that decide a run's numbers, with the values it used (given or default), for
-// the dump's manifest: {"--layers", "2"}, {"--scale", "false"}, ...
-std::vector<std::pair<std::string, std::string>> option_values(const CLI::App& app) {
-  std::vector<std::pair<std::string, std::string>> values;
-  for (const CLI::Option* opt : app.get_options()) {
-    const std::string name = opt->get_name();
-    // Only what decides the numbers: not where files go (--out, and --dump itself, so that
-    // two dumps of the same knobs are the same bytes), nor how the run is shown.
-    if (name.empty() || name == "--help" || name == "--out" || name == "--dump" ||
-        name == "--no-plots" || name == "--step")
-      continue;
-    std::string value;
-    if (opt->get_expected_max() == 0) {  // a flag: it takes no value
-      value = opt->count() > 0 ? "true" : "false";
-    } else if (opt->count() > 0) {
-      for (const std::string& r : opt->results()) value += (value.empty() ? "" : ",") + r;
-    } else {
-      value = opt->get_default_str();
-    }
-    values.emplace_back(name, value);
-  }
-  return values;
-}
-
 }  // namespace
 
 int Chapter::run(int argc, char** argv, const std::function<void()>& lesson) {
@@ -114,7 +90,11 @@ int Chapter::run(int argc, char** argv, const std::function<void()>& lesson) {
   // --step waits for a person: never in a pipe, a test or CI, where nobody presses Enter.
   stepping_ = stepping_ && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO);
   plot_ = cli_.plotter();
-  dump_ = cli_.dumper({.chapter = name_, .seed = seed(), .options = option_values(cli_.app())});
+  // The manifest records the knobs that decide the numbers, with the values the run used: the
+  // seed and every chapter knob, not where files go or how the run is shown.
+  std::vector<std::pair<std::string, std::string>> knobs = {{"--seed", knob_text(seed())}};
+  for (const auto& [knob, value] : knob_values_) knobs.emplace_back(knob, value());
+  dump_ = cli_.dumper({.chapter = name_, .seed = seed(), .options = std::move(knobs)});
   try {
     lesson();
     dump_.finish();

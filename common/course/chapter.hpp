@@ -45,6 +45,7 @@
 #include <iosfwd>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -87,11 +88,15 @@ class Chapter {
   /// before the checks chained on the result: see ChapterCli::option() and whole_number().
   template <typename T>
   CLI::Option* option(const std::string& flag, T& value, const std::string& help) {
-    return cli_.option(flag, value, help);
+    CLI::Option* o = cli_.option(flag, value, help);
+    knob_values_.emplace_back(o->get_name(), [&value] { return knob_text(value); });
+    return o;
   }
   /// An on/off knob: `--scale`.
   CLI::Option* flag(const std::string& flag, bool& value, const std::string& help) {
-    return cli_.app().add_flag(flag, value, help);
+    CLI::Option* o = cli_.app().add_flag(flag, value, help);
+    knob_values_.emplace_back(o->get_name(), [&value] { return knob_text(value); });
+    return o;
   }
   /// A rule that involves several knobs (heads must divide d_model), checked right after
   /// parsing and before any folder is made: return the problem, or "" when the knobs agree.
@@ -172,7 +177,19 @@ class Chapter {
   /// `code`, or 1 with "write error" on stderr when the narration could not be written.
   int output_checked(int code);
 
+  // A knob's value as the run used it, for a dump's manifest: the variable itself, read after
+  // parsing (so "--scale=false" is false and 1.7320508075688772 keeps every digit), lists
+  // joined by commas as they are typed.
+  template <typename T>
+  static std::string knob_text(const T& value) {
+    if constexpr (requires { value.begin(); } && !std::is_convertible_v<T, std::string_view>)
+      return fmt::format("{}", fmt::join(value, ","));
+    else
+      return fmt::format("{}", value);
+  }
+
   std::string name_, title_;
+  std::vector<std::pair<std::string, std::function<std::string()>>> knob_values_;
   std::ostream& out_;
   ChapterCli cli_;
   std::vector<std::function<std::string()>> knob_rules_;

@@ -33,7 +33,7 @@ constexpr const char* kJournal = "INCOMPLETE.txt";
 // doctored manifest cannot send the clean-up anywhere else.
 bool is_dump_file_name(const std::string& name) {
   return name.size() > 4 && name.ends_with(".npy") && name.find('/') == std::string::npos &&
-         name != "." && name != "..";
+         name.find('\0') == std::string::npos;  // JSON's \u0000 would cut the name short
 }
 
 // The files an earlier run lists in `dir`: manifest.json's arrays and INCOMPLETE.txt's lines.
@@ -111,26 +111,37 @@ Dumper::Dumper(fs::path dir, DumpSource source)
 void Dumper::begin() {
   if (begun_) return;
   begun_ = true;
-  // The earlier run's files go first, then its manifest, so that an interruption in between
-  // leaves a folder without a manifest: incomplete, never a wrong complete one.
   std::string problem;
   const std::set<std::string> old = files_of_earlier_run(dir_, problem);
   if (!problem.empty()) throw WriteError("cannot dump into " + dir_.string() + ": " + problem);
+  // The new journal comes first and already lists the earlier run's files: whenever this run
+  // stops from here on, every array in the folder is listed somewhere, and the next run can
+  // clear it. Only then do the earlier manifest and files go.
+  std::string journal =
+      "# " + source_.chapter + " was writing this dump and did not finish (interrupted?).\n"
+      "# The files listed below (some may be gone already) are removed by the next run with\n"
+      "# --dump here.\n";
+  for (const std::string& f : old) journal += f + "\n";
+  write_file_atomically(dir_ / kJournal, journal);
   std::error_code ec;
   fs::remove(dir_ / kManifest, ec);
   for (const std::string& f : old) {
-    if (is_dump_file_name(f)) fs::remove(dir_ / f, ec);
+    // A plain file or link inside the folder, never a folder, whatever a manifest says.
+    if (!is_dump_file_name(f)) continue;
+    const fs::file_type type = fs::symlink_status(dir_ / f, ec).type();
+    if (type == fs::file_type::regular || type == fs::file_type::symlink) fs::remove(dir_ / f, ec);
   }
-  fs::remove(dir_ / kJournal, ec);
-  append_line(dir_ / kJournal,
-              "# " + source_.chapter + " was writing this dump and did not finish (interrupted?)."
-              "\n# The files it wrote are listed below; the next run with --dump here removes "
-              "them.");
 }
 
-void Dumper::record(Entry entry, std::size_t bytes) {
+void Dumper::store(Entry entry, std::size_t bytes,
+                   const std::function<void(const fs::path&)>& write) {
+  if (!enabled()) return;
+  begin();
+  // Listed before it is written: a run stopped between the two leaves a name in the journal
+  // for a file that does not exist (harmless), never a file that no list names.
+  append_line(dir_ / kJournal, file_of(entry.name));
+  write(dir_ / file_of(entry.name));
   written_.push_back(std::move(entry));
-  append_line(dir_ / kJournal, file_of(written_.back().name));
   const std::uint64_t before = bytes_;
   bytes_ += bytes;
   const std::uint64_t limit = source_.note_above_bytes;
@@ -156,12 +167,10 @@ void Dumper::operator()(const std::string& name, const Matrix& m) {
 }
 
 void Dumper::operator()(const std::string& name, const MatrixD& m) {
-  if (!enabled()) return;
-  begin();
-  write_npy(dir_ / file_of(name), m);
-  record({.name = name, .dtype = "float64", .state_dict_key = {},
-          .shape = shape_of(m.rows(), m.cols())},
-         static_cast<std::size_t>(m.size()) * sizeof(double));
+  store({.name = name, .dtype = "float64", .state_dict_key = {},
+         .shape = shape_of(m.rows(), m.cols())},
+        static_cast<std::size_t>(m.size()) * sizeof(double),
+        [&](const fs::path& path) { write_npy(path, m); });
 }
 
 void Dumper::operator()(const std::string& name, const RowVector& v) {
@@ -183,12 +192,9 @@ void Dumper::operator()(const std::string& name, const BatchOf<bool>& allowed) {
 
 void Dumper::operator()(const std::string& name, std::span<const std::size_t> shape,
                         std::span<const float> data) {
-  if (!enabled()) return;
-  begin();
-  write_npy(dir_ / file_of(name), shape, data);
-  record({.name = name, .dtype = "float32", .state_dict_key = {},
-          .shape = {shape.begin(), shape.end()}},
-         data.size() * sizeof(float));
+  store({.name = name, .dtype = "float32", .state_dict_key = {},
+         .shape = {shape.begin(), shape.end()}},
+        data.size() * sizeof(float), [&](const fs::path& path) { write_npy(path, shape, data); });
 }
 
 namespace {

@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <utility>
@@ -93,7 +94,9 @@ class Dumper {
     std::vector<std::size_t> shape;
   };
   void begin();
-  void record(Entry entry, std::size_t bytes);
+  /// Lists the array in the journal, writes it with `write`, and records it for the manifest.
+  void store(Entry entry, std::size_t bytes,
+             const std::function<void(const std::filesystem::path&)>& write);
 
   std::filesystem::path dir_;
   DumpSource source_;

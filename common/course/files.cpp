@@ -30,7 +30,13 @@ AtomicFile::AtomicFile(std::filesystem::path path) : path_(std::move(path)) {
     const interrupt::HoldSignals hold;  // created and registered, or neither
     fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd_ >= 0) {
-      on_signal_ = std::make_unique<interrupt::RemoveOnSignal>(tmp_);
+      try {
+        on_signal_ = std::make_unique<interrupt::RemoveOnSignal>(tmp_);
+      } catch (...) {  // the destructor does not run for a constructor that throws
+        ::close(fd_);
+        ::unlink(tmp_.c_str());
+        throw;
+      }
       return;
     }
     if (errno != EEXIST) {

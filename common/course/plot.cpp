@@ -435,17 +435,15 @@ RunResult run_in(const std::string& program, const std::vector<std::string>& arg
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
   posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());  // glibc 2.29+
-  // The child starts with no signal held and the default action for the signals the course
-  // catches (ours are held while it starts; see below).
+  // The child starts with no signal held (ours are held while it starts; see below). Its
+  // dispositions are left alone: exec resets the course's handlers to the default, and a
+  // signal the user ignored (nohup's SIGHUP) stays ignored in gnuplot too.
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
-  sigset_t none, defaults;
+  sigset_t none;
   sigemptyset(&none);
-  sigemptyset(&defaults);
-  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&defaults, sig);
   posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
 
   pid_t pid = 0;
   int spawned = 0;
@@ -468,12 +466,34 @@ RunResult run_in(const std::string& program, const std::vector<std::string>& arg
                              std::strerror(spawned));
   }
   RunResult result;
-  drain(out_pipe[0], err_pipe[0], result.out, result.err);
+  try {
+    drain(out_pipe[0], err_pipe[0], result.out, result.err);
+  } catch (...) {  // poll failed or the output did not fit in memory: stop gnuplot, reap it
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    ::kill(pid, SIGKILL);
+    const interrupt::HoldSignals hold;
+    stop_child.reset();
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    throw;
+  }
   ::close(out_pipe[0]);
   ::close(err_pipe[0]);
+  // Wait for the exit without reaping (WNOWAIT): until it is reaped the pid cannot be reused,
+  // so a signal meanwhile can still kill exactly this child. Then unregister it with signals
+  // held, and only then reap it.
+  siginfo_t info{};
+  while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0) {
+    if (errno != EINTR) throw std::runtime_error("Plotter: waitid failed");
+  }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw std::runtime_error("Plotter: waitpid failed");
+  {
+    const interrupt::HoldSignals hold;
+    stop_child.reset();
+    while (::waitpid(pid, &status, 0) < 0) {
+      if (errno != EINTR) throw std::runtime_error("Plotter: waitpid failed");
+    }
   }
   result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
