@@ -48,6 +48,9 @@ bool is_whole_png(const fs::path& p) {
          b.compare(b.size() - 12, 12, std::string("\0\0\0\0IEND\xae\x42\x60\x82", 12)) == 0;
 }
 
+// The smallest whole PNG, as the printf command a stand-in gnuplot runs: signature, IEND chunk.
+constexpr const char* kPrintPng = R"(printf '\211PNG\r\n\032\n\0\0\0\0IEND\256B`\202')";
+
 // ---- Running a chapter as a process we can signal -----------------------------------------------
 
 struct Process {
@@ -135,7 +138,7 @@ fs::path slow_gnuplot(const fs::path& dir, const fs::path& pid_file, int quick =
          "count='" << (bin / "renders").string() << "'\n"
          "echo x >> \"$count\"\n"
          "if [ $(wc -l < \"$count\") -le " << quick << " ]; then\n"
-         "  printf '\\211PNG\\r\\n\\032\\n\\0\\0\\0\\0IEND\\256B`\\202'; exit 0\n"
+         "  " << kPrintPng << "; exit 0\n"
          "fi\n"
          "echo $$ > '" << pid_file.string() << "'\n"
          "exec sleep 60\n";
@@ -311,7 +314,7 @@ TEST(Signals, GnuplotKeepsASignalTheUserIgnored) {
   std::ofstream(bin / "gnuplot")
       << "#!/bin/sh\n[ \"$1\" = --version ] && exit 0\n"
       << "grep SigIgn /proc/$$/status > '" << mask.string() << "'\n"
-      << R"(printf '\211PNG\r\n\032\n\0\0\0\0IEND\256B`\202')" << "\n";
+      << kPrintPng << "\n";
   fs::permissions(bin / "gnuplot", fs::perms::owner_all);
   const std::string cmd = "trap '' HUP; PATH='" + bin.string() + "':$PATH '" +
                           attn_test::bin_dir() + "/02_attention_by_hand' --out '" +

@@ -71,9 +71,9 @@ namespace {
 bool standard_streams_open() {
   for (const int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
     if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
-    const int null = ::open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY);
-    if (null != fd) return false;  // the lowest free descriptor is `fd` itself
     if (fd == STDOUT_FILENO) return false;
+    // open() takes the lowest free descriptor: in order 0, 2, that is `fd` itself.
+    ::open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY);
   }
   return true;
 }
