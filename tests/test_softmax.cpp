@@ -166,7 +166,7 @@ TEST(Softmax, NaiveOverflowsWhereStableDoesNot) {
 TEST(Softmax, EmptyInputsAreFine) {
   EXPECT_EQ(attn::softmax_rows(attn::Matrix(0, 3)).size(), 0);
   EXPECT_EQ(attn::softmax_rows(attn::Matrix(2, 0)).size(), 0);
-  attn::softmax_inplace({});
+  attn::softmax_inplace(std::span<float>{});
 }
 
 }  // namespace

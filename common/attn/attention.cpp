@@ -19,19 +19,20 @@ namespace {
 // The floats a matrix or a view may touch, [first, last); both null when it is empty. Row-major:
 // row r starts r * outerStride() floats in, so a column block spans every row's stride.
 struct Memory {
-  const float* first = nullptr;
-  const float* last = nullptr;
+  const void* first = nullptr;
+  const void* last = nullptr;
 };
 
 template <typename M>
 Memory memory_of(const M& m) {
   if (m.size() == 0) return {};
-  return {m.data(), m.data() + (m.rows() - 1) * m.outerStride() + m.cols()};
+  return {static_cast<const void*>(m.data()),
+          static_cast<const void*>(m.data() + (m.rows() - 1) * m.outerStride() + m.cols())};
 }
 
 bool overlap(Memory a, Memory b) {
   // std::less, not <: a total order even on pointers into different allocations.
-  const std::less<const float*> before;
+  const std::less<const void*> before;
   return a.first != nullptr && b.first != nullptr && before(a.first, b.last) &&
          before(b.first, a.last);
 }
@@ -48,7 +49,17 @@ void reject_alias(const char* where, const char* output, Memory out, const char*
 
 // The weights without the aliasing check: attention_into() has made it, with its own names.
 // Returns the number of queries with no allowed key, whose rows of W are all zeros.
-Index weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
+// The factor on Q K^T: the caller's, or 1/sqrt(d_k) computed in the scalar type of the layer.
+template <Real T>
+T scale_of(const AttentionOptions& opts, Index d_k) {
+  const T scale = opts.scale ? static_cast<T>(*opts.scale)
+                             : T(1) / std::sqrt(static_cast<T>(d_k));
+  require(std::isfinite(scale), "attention", "the scale is not finite");
+  return scale;
+}
+
+template <Real T>
+Index weights_into(const ViewOf<T>& Q, const ViewOf<T>& K, MatrixOf<T>& W,
                    const AttentionOptions& opts) {
   require(Q.cols() == K.cols(), "attention", [&] {
     return "Q is " + shape_str(Q) + " but K is " + shape_str(K) +
@@ -65,8 +76,7 @@ Index weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
              " and K is " + shape_str(K) + ": it must be [n_q x n_k] = " + shape_str(n_q, n_k);
     });
   }
-  const float scale = opts.scale.value_or(1.0f / std::sqrt(static_cast<float>(d_k)));
-  require(std::isfinite(scale), "attention", "the scale is not finite");
+  const T scale = scale_of<T>(opts, d_k);
   require(is_blocking_score(opts.blocked_score), "attention",
           "blocked_score must be negative (-inf or a large negative number)");
 
@@ -81,8 +91,8 @@ Index weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
   const auto cols = static_cast<std::size_t>(n_k);
   Index empty_rows = 0;
   for (Index r = 0; r < n_q; ++r) {
-    float* row = W.row(r).data();
-    if (scale != 1.0f) {
+    T* row = W.row(r).data();
+    if (scale != T(1)) {
       for (std::size_t c = 0; c < cols; ++c) row[c] *= scale;
     }
     // Masked after the scaling, as PyTorch's masked_fill after the division: a blocked score
@@ -90,19 +100,19 @@ Index weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
     if (opts.allowed) {
       const std::span<const bool> allowed = opts.allowed->row(r);  // [n_k], contiguous
       for (std::size_t c = 0; c < cols; ++c) {
-        if (!allowed[c]) row[c] = opts.blocked_score;
+        if (!allowed[c]) row[c] = static_cast<T>(opts.blocked_score);
       }
     }
     // Every score -inf, and the row zeros: the mask left the query nothing (attend to nothing),
     // or its allowed scores all came out -inf from the inputs, where the weights are 0 / 0 and
     // NaN says so, rather than pass for an empty row. Checked once per row, on this path only.
-    if (!softmax_inplace(std::span<float>(row, cols))) [[unlikely]] {
+    if (!softmax_inplace(std::span<T>(row, cols))) [[unlikely]] {
       const std::span<const bool> allowed =
           opts.allowed ? opts.allowed->row(r) : std::span<const bool>();
       const bool has_key = !opts.allowed || std::find(allowed.begin(), allowed.end(), true) !=
                                                 allowed.end();
       if (has_key) {
-        std::fill(row, row + cols, std::numeric_limits<float>::quiet_NaN());
+        std::fill(row, row + cols, std::numeric_limits<T>::quiet_NaN());
       } else {
         ++empty_rows;
       }
@@ -114,29 +124,29 @@ Index weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
 // out = W V, written as zeros in the rows of the queries with no allowed key (W's zero rows),
 // so such a row is zero whatever V holds: the product would give 0 * inf = NaN. `empty_rows`
 // (from weights_into) is almost always 0, and then nothing is scanned.
-template <typename Out>
-void multiply_values(const Matrix& W, const MatrixView& V, Out&& out, Index empty_rows) {
+template <Real T, typename Out>
+void multiply_values(const MatrixOf<T>& W, const ViewOf<T>& V, Out&& out, Index empty_rows) {
   out.noalias() = W * V;  // [n_q x d_v] = [n_q x n_k] [n_k x d_v]
   for (Index r = 0; r < W.rows() && empty_rows > 0; ++r) {
-    if ((W.row(r).array() == 0.0f).all()) {  // only an empty row is all zeros (attention.hpp)
+    if ((W.row(r).array() == T(0)).all()) {  // only an empty row is all zeros (attention.hpp)
       out.row(r).setZero();
       --empty_rows;
     }
   }
 }
 
-}  // namespace
-
-Index attention_weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
-                             const AttentionOptions& opts) {
+template <Real T>
+Index checked_weights_into(const ViewOf<T>& Q, const ViewOf<T>& K, MatrixOf<T>& W,
+                           const AttentionOptions& opts) {
   const Memory w = memory_of(W);
   reject_alias("attention_weights_into", "W", w, "Q", memory_of(Q));
   reject_alias("attention_weights_into", "W", w, "K", memory_of(K));
-  return weights_into(Q, K, W, opts);
+  return weights_into<T>(Q, K, W, opts);
 }
 
-void weighted_values_into(const Matrix& W, const MatrixView& V, Eigen::Ref<Matrix> out,
-                          Index empty_rows) {
+template <Real T>
+void checked_values_into(const MatrixOf<T>& W, const ViewOf<T>& V, Eigen::Ref<MatrixOf<T>> out,
+                         Index empty_rows) {
   require(W.cols() == V.rows() && out.rows() == W.rows() && out.cols() == V.cols(),
           "weighted_values_into", [&] {
             return "W is " + shape_str(W) + ", V is " + shape_str(V) + " and out is " +
@@ -145,11 +155,12 @@ void weighted_values_into(const Matrix& W, const MatrixView& V, Eigen::Ref<Matri
   const Memory o = memory_of(out);
   reject_alias("weighted_values_into", "out", o, "W", memory_of(W));
   reject_alias("weighted_values_into", "out", o, "V", memory_of(V));
-  multiply_values(W, V, out, empty_rows);
+  multiply_values<T>(W, V, out, empty_rows);
 }
 
-void attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
-                    AttentionResult& result, const AttentionOptions& opts) {
+template <Real T>
+void checked_attention_into(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V,
+                            AttentionResultOf<T>& result, const AttentionOptions& opts) {
   require(K.rows() == V.rows(), "attention", [&] {
     return "K is " + shape_str(K) + " but V is " + shape_str(V) +
            ": every key needs a value (same number of rows)";
@@ -161,9 +172,80 @@ void attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& 
     reject_alias("attention_into", name, out, "K", k);
     reject_alias("attention_into", name, out, "V", v);
   }
-  const Index empty_rows = weights_into(Q, K, result.weights, opts);  // [n_q x n_k]
+  const Index empty_rows = weights_into<T>(Q, K, result.weights, opts);  // [n_q x n_k]
   result.out.resize(Q.rows(), V.cols());
-  multiply_values(result.weights, V, result.out, empty_rows);  // [n_q x d_v]
+  multiply_values<T>(result.weights, V, result.out, empty_rows);  // [n_q x d_v]
+}
+
+// The backward pass of out = P V, P = softmax(S), S = mask(Q K^T * scale) (attention.hpp).
+template <Real T>
+void checked_backward_into(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V,
+                           const MatrixOf<T>& P, const ViewOf<T>& d_out,
+                           Eigen::Ref<MatrixOf<T>> dQ, Eigen::Ref<MatrixOf<T>> dK,
+                           Eigen::Ref<MatrixOf<T>> dV, const AttentionOptions& opts) {
+  const Index n_q = Q.rows(), n_k = K.rows(), d_k = K.cols(), d_v = V.cols();
+  require(Q.cols() == d_k && V.rows() == n_k && P.rows() == n_q && P.cols() == n_k &&
+              d_out.rows() == n_q && d_out.cols() == d_v,
+          "attention_backward", [&] {
+            return "Q is " + shape_str(Q) + ", K " + shape_str(K) + ", V " + shape_str(V) +
+                   ", the weights " + shape_str(P) + " and d_out " + shape_str(d_out) +
+                   ": they must be [n_q x d_k], [n_k x d_k], [n_k x d_v], [n_q x n_k] and "
+                   "[n_q x d_v]";
+          });
+  require(dQ.rows() == n_q && dQ.cols() == d_k && dK.rows() == n_k && dK.cols() == d_k &&
+              dV.rows() == n_k && dV.cols() == d_v,
+          "attention_backward", [&] {
+            return "dQ, dK and dV are " + shape_str(dQ) + ", " + shape_str(dK) + " and " +
+                   shape_str(dV) + ": they must have the shapes of Q, K and V";
+          });
+  const T scale = scale_of<T>(opts, d_k);
+  // dV = P^T dO: value j received P(i, j) of every query i's output.
+  dV.noalias() = P.transpose() * d_out;  // [n_k x d_v] = [n_k x n_q] [n_q x d_v]
+  // dP = dO V^T, then through the softmax row by row: dS = P * (dP - rowsum(P * dP)).
+  MatrixOf<T> dS(n_q, n_k);  // [n_q x n_k], first dP, then dS in place
+  dS.noalias() = d_out * V.transpose();
+  for (Index r = 0; r < n_q; ++r) {
+    const T* p = P.row(r).data();
+    T* g = dS.row(r).data();
+    T dot = T(0);  // sum_j P(r, j) dP(r, j): the weighted mean of the row's dP
+    for (Index c = 0; c < n_k; ++c) dot += p[c] * g[c];
+    // A blocked key has P = 0, so its dS is exactly 0: no gradient reaches its score.
+    for (Index c = 0; c < n_k; ++c) g[c] = p[c] * (g[c] - dot);
+  }
+  // S = scale Q K^T: dQ = scale dS K, dK = scale dS^T Q.
+  dQ.noalias() = dS * K;               // [n_q x d_k]
+  dQ *= scale;
+  dK.noalias() = dS.transpose() * Q;   // [n_k x d_k]
+  dK *= scale;
+}
+
+}  // namespace
+
+Index attention_weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
+                             const AttentionOptions& opts) {
+  return checked_weights_into<float>(Q, K, W, opts);
+}
+Index attention_weights_into(const MatrixViewD& Q, const MatrixViewD& K, MatrixD& W,
+                             const AttentionOptions& opts) {
+  return checked_weights_into<double>(Q, K, W, opts);
+}
+
+void weighted_values_into(const Matrix& W, const MatrixView& V, Eigen::Ref<Matrix> out,
+                          Index empty_rows) {
+  checked_values_into<float>(W, V, out, empty_rows);
+}
+void weighted_values_into(const MatrixD& W, const MatrixViewD& V, Eigen::Ref<MatrixD> out,
+                          Index empty_rows) {
+  checked_values_into<double>(W, V, out, empty_rows);
+}
+
+void attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
+                    AttentionResult& result, const AttentionOptions& opts) {
+  checked_attention_into<float>(Q, K, V, result, opts);
+}
+void attention_into(const MatrixViewD& Q, const MatrixViewD& K, const MatrixViewD& V,
+                    AttentionResultD& result, const AttentionOptions& opts) {
+  checked_attention_into<double>(Q, K, V, result, opts);
 }
 
 AttentionResult attention(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
@@ -171,6 +253,42 @@ AttentionResult attention(const MatrixView& Q, const MatrixView& K, const Matrix
   AttentionResult result;
   attention_into(Q, K, V, result, opts);
   return result;
+}
+AttentionResultD attention(const MatrixViewD& Q, const MatrixViewD& K, const MatrixViewD& V,
+                           const AttentionOptions& opts) {
+  AttentionResultD result;
+  attention_into(Q, K, V, result, opts);
+  return result;
+}
+
+void attention_backward_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
+                             const Matrix& weights, const MatrixView& d_out, Eigen::Ref<Matrix> dQ,
+                             Eigen::Ref<Matrix> dK, Eigen::Ref<Matrix> dV,
+                             const AttentionOptions& opts) {
+  checked_backward_into<float>(Q, K, V, weights, d_out, dQ, dK, dV, opts);
+}
+void attention_backward_into(const MatrixViewD& Q, const MatrixViewD& K, const MatrixViewD& V,
+                             const MatrixD& weights, const MatrixViewD& d_out,
+                             Eigen::Ref<MatrixD> dQ, Eigen::Ref<MatrixD> dK,
+                             Eigen::Ref<MatrixD> dV, const AttentionOptions& opts) {
+  checked_backward_into<double>(Q, K, V, weights, d_out, dQ, dK, dV, opts);
+}
+
+AttentionGrads attention_backward(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
+                                  const Matrix& weights, const MatrixView& d_out,
+                                  const AttentionOptions& opts) {
+  AttentionGrads g{Matrix(Q.rows(), Q.cols()), Matrix(K.rows(), K.cols()),
+                   Matrix(V.rows(), V.cols())};
+  attention_backward_into(Q, K, V, weights, d_out, g.dQ, g.dK, g.dV, opts);
+  return g;
+}
+AttentionGradsD attention_backward(const MatrixViewD& Q, const MatrixViewD& K,
+                                   const MatrixViewD& V, const MatrixD& weights,
+                                   const MatrixViewD& d_out, const AttentionOptions& opts) {
+  AttentionGradsD g{MatrixD(Q.rows(), Q.cols()), MatrixD(K.rows(), K.cols()),
+                    MatrixD(V.rows(), V.cols())};
+  attention_backward_into(Q, K, V, weights, d_out, g.dQ, g.dK, g.dV, opts);
+  return g;
 }
 
 BatchAttentionResult attention(const Batch& Q, const Batch& K, const Batch& V,

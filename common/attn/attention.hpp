@@ -82,16 +82,21 @@ struct AttentionOptions {
 
 /// What attention computes, and its cache: the backward pass needs the weights (with Q, K, V
 /// and the scale, which the caller has), so the result is what a training step keeps.
-struct AttentionResult {
-  Matrix out;      ///< [n_q x d_v]
-  Matrix weights;  ///< [n_q x n_k], row i = query i's weights over the keys
+template <Real T>
+struct AttentionResultOf {
+  MatrixOf<T> out;      ///< [n_q x d_v]
+  MatrixOf<T> weights;  ///< [n_q x n_k], row i = query i's weights over the keys
 };
+using AttentionResult = AttentionResultOf<float>;
+using AttentionResultD = AttentionResultOf<double>;
 
 /// out = softmax(mask(Q K^T * scale)) V. Throws std::invalid_argument naming the shapes when
 /// they do not fit: Q [n_q x d_k], K [n_k x d_k], V [n_k x d_v], allowed [n_q x n_k],
 /// n_k >= 1, d_k >= 1; and for a scale that is not finite.
 AttentionResult attention(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
                           const AttentionOptions& opts = {});
+AttentionResultD attention(const MatrixViewD& Q, const MatrixViewD& K, const MatrixViewD& V,
+                           const AttentionOptions& opts = {});
 
 /// The weights alone, softmax(mask(Q K^T * scale)), into W [n_q x n_k] (resized only when its
 /// shape changes). Multi-head attention uses it to write each head's W V straight into that
@@ -99,6 +104,8 @@ AttentionResult attention(const MatrixView& Q, const MatrixView& K, const Matrix
 /// std::invalid_argument when W shares memory with Q or K. Returns the number of queries the
 /// mask left no key (their rows of W are all zeros), for weighted_values_into().
 Index attention_weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W,
+                             const AttentionOptions& opts = {});
+Index attention_weights_into(const MatrixViewD& Q, const MatrixViewD& K, MatrixD& W,
                              const AttentionOptions& opts = {});
 
 /// out = W V for weights from attention_weights_into(), with the rows of the queries that had
@@ -109,6 +116,8 @@ Index attention_weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W
 /// [cols(W) x d_v] and out [rows(W) x d_v], or when out shares memory with W or V.
 void weighted_values_into(const Matrix& W, const MatrixView& V, Eigen::Ref<Matrix> out,
                           Index empty_rows);
+void weighted_values_into(const MatrixD& W, const MatrixViewD& V, Eigen::Ref<MatrixD> out,
+                          Index empty_rows);
 
 /// The same, into `result`: its two matrices are resized only when their shapes change, so a
 /// caller that keeps one AttentionResult across calls allocates the [n_q x n_k] buffer once.
@@ -116,6 +125,54 @@ void weighted_values_into(const Matrix& W, const MatrixView& V, Eigen::Ref<Matri
 /// (`attention_into(r.out, r.out, r.out, r)`), leaving `result` untouched.
 void attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
                     AttentionResult& result, const AttentionOptions& opts = {});
+void attention_into(const MatrixViewD& Q, const MatrixViewD& K, const MatrixViewD& V,
+                    AttentionResultD& result, const AttentionOptions& opts = {});
+
+// ---- The backward pass --------------------------------------------------------------------------
+
+/// dL/dQ, dL/dK, dL/dV of one attention call.
+template <Real T>
+struct AttentionGradsOf {
+  MatrixOf<T> dQ;  ///< [n_q x d_k]
+  MatrixOf<T> dK;  ///< [n_k x d_k]
+  MatrixOf<T> dV;  ///< [n_k x d_v]
+};
+using AttentionGrads = AttentionGradsOf<float>;
+using AttentionGradsD = AttentionGradsOf<double>;
+
+/// The backward pass of out = P V, P = softmax(S), S = mask(Q K^T * scale), given
+/// d_out = dL/d(out) [n_q x d_v] and the forward's weights P (its cache; the same options):
+///
+///   dV = P^T d_out                          [n_k x d_v]
+///   dP = d_out V^T                          [n_q x n_k]
+///   dS = P * (dP - rowsum(P * dP))          [n_q x n_k], elementwise; the row sum broadcast
+///   dQ = scale dS K                         [n_q x d_k]
+///   dK = scale dS^T Q                       [n_k x d_k]
+///
+/// The third line is the softmax's Jacobian, diag(p) - p p^T for a row p, applied to the row
+/// dP without ever forming the [n_k x n_k] Jacobian: O(n_q n_k), not O(n_q n_k^2). Two GEMMs
+/// for dP and dV and two for dQ and dK, like the forward's two.
+///
+/// A blocked key has weight exactly 0, so its dS is exactly 0 and no gradient reaches its
+/// score, its key or its value from that query; a query with no allowed key has a zero row
+/// of weights, so it passes nothing back at all. Neither needs the mask: the weights carry it.
+AttentionGrads attention_backward(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
+                                  const Matrix& weights, const MatrixView& d_out,
+                                  const AttentionOptions& opts = {});
+AttentionGradsD attention_backward(const MatrixViewD& Q, const MatrixViewD& K,
+                                   const MatrixViewD& V, const MatrixD& weights,
+                                   const MatrixViewD& d_out, const AttentionOptions& opts = {});
+
+/// The same, written (not accumulated) into dQ, dK, dV of Q's, K's and V's shapes, which may
+/// be column blocks of bigger matrices: multi-head attention passes each head's columns.
+void attention_backward_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
+                             const Matrix& weights, const MatrixView& d_out, Eigen::Ref<Matrix> dQ,
+                             Eigen::Ref<Matrix> dK, Eigen::Ref<Matrix> dV,
+                             const AttentionOptions& opts = {});
+void attention_backward_into(const MatrixViewD& Q, const MatrixViewD& K, const MatrixViewD& V,
+                             const MatrixD& weights, const MatrixViewD& d_out,
+                             Eigen::Ref<MatrixD> dQ, Eigen::Ref<MatrixD> dK,
+                             Eigen::Ref<MatrixD> dV, const AttentionOptions& opts = {});
 
 // ---- A batch: Q [B, n_q, d_k], K [B, n_k, d_k], V [B, n_k, d_v] ---------------------------------
 

@@ -29,4 +29,43 @@ Batch embed(const Matrix& table, const TokenIds& ids) {
   return X;
 }
 
+namespace {
+
+void check_ids(std::span<const int> ids, Index vocab, const char* where) {
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    require(ids[i] >= 0 && ids[i] < vocab, where, [&] {
+      return "ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) +
+             " is outside the vocabulary [0, " + std::to_string(vocab) + ")";
+    });
+  }
+}
+
+}  // namespace
+
+template <Real T>
+MatrixOf<T> embedding_forward(const MatrixOf<T>& table, std::span<const int> ids) {
+  check_ids(ids, table.rows(), "embedding_forward");
+  MatrixOf<T> x(static_cast<Index>(ids.size()), table.cols());  // [n x d_model]
+  for (std::size_t i = 0; i < ids.size(); ++i) x.row(static_cast<Index>(i)) = table.row(ids[i]);
+  return x;
+}
+
+template <Real T>
+void embedding_backward(std::span<const int> ids, const InView<T>& dy, MatrixOf<T>& d_table) {
+  require(dy.rows() == static_cast<Index>(ids.size()) && dy.cols() == d_table.cols(),
+          "embedding_backward", [&] {
+            return "dy is " + shape_str(dy) + " for " + std::to_string(ids.size()) +
+                   " ids and d_table is " + shape_str(d_table) + ": dy must be [n x d_model]";
+          });
+  check_ids(ids, d_table.rows(), "embedding_backward");
+  for (std::size_t i = 0; i < ids.size(); ++i) d_table.row(ids[i]) += dy.row(static_cast<Index>(i));
+}
+
+#define ATTN_INSTANTIATE(T)                                                            \
+  template MatrixOf<T> embedding_forward(const MatrixOf<T>&, std::span<const int>);    \
+  template void embedding_backward(std::span<const int>, const InView<T>&, MatrixOf<T>&);
+ATTN_INSTANTIATE(float)
+ATTN_INSTANTIATE(double)
+#undef ATTN_INSTANTIATE
+
 }  // namespace attn

@@ -9,6 +9,8 @@
 #include "attn/matrix.hpp"
 #include "attn/random.hpp"
 
+#include <span>
+
 namespace attn {
 
 /// nn.Embedding's default initialisation: every entry ~ N(0, 1), filled row by row.
@@ -18,5 +20,17 @@ Matrix embedding_init(Rng& rng, Index vocab, Index d_model);
 /// Looks every id up: ids [B x n] -> [B, n, d_model]. Throws std::invalid_argument naming the
 /// position of any id outside [0, vocab).
 Batch embed(const Matrix& table, const TokenIds& ids);
+
+/// One sequence: ids [n] -> [n x d_model], row i = table row ids[i] (nn.Embedding's forward).
+/// Throws std::invalid_argument naming the position of any id outside [0, vocab).
+template <Real T>
+MatrixOf<T> embedding_forward(const MatrixOf<T>& table, std::span<const int> ids);
+
+/// Its backward pass: row i of dy [n x d_model] is added to row ids[i] of d_table
+/// [vocab x d_model] (a scatter-add, nn.Embedding's backward). A token that occurs twice
+/// collects both rows; a token that does not occur gets nothing. Accumulates (+=), so a table
+/// shared with the output layer (tied weights) sums both uses.
+template <Real T>
+void embedding_backward(std::span<const int> ids, const InView<T>& dy, MatrixOf<T>& d_table);
 
 }  // namespace attn

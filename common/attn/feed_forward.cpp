@@ -15,21 +15,59 @@ FeedForward ffn_init(Rng& rng, Index d_model, Index d_ff) {
   return ff;
 }
 
-Matrix ffn_forward(const FeedForward& ff, const MatrixView& x, FeedForwardCache* cache) {
+namespace {
+
+template <Real T>
+void check_ffn(const FeedForwardOf<T>& ff, const char* where) {
   require(ff.linear2.in_features() == ff.linear1.out_features() &&
               ff.linear2.out_features() == ff.linear1.in_features(),
-          "ffn_forward", [&] {
+          where, [&] {
             return "linear1 is " + shape_str(ff.linear1.weight) + " but linear2 is " +
                    shape_str(ff.linear2.weight) + ": linear2 must be [d_model x d_ff] = " +
                    shape_str(ff.linear1.in_features(), ff.linear1.out_features());
           });
-  FeedForwardCache local;  // the same two matrices, dropped on return when nobody asked for them
-  FeedForwardCache& c = cache ? *cache : local;
+}
+
+}  // namespace
+
+template <Real T>
+MatrixOf<T> ffn_forward(const FeedForwardOf<T>& ff, const InView<T>& x,
+                        FeedForwardCacheOf<T>* cache) {
+  check_ffn(ff, "ffn_forward");
+  FeedForwardCacheOf<T> local;  // the same two matrices, dropped on return when nobody asked
+  FeedForwardCacheOf<T>& c = cache ? *cache : local;
   c.pre_activation = linear_forward(ff.linear1, x);  // [n x d_ff]
   // ReLU, written so that NaN stays NaN (as torch.relu) instead of depending on max()'s order.
-  const auto relu = [](float v) { return v < 0.0f ? 0.0f : v; };
+  const auto relu = [](T v) { return v < T(0) ? T(0) : v; };
   c.hidden = c.pre_activation.unaryExpr(relu);  // [n x d_ff]
   return linear_forward(ff.linear2, c.hidden);  // [n x d_model]
 }
+
+template <Real T>
+MatrixOf<T> ffn_backward(const FeedForwardOf<T>& ff, const InView<T>& x,
+                         const FeedForwardCacheOf<T>& cache, const InView<T>& dy,
+                         FeedForwardOf<T>& grads) {
+  check_ffn(ff, "ffn_backward");
+  require(cache.pre_activation.rows() == x.rows() && cache.hidden.rows() == x.rows() &&
+              cache.pre_activation.cols() == ff.d_ff() && cache.hidden.cols() == ff.d_ff(),
+          "ffn_backward", [&] {
+            return "x is " + shape_str(x) + " but the cache holds " +
+                   shape_str(cache.pre_activation) + ": pass the cache of this x's forward";
+          });
+  MatrixOf<T> d_hidden = linear_backward(ff.linear2, cache.hidden, dy, grads.linear2);  // [n x d_ff]
+  // ReLU': 1 where its input was > 0. Where it was <= 0 the output was a constant 0.
+  d_hidden = (cache.pre_activation.array() > T(0)).select(d_hidden, T(0));  // [n x d_ff]
+  return linear_backward(ff.linear1, x, d_hidden, grads.linear1);            // [n x d_model]
+}
+
+#define ATTN_INSTANTIATE(T)                                                                  \
+  template MatrixOf<T> ffn_forward(const FeedForwardOf<T>&, const InView<T>&,                \
+                                   FeedForwardCacheOf<T>*);                                  \
+  template MatrixOf<T> ffn_backward(const FeedForwardOf<T>&, const InView<T>&,               \
+                                    const FeedForwardCacheOf<T>&, const InView<T>&,          \
+                                    FeedForwardOf<T>&);
+ATTN_INSTANTIATE(float)
+ATTN_INSTANTIATE(double)
+#undef ATTN_INSTANTIATE
 
 }  // namespace attn

@@ -18,20 +18,26 @@
 
 namespace attn {
 
-struct FeedForward {
-  Linear linear1;  ///< W_1 [d_ff x d_model], b_1 [1 x d_ff]
-  Linear linear2;  ///< W_2 [d_model x d_ff], b_2 [1 x d_model]
+template <Real T>
+struct FeedForwardOf {
+  using Scalar = T;
+  LinearOf<T> linear1;  ///< W_1 [d_ff x d_model], b_1 [1 x d_ff]
+  LinearOf<T> linear2;  ///< W_2 [d_model x d_ff], b_2 [1 x d_model]
 
   Index d_model() const { return linear1.in_features(); }
   Index d_ff() const { return linear1.out_features(); }
 };
+using FeedForward = FeedForwardOf<float>;
+using FeedForwardD = FeedForwardOf<double>;
 
-/// What ffn_backward will need besides x and the parameters: the ReLU's input (its derivative
+/// What ffn_backward needs besides x and the parameters: the ReLU's input (its derivative
 /// is 1 where that is > 0, else 0) and its output (linear2's input, for W_2's gradient).
-struct FeedForwardCache {
-  Matrix pre_activation;  ///< [n x d_ff] = x W_1^T + b_1
-  Matrix hidden;          ///< [n x d_ff] = ReLU(pre_activation)
+template <Real T>
+struct FeedForwardCacheOf {
+  MatrixOf<T> pre_activation;  ///< [n x d_ff] = x W_1^T + b_1
+  MatrixOf<T> hidden;          ///< [n x d_ff] = ReLU(pre_activation)
 };
+using FeedForwardCache = FeedForwardCacheOf<float>;
 
 /// Both layers as nn.Linear initialises them (U(-1/sqrt(fan_in), 1/sqrt(fan_in))). Throws
 /// std::invalid_argument unless d_model and d_ff are at least 1.
@@ -39,6 +45,17 @@ FeedForward ffn_init(Rng& rng, Index d_model, Index d_ff);
 
 /// ReLU(x W_1^T + b_1) W_2^T + b_2 for every row of x [n x d_model], filling `cache` when
 /// given. Throws std::invalid_argument naming the shapes when the layers or x disagree.
-Matrix ffn_forward(const FeedForward& ff, const MatrixView& x, FeedForwardCache* cache = nullptr);
+template <Real T>
+MatrixOf<T> ffn_forward(const FeedForwardOf<T>& ff, const InView<T>& x,
+                        FeedForwardCacheOf<T>* cache = nullptr);
+
+/// The backward pass, given dy [n x d_model] and the forward's cache: back through linear2
+/// (d_hidden = dy W_2), through the ReLU (d_pre = d_hidden where pre_activation > 0, else 0:
+/// PyTorch's threshold_backward, which gives 0 at exactly 0), through linear1. Returns dx
+/// [n x d_model] and accumulates both layers' gradients into grads.
+template <Real T>
+MatrixOf<T> ffn_backward(const FeedForwardOf<T>& ff, const InView<T>& x,
+                         const FeedForwardCacheOf<T>& cache, const InView<T>& dy,
+                         FeedForwardOf<T>& grads);
 
 }  // namespace attn

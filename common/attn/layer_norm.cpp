@@ -12,7 +12,9 @@ LayerNorm layer_norm_init(Index d) {
   return {RowVector::Ones(d), RowVector::Zero(d), 1e-5f};
 }
 
-Matrix layer_norm_forward(const LayerNorm& norm, const MatrixView& x, LayerNormCache* cache) {
+template <Real T>
+MatrixOf<T> layer_norm_forward(const LayerNormOf<T>& norm, const InView<T>& x,
+                               LayerNormCache* cache) {
   const Index d = norm.gamma.size();
   require(norm.beta.size() == d && d >= 1, "layer_norm_forward", [&] {
     return "gamma is " + shape_str(norm.gamma) + " and beta is " + shape_str(norm.beta) +
@@ -22,21 +24,21 @@ Matrix layer_norm_forward(const LayerNorm& norm, const MatrixView& x, LayerNormC
     return "x is " + shape_str(x) + " but gamma is " + shape_str(norm.gamma) +
            ": each row of x must have d = " + std::to_string(d) + " features";
   });
-  require(std::isfinite(norm.eps) && norm.eps > 0.0f, "layer_norm_forward",
+  require(std::isfinite(norm.eps) && norm.eps > T(0), "layer_norm_forward",
           "eps must be finite and > 0 (with eps = 0 a constant row would divide 0 by 0)");
   if (cache) {
     cache->mean.resize(x.rows());  // [n]
     cache->rstd.resize(x.rows());  // [n]
   }
-  Matrix y(x.rows(), d);  // [n x d]
+  MatrixOf<T> y(x.rows(), d);  // [n x d]
   for (Index r = 0; r < x.rows(); ++r) {
-    const auto row = x.row(r).cast<double>();  // [1 x d]
+    const auto row = x.row(r).template cast<double>();  // [1 x d]
     const double mean = row.mean();
     const double var = (row.array() - mean).square().mean();  // biased: divide by d
     const double inv_std = 1.0 / std::sqrt(var + static_cast<double>(norm.eps));
     for (Index c = 0; c < d; ++c) {
       const double z = (static_cast<double>(x(r, c)) - mean) * inv_std;
-      y(r, c) = static_cast<float>(z * norm.gamma(c) + norm.beta(c));
+      y(r, c) = static_cast<T>(z * norm.gamma(c) + norm.beta(c));
     }
     if (cache) {
       cache->mean(r) = mean;
@@ -45,5 +47,51 @@ Matrix layer_norm_forward(const LayerNorm& norm, const MatrixView& x, LayerNormC
   }
   return y;
 }
+
+template <Real T>
+MatrixOf<T> layer_norm_backward(const LayerNormOf<T>& norm, const InView<T>& x,
+                                const LayerNormCache& cache, const InView<T>& dy,
+                                LayerNormOf<T>& grads) {
+  const Index n = x.rows(), d = norm.size();
+  require(x.cols() == d && dy.rows() == n && dy.cols() == d && cache.mean.size() == n &&
+              cache.rstd.size() == n && norm.beta.size() == d,
+          "layer_norm_backward", [&] {
+            return "x is " + shape_str(x) + ", dy is " + shape_str(dy) + ", gamma is " +
+                   shape_str(norm.gamma) + " and the cache holds " +
+                   std::to_string(cache.mean.size()) +
+                   " rows: x and dy must be [n x d] and the cache the forward's of this x";
+          });
+  require(grads.gamma.size() == d && grads.beta.size() == d, "layer_norm_backward", [&] {
+    return "grads are " + shape_str(grads.gamma) + " and " + shape_str(grads.beta) +
+           ": start them from zeros_like(norm), [1 x " + std::to_string(d) + "] each";
+  });
+  MatrixOf<T> dx(n, d);  // [n x d]
+  Eigen::RowVectorXd xhat(d), g(d);
+  for (Index r = 0; r < n; ++r) {
+    const double mean = cache.mean(r), rstd = cache.rstd(r);
+    for (Index c = 0; c < d; ++c) {
+      xhat(c) = (static_cast<double>(x(r, c)) - mean) * rstd;
+      g(c) = static_cast<double>(dy(r, c)) * static_cast<double>(norm.gamma(c));
+      grads.gamma(c) += static_cast<T>(static_cast<double>(dy(r, c)) * xhat(c));
+      grads.beta(c) += dy(r, c);
+    }
+    const double mean_g = g.mean();
+    const double mean_g_xhat = g.dot(xhat) / static_cast<double>(d);
+    for (Index c = 0; c < d; ++c) {
+      dx(r, c) = static_cast<T>(rstd * (g(c) - mean_g - xhat(c) * mean_g_xhat));
+    }
+  }
+  return dx;
+}
+
+#define ATTN_INSTANTIATE(T)                                                               \
+  template MatrixOf<T> layer_norm_forward(const LayerNormOf<T>&, const InView<T>&,        \
+                                          LayerNormCache*);                               \
+  template MatrixOf<T> layer_norm_backward(const LayerNormOf<T>&, const InView<T>&,       \
+                                           const LayerNormCache&, const InView<T>&,       \
+                                           LayerNormOf<T>&);
+ATTN_INSTANTIATE(float)
+ATTN_INSTANTIATE(double)
+#undef ATTN_INSTANTIATE
 
 }  // namespace attn

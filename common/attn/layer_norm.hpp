@@ -19,13 +19,17 @@
 
 namespace attn {
 
-struct LayerNorm {
-  RowVector gamma;     ///< [1 x d], PyTorch's weight
-  RowVector beta;      ///< [1 x d], PyTorch's bias
-  float eps = 1e-5f;   ///< inside the square root, PyTorch's default; must be > 0 (above)
+template <Real T>
+struct LayerNormOf {
+  using Scalar = T;
+  RowVectorOf<T> gamma;  ///< [1 x d], PyTorch's weight
+  RowVectorOf<T> beta;   ///< [1 x d], PyTorch's bias
+  T eps = T(1e-5);       ///< inside the square root, PyTorch's default; must be > 0 (above)
 
   Index size() const { return gamma.size(); }
 };
+using LayerNorm = LayerNormOf<float>;
+using LayerNormD = LayerNormOf<double>;
 
 /// What layer_norm_backward will need besides x and the parameters: each row's statistics, as
 /// PyTorch's native_layer_norm saves them (its `mean` and `rstd` outputs, one per row). They
@@ -43,7 +47,23 @@ LayerNorm layer_norm_init(Index d);
 /// Normalises each row of x [n x d] -> [n x d], and fills `cache` when given. Throws
 /// std::invalid_argument naming the shapes when x, gamma and beta disagree, or when eps is not
 /// finite and > 0. No options: eps is a parameter of the layer, as in PyTorch.
-Matrix layer_norm_forward(const LayerNorm& norm, const MatrixView& x,
-                          LayerNormCache* cache = nullptr);
+template <Real T>
+MatrixOf<T> layer_norm_forward(const LayerNormOf<T>& norm, const InView<T>& x,
+                               LayerNormCache* cache = nullptr);
+
+/// The backward pass, from the forward's cache (required: the statistics it used). Per row,
+/// with xhat = (x - mean) rstd the normalised row and g = dy * gamma (elementwise):
+///
+///   dx     = rstd (g - mean(g) - xhat mean(g * xhat))     [n x d]   returned
+///   dgamma += sum over rows of dy * xhat                  [1 x d]   into grads.gamma
+///   dbeta  += sum over rows of dy                         [1 x d]   into grads.beta
+///
+/// The first line is the derivative through the mean (the - mean(g) term) and through the
+/// variance (the xhat term) of the row; it is PyTorch's layer_norm_backward. Computed in
+/// double, like the forward, and rounded once.
+template <Real T>
+MatrixOf<T> layer_norm_backward(const LayerNormOf<T>& norm, const InView<T>& x,
+                                const LayerNormCache& cache, const InView<T>& dy,
+                                LayerNormOf<T>& grads);
 
 }  // namespace attn

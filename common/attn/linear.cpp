@@ -18,7 +18,8 @@ Linear linear_init(Rng& rng, Index in_features, Index out_features, bool bias) {
   return layer;
 }
 
-void check_linear(const Linear& layer, const char* where) {
+template <Real T>
+void check_linear(const LinearOf<T>& layer, const char* where) {
   require(layer.weight.rows() >= 1 && layer.weight.cols() >= 1, where, [&] {
     return "the weight is " + shape_str(layer.weight) + ": it needs at least one row and column";
   });
@@ -29,16 +30,51 @@ void check_linear(const Linear& layer, const char* where) {
   });
 }
 
-Matrix linear_forward(const Linear& layer, const MatrixView& x) {
+template <Real T>
+MatrixOf<T> linear_forward(const LinearOf<T>& layer, const InView<T>& x) {
   check_linear(layer, "linear_forward");
   require(x.cols() == layer.in_features(), "linear_forward", [&] {
     return "x is " + shape_str(x) + " but the weight is " + shape_str(layer.weight) +
            ": x must have " + std::to_string(layer.in_features()) + " columns (in_features)";
   });
-  Matrix y(x.rows(), layer.out_features());  // [n x out]
+  MatrixOf<T> y(x.rows(), layer.out_features());  // [n x out]
   y.noalias() = x * layer.weight.transpose();
   if (layer.has_bias()) y.rowwise() += layer.bias;
   return y;
 }
+
+template <Real T>
+MatrixOf<T> linear_backward(const LinearOf<T>& layer, const InView<T>& x, const InView<T>& dy,
+                            LinearOf<T>& grads) {
+  check_linear(layer, "linear_backward");
+  require(x.cols() == layer.in_features() && dy.cols() == layer.out_features() &&
+              dy.rows() == x.rows(),
+          "linear_backward", [&] {
+            return "x is " + shape_str(x) + ", dy is " + shape_str(dy) + " and the weight is " +
+                   shape_str(layer.weight) + ": x must be [n x in] and dy [n x out]";
+          });
+  require(grads.weight.rows() == layer.weight.rows() &&
+              grads.weight.cols() == layer.weight.cols() &&
+              grads.bias.size() == layer.bias.size(),
+          "linear_backward", [&] {
+            return "grads are " + shape_str(grads.weight) + " and " + shape_str(grads.bias) +
+                   " but the layer is " + shape_str(layer.weight) + " and " +
+                   shape_str(layer.bias) + ": start them from zeros_like(layer)";
+          });
+  grads.weight.noalias() += dy.transpose() * x;                 // [out x in]
+  if (layer.has_bias()) grads.bias += dy.colwise().sum();       // [1 x out]
+  MatrixOf<T> dx(x.rows(), layer.in_features());                // [n x in]
+  dx.noalias() = dy * layer.weight;
+  return dx;
+}
+
+#define ATTN_INSTANTIATE(T)                                                                    \
+  template void check_linear(const LinearOf<T>&, const char*);                                 \
+  template MatrixOf<T> linear_forward(const LinearOf<T>&, const InView<T>&);                   \
+  template MatrixOf<T> linear_backward(const LinearOf<T>&, const InView<T>&, const InView<T>&, \
+                                       LinearOf<T>&);
+ATTN_INSTANTIATE(float)
+ATTN_INSTANTIATE(double)
+#undef ATTN_INSTANTIATE
 
 }  // namespace attn

@@ -14,9 +14,11 @@
 
 namespace attn {
 
-struct Linear {
-  Matrix weight;   ///< [out x in]
-  RowVector bias;  ///< [1 x out], or empty for a layer without bias
+template <Real T>
+struct LinearOf {
+  using Scalar = T;
+  MatrixOf<T> weight;   ///< [out x in]
+  RowVectorOf<T> bias;  ///< [1 x out], or empty for a layer without bias
 
   Index in_features() const { return weight.cols(); }
   Index out_features() const { return weight.rows(); }
@@ -24,16 +26,32 @@ struct Linear {
   /// out * in (+ out with a bias): what PyTorch's parameter count says.
   Index parameter_count() const { return weight.size() + bias.size(); }
 };
+using Linear = LinearOf<float>;
+using LinearD = LinearOf<double>;
 
 /// nn.Linear's default initialisation: weight and bias ~ U(-1/sqrt(in), 1/sqrt(in)), filled
 /// row by row in that order. (kaiming_uniform_ with a = sqrt(5) works out to that bound.)
 Linear linear_init(Rng& rng, Index in_features, Index out_features, bool bias = true);
 
 /// y = x W^T + b: x [n x in] -> [n x out]. Throws std::invalid_argument naming the shapes.
-/// No options and no cache: linear_backward will need only x, which its caller already has.
-Matrix linear_forward(const Linear& layer, const MatrixView& x);
+/// No options and no cache: linear_backward needs only x, which its caller already has.
+template <Real T>
+MatrixOf<T> linear_forward(const LinearOf<T>& layer, const InView<T>& x);
+
+/// The backward pass of y = x W^T + b, given dy = dL/dy [n x out]:
+///
+///   dx = dy W        [n x in]     returned
+///   dW += dy^T x     [out x in]   into grads.weight
+///   db += sum_rows dy [1 x out]   into grads.bias (when the layer has a bias)
+///
+/// grads has the layer's shapes (zeros_like(layer) before the first call); accumulating lets a
+/// layer used on several sequences, or shared, sum its contributions (attn.hpp).
+template <Real T>
+MatrixOf<T> linear_backward(const LinearOf<T>& layer, const InView<T>& x, const InView<T>& dy,
+                            LinearOf<T>& grads);
 
 /// Throws std::invalid_argument unless weight and bias agree; `where` names the caller.
-void check_linear(const Linear& layer, const char* where);
+template <Real T>
+void check_linear(const LinearOf<T>& layer, const char* where);
 
 }  // namespace attn

@@ -19,15 +19,36 @@ namespace attn {
 
 using Index = Eigen::Index;
 
-using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using MatrixD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using Vector = Eigen::VectorXf;       // a column vector [n x 1]
+/// The two scalar types the layers run in: float, as PyTorch trains, and double, for the
+/// training chapter's gradient checks by central differences (attn.hpp, "Two precisions").
+template <typename T>
+concept Real = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+/// A row-major matrix, a row vector [1 x n] and a read-only view of either scalar type.
+template <typename T>
+using MatrixOf = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename T>
+using RowVectorOf = Eigen::Matrix<T, 1, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename T>
+using ViewOf = Eigen::Ref<const MatrixOf<T>>;
+
+/// A view parameter of a function template whose scalar type is deduced from another argument
+/// (the layer), so that a Matrix, a block or an expression converts to it as to MatrixView:
+/// `template <Real T> MatrixOf<T> linear_forward(const LinearOf<T>&, const InView<T>& x)`.
+template <typename T>
+using InView = std::type_identity_t<ViewOf<T>>;
+
+using Matrix = MatrixOf<float>;
+using MatrixD = MatrixOf<double>;
+using Vector = Eigen::VectorXf;  // a column vector [n x 1]
 using VectorD = Eigen::VectorXd;
-using RowVector = Eigen::RowVectorXf;  // a row vector [1 x n]
+using RowVector = RowVectorOf<float>;  // a row vector [1 x n]
+using RowVectorD = RowVectorOf<double>;
 
 /// A read-only view of a row-major float matrix or of a block of one (rows contiguous), so a
 /// head's column block Q.middleCols(h * d_k, d_k) or a batch element X[b] is read in place.
-using MatrixView = Eigen::Ref<const Matrix>;
+using MatrixView = ViewOf<float>;
+using MatrixViewD = ViewOf<double>;
 
 /// Token ids of a batch of sentences, [B x n]: one sentence per row, padded to a common n.
 using TokenIds = Eigen::Matrix<int, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;

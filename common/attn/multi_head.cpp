@@ -29,10 +29,11 @@ void check_head_sizes(Index d_model, Index heads, const char* where) {
   });
 }
 
-void check_multi_head(const MultiHeadAttention& mha, const char* where) {
+template <Real T>
+void check_multi_head(const MultiHeadAttentionOf<T>& mha, const char* where) {
   const Index E = mha.q_proj.out_features();
   check_head_sizes(E, mha.heads, where);
-  const auto check_square = [&](const Linear& l, const char* name) {
+  const auto check_square = [&](const LinearOf<T>& l, const char* name) {
     check_linear(l, where);
     require(l.weight.rows() == E && l.weight.cols() == E, where, [&] {
       return std::string(name) + " is " + shape_str(l.weight) + " but W_Q is " +
@@ -96,22 +97,17 @@ RowVector in_proj_bias(const MultiHeadAttention& mha) {
   return b;
 }
 
-Matrix MultiHeadResult::average_weights() const {
-  Matrix mean = Matrix::Zero(weights.front().rows(), weights.front().cols());  // [n_q x n_k]
-  for (const Matrix& w : weights) mean += w;
-  return mean / static_cast<float>(weights.size());
-}
-
-MultiHeadResult multi_head_forward(const MultiHeadAttention& mha, const MatrixView& query,
-                                   const MatrixView& key, const MatrixView& value,
-                                   const MultiHeadOptions& opts) {
+template <Real T>
+MultiHeadResultOf<T> multi_head_forward(const MultiHeadAttentionOf<T>& mha,
+                                        const InView<T>& query, const InView<T>& key,
+                                        const InView<T>& value, const MultiHeadOptions& opts) {
   check_multi_head(mha, "multi_head_forward");
   const Index E = mha.d_model(), H = mha.heads, d_k = mha.d_k();
   require(key.rows() == value.rows(), "multi_head_forward", [&] {
     return "key is " + shape_str(key) + " but value is " + shape_str(value) +
            ": every key needs a value (same number of rows)";
   });
-  MultiHeadResult r;
+  MultiHeadResultOf<T> r;
   // ---- three projections, all heads at once -----------------------------------------------------
   r.Q = linear_forward(mha.q_proj, query);  // [n_q x E]
   r.K = linear_forward(mha.k_proj, key);    // [n_k x E]
@@ -121,7 +117,7 @@ MultiHeadResult multi_head_forward(const MultiHeadAttention& mha, const MatrixVi
   r.concat.resize(query.rows(), E);  // [n_q x E]
   const AttentionOptions head_opts{.allowed = opts.allowed};  // scale 1/sqrt(d_k), -inf
   for (Index h = 0; h < H; ++h) {
-    Matrix& W = r.weights[static_cast<std::size_t>(h)];
+    MatrixOf<T>& W = r.weights[static_cast<std::size_t>(h)];
     const Index empty_rows =
         attention_weights_into(r.Q.middleCols(h * d_k, d_k),  // Q_h [n_q x d_k], a view
                                r.K.middleCols(h * d_k, d_k),  // K_h [n_k x d_k]
@@ -134,6 +130,55 @@ MultiHeadResult multi_head_forward(const MultiHeadAttention& mha, const MatrixVi
   r.out = linear_forward(mha.out_proj, r.concat);  // [n_q x E]
   return r;
 }
+
+template <Real T>
+MultiHeadInputGradsOf<T> multi_head_backward(const MultiHeadAttentionOf<T>& mha,
+                                             const InView<T>& query, const InView<T>& key,
+                                             const InView<T>& value,
+                                             const MultiHeadResultOf<T>& cache,
+                                             const InView<T>& d_out,
+                                             MultiHeadAttentionOf<T>& grads) {
+  check_multi_head(mha, "multi_head_backward");
+  const Index E = mha.d_model(), H = mha.heads, d_k = mha.d_k();
+  const Index n_q = query.rows(), n_k = key.rows();
+  require(cache.weights.size() == static_cast<std::size_t>(H) && cache.Q.rows() == n_q &&
+              cache.K.rows() == n_k && cache.concat.rows() == n_q && d_out.rows() == n_q &&
+              d_out.cols() == E && value.rows() == n_k,
+          "multi_head_backward", [&] {
+            return "query is " + shape_str(query) + ", key " + shape_str(key) + ", d_out " +
+                   shape_str(d_out) + " and the cache holds Q " + shape_str(cache.Q) + " and " +
+                   std::to_string(cache.weights.size()) + " heads' weights: pass the result of "
+                   "the forward on these inputs, and d_out [n_q x d_model]";
+          });
+  // ---- back through the mixing of the heads -----------------------------------------------------
+  const MatrixOf<T> d_concat =
+      linear_backward(mha.out_proj, cache.concat, d_out, grads.out_proj);  // [n_q x E]
+  // ---- each head's attention, into its own columns ----------------------------------------------
+  MatrixOf<T> dQ(n_q, E), dK(n_k, E), dV(n_k, E);  // [n_q x E], [n_k x E], [n_k x E]
+  for (Index h = 0; h < H; ++h) {
+    attention_backward_into(cache.Q.middleCols(h * d_k, d_k), cache.K.middleCols(h * d_k, d_k),
+                            cache.V.middleCols(h * d_k, d_k),
+                            cache.weights[static_cast<std::size_t>(h)],
+                            d_concat.middleCols(h * d_k, d_k), dQ.middleCols(h * d_k, d_k),
+                            dK.middleCols(h * d_k, d_k), dV.middleCols(h * d_k, d_k));
+  }
+  // ---- back through the three projections -------------------------------------------------------
+  return {linear_backward(mha.q_proj, query, dQ, grads.q_proj),   // [n_q x E]
+          linear_backward(mha.k_proj, key, dK, grads.k_proj),     // [n_k x E]
+          linear_backward(mha.v_proj, value, dV, grads.v_proj)};  // [n_k x E]
+}
+
+#define ATTN_INSTANTIATE(T)                                                                   \
+  template void check_multi_head(const MultiHeadAttentionOf<T>&, const char*);                \
+  template MultiHeadResultOf<T> multi_head_forward(const MultiHeadAttentionOf<T>&,            \
+                                                   const InView<T>&, const InView<T>&,        \
+                                                   const InView<T>&, const MultiHeadOptions&); \
+  template MultiHeadInputGradsOf<T> multi_head_backward(                                      \
+      const MultiHeadAttentionOf<T>&, const InView<T>&, const InView<T>&, const InView<T>&,   \
+      const MultiHeadResultOf<T>&, const InView<T>&, MultiHeadAttentionOf<T>&);
+ATTN_INSTANTIATE(float)
+ATTN_INSTANTIATE(double)
+#undef ATTN_INSTANTIATE
 
 Batch MultiHeadBatchResult::average_weights() const {
   const Index B = weights.batch() / heads;

@@ -34,10 +34,12 @@
 
 namespace attn {
 
-struct MultiHeadAttention {
+template <Real T>
+struct MultiHeadAttentionOf {
+  using Scalar = T;
   Index heads = 1;
-  Linear q_proj, k_proj, v_proj;  ///< each [d_model x d_model]; head h = rows [h d_k, (h+1) d_k)
-  Linear out_proj;                ///< W_O [d_model x d_model], applied to the concatenation
+  LinearOf<T> q_proj, k_proj, v_proj;  ///< each [d_model x d_model]; head h = rows [h d_k, (h+1) d_k)
+  LinearOf<T> out_proj;                ///< W_O [d_model x d_model], applied to the concatenation
 
   Index d_model() const { return q_proj.out_features(); }
   Index d_k() const { return d_model() / heads; }
@@ -47,6 +49,8 @@ struct MultiHeadAttention {
            out_proj.parameter_count();
   }
 };
+using MultiHeadAttention = MultiHeadAttentionOf<float>;
+using MultiHeadAttentionD = MultiHeadAttentionOf<double>;
 
 /// nn.MultiheadAttention's initialisation: the stacked [3 d_model x d_model] input projection
 /// ~ xavier_uniform (bound sqrt(6 / (4 d_model))), its bias 0; out_proj's weight as nn.Linear
@@ -69,7 +73,8 @@ RowVector in_proj_bias(const MultiHeadAttention& mha);
 
 /// Throws std::invalid_argument unless the four projections are [d_model x d_model] with
 /// matching biases and heads divides d_model.
-void check_multi_head(const MultiHeadAttention& mha, const char* where);
+template <Real T>
+void check_multi_head(const MultiHeadAttentionOf<T>& mha, const char* where);
 
 /// Throws std::invalid_argument from `where` unless d_model >= 1, heads >= 1 (each named
 /// when it is not) and heads divides d_model. Every function that makes a multi-head layer
@@ -82,22 +87,59 @@ struct MultiHeadOptions {
 };
 
 /// Everything one forward pass makes, named as the chapter prints it. It is also the layer's
-/// cache: multi_head_backward will read Q, K, V, the weights and concat from it.
-struct MultiHeadResult {
-  Matrix Q, K, V;               ///< [n_q x d_model], [n_k x d_model], [n_k x d_model]
-  std::vector<Matrix> weights;  ///< one [n_q x n_k] per head
-  Matrix concat;                ///< [n_q x d_model], head h in columns [h d_k, (h+1) d_k)
-  Matrix out;                   ///< [n_q x d_model] = concat W_O^T + b_O
+/// cache: multi_head_backward reads Q, K, V, the weights and concat from it.
+template <Real T>
+struct MultiHeadResultOf {
+  MatrixOf<T> Q, K, V;               ///< [n_q x d_model], [n_k x d_model], [n_k x d_model]
+  std::vector<MatrixOf<T>> weights;  ///< one [n_q x n_k] per head
+  MatrixOf<T> concat;                ///< [n_q x d_model], head h in columns [h d_k, (h+1) d_k)
+  MatrixOf<T> out;                   ///< [n_q x d_model] = concat W_O^T + b_O
 
   /// The mean of the heads' weights, [n_q x n_k]: what nn.MultiheadAttention returns with
   /// need_weights=True (average_attn_weights=True).
-  Matrix average_weights() const;
+  MatrixOf<T> average_weights() const {
+    MatrixOf<T> mean = MatrixOf<T>::Zero(weights.front().rows(), weights.front().cols());
+    for (const MatrixOf<T>& w : weights) mean += w;  // [n_q x n_k]
+    return mean / static_cast<T>(weights.size());
+  }
 };
+using MultiHeadResult = MultiHeadResultOf<float>;
+using MultiHeadResultD = MultiHeadResultOf<double>;
 
 /// One sequence: query [n_q x d_model], key and value [n_k x d_model], opts.allowed [n_q x n_k].
-MultiHeadResult multi_head_forward(const MultiHeadAttention& mha, const MatrixView& query,
-                                   const MatrixView& key, const MatrixView& value,
-                                   const MultiHeadOptions& opts = {});
+template <Real T>
+MultiHeadResultOf<T> multi_head_forward(const MultiHeadAttentionOf<T>& mha,
+                                        const InView<T>& query, const InView<T>& key,
+                                        const InView<T>& value,
+                                        const MultiHeadOptions& opts = {});
+
+/// dL/d(query), dL/d(key), dL/d(value) of one multi-head call. In self-attention the three are
+/// one matrix x, and its gradient is their sum (x reached the output three ways).
+template <Real T>
+struct MultiHeadInputGradsOf {
+  MatrixOf<T> d_query;  ///< [n_q x d_model]
+  MatrixOf<T> d_key;    ///< [n_k x d_model]
+  MatrixOf<T> d_value;  ///< [n_k x d_model]
+};
+
+/// The backward pass, given d_out [n_q x d_model] and the forward's result (its cache), the
+/// same inputs and options:
+///
+///   d_concat = d_out W_O                      (and W_O's, b_O's gradients)    [n_q x d_model]
+///   head h:  attention_backward on Q_h, K_h, V_h with its weights and the columns of d_concat
+///            -> the columns h of dQ, dK, dV                                   [n x d_model]
+///   d_query = dQ W_Q,  d_key = dK W_K,  d_value = dV W_V    (and their weights' gradients)
+///
+/// Splitting into heads and concatenating were views of columns, so their backward is writing
+/// each head's gradient into its own columns: nothing to add up. Parameter gradients are
+/// accumulated into grads (zeros_like(mha) before the first call).
+template <Real T>
+MultiHeadInputGradsOf<T> multi_head_backward(const MultiHeadAttentionOf<T>& mha,
+                                             const InView<T>& query, const InView<T>& key,
+                                             const InView<T>& value,
+                                             const MultiHeadResultOf<T>& cache,
+                                             const InView<T>& d_out,
+                                             MultiHeadAttentionOf<T>& grads);
 
 struct MultiHeadBatchOptions {
   /// [B, n_q, n_k] (one mask per element) or [1, n_q, n_k] (shared). Unset: every key.

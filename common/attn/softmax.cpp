@@ -6,36 +6,44 @@
 
 namespace attn {
 
-bool softmax_inplace(std::span<float> z) {
+namespace {
+
+template <Real T>
+bool stable_softmax(std::span<T> z) {
   if (z.empty()) return true;
   // Pass 1: the maximum. NaN compares false with everything, so it is tracked explicitly
   // instead of letting it vanish (or not) depending on where it sits in the row.
-  float max = -std::numeric_limits<float>::infinity();
+  T max = -std::numeric_limits<T>::infinity();
   bool has_nan = false;
-  for (float x : z) {
+  for (T x : z) {
     has_nan |= std::isnan(x);
     max = x > max ? x : max;
   }
   if (has_nan) {
-    for (float& x : z) x = std::numeric_limits<float>::quiet_NaN();
+    for (T& x : z) x = std::numeric_limits<T>::quiet_NaN();
     return true;
   }
   // Every key masked: exp(-inf - (-inf)) would be NaN. Attend to nothing instead.
-  if (max == -std::numeric_limits<float>::infinity()) {
-    for (float& x : z) x = 0.0f;
+  if (max == -std::numeric_limits<T>::infinity()) {
+    for (T& x : z) x = T(0);
     return false;
   }
   // Pass 2: shifted exponentials, all in (0, 1], and their sum (>= 1: the max gives exp(0)).
-  float sum = 0.0f;
-  for (float& x : z) {
+  T sum = T(0);
+  for (T& x : z) {
     x = std::exp(x - max);  // exp(-inf) is exactly 0: masked entries get weight exactly 0
     sum += x;
   }
   // Pass 3: normalise. One division, then multiplications, as PyTorch's CPU kernel does.
-  const float inv = 1.0f / sum;
-  for (float& x : z) x *= inv;
+  const T inv = T(1) / sum;
+  for (T& x : z) x *= inv;
   return true;
 }
+
+}  // namespace
+
+bool softmax_inplace(std::span<float> z) { return stable_softmax(z); }
+bool softmax_inplace(std::span<double> z) { return stable_softmax(z); }
 
 Matrix softmax_rows(const Matrix& scores) {
   Matrix out = scores;  // out [n x m]

@@ -25,6 +25,8 @@ namespace attn {
 /// true otherwise, NaN rows included: attention() needs to tell a row its mask emptied (zeros)
 /// from one whose allowed scores all came out -inf (NaN), and this costs it no extra pass.
 bool softmax_inplace(std::span<float> z);
+/// The same in double (the gradient checks of the training chapter run every layer in double).
+bool softmax_inplace(std::span<double> z);
 
 /// Softmax of each row: the row convention (tokens are rows, weights sum to 1 along a row).
 Matrix softmax_rows(const Matrix& scores);

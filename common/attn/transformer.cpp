@@ -11,14 +11,14 @@ namespace {
 // One residual step around `sublayer` (a function of the sub-layer's input, [n x d_model]):
 //   post-norm: LayerNorm(x + sublayer(x))      pre-norm: x + sublayer(LayerNorm(x))
 // The arithmetic is the same with and without a cache; the cache only keeps the pieces.
-template <typename F>
-Matrix residual(const Matrix& x, const LayerNorm& norm, NormPlacement placement, F&& sublayer,
-                SublayerCache* cache) {
+template <Real T, typename F>
+MatrixOf<T> residual(const MatrixOf<T>& x, const LayerNormOf<T>& norm, NormPlacement placement,
+                     F&& sublayer, SublayerCacheOf<T>* cache) {
   LayerNormCache* norm_cache = cache ? &cache->norm : nullptr;
   if (placement == NormPlacement::post) {
-    Matrix s = sublayer(x);  // [n x d_model]
-    Matrix sum = x + s;      // [n x d_model]: the residual connection
-    Matrix after = layer_norm_forward(norm, sum, norm_cache);  // [n x d_model]
+    MatrixOf<T> s = sublayer(x);  // [n x d_model]
+    MatrixOf<T> sum = x + s;      // [n x d_model]: the residual connection
+    MatrixOf<T> after = layer_norm_forward(norm, sum, norm_cache);  // [n x d_model]
     if (cache) {
       cache->input = x;
       cache->sublayer_in = x;
@@ -28,9 +28,9 @@ Matrix residual(const Matrix& x, const LayerNorm& norm, NormPlacement placement,
     }
     return after;
   }
-  Matrix normed = layer_norm_forward(norm, x, norm_cache);  // [n x d_model]
-  Matrix s = sublayer(normed);                              // [n x d_model]
-  Matrix after = x + s;  // [n x d_model]: the residual path carries x untouched
+  MatrixOf<T> normed = layer_norm_forward(norm, x, norm_cache);  // [n x d_model]
+  MatrixOf<T> s = sublayer(normed);                              // [n x d_model]
+  MatrixOf<T> after = x + s;  // [n x d_model]: the residual path carries x untouched
   if (cache) {
     cache->input = x;
     cache->sublayer_in = std::move(normed);
@@ -41,10 +41,34 @@ Matrix residual(const Matrix& x, const LayerNorm& norm, NormPlacement placement,
   return after;
 }
 
+// The backward of one residual step, given d_out and `sublayer_backward`, which maps dL/d(f's
+// output) to dL/d(f's input) and accumulates f's own parameter gradients:
+//   post-norm, out = LN(x + f(x)):  d_sum = LN'(d_out), dx = d_sum + f'(d_sum)
+//   pre-norm,  out = x + f(LN(x)):  dx = d_out + LN'(f'(d_out))
+template <Real T, typename F>
+MatrixOf<T> residual_backward(const LayerNormOf<T>& norm, NormPlacement placement,
+                              const SublayerCacheOf<T>& cache, const MatrixOf<T>& d_out,
+                              F&& sublayer_backward, LayerNormOf<T>& norm_grads) {
+  if (placement == NormPlacement::post) {
+    MatrixOf<T> d_sum =
+        layer_norm_backward(norm, cache.norm_in, cache.norm, d_out, norm_grads);  // [n x d]
+    MatrixOf<T> d_x = sublayer_backward(d_sum);  // [n x d] through f
+    d_x += d_sum;                                // and straight through the "+ x"
+    return d_x;
+  }
+  const MatrixOf<T> d_normed = sublayer_backward(d_out);  // [n x d] through f
+  MatrixOf<T> d_x =
+      layer_norm_backward(norm, cache.norm_in, cache.norm, d_normed, norm_grads);  // [n x d]
+  d_x += d_out;  // the residual path
+  return d_x;
+}
+
 // Multi-head attention as a sub-layer: its output, and all it computed into `cache` if given.
-Matrix attend(const MultiHeadAttention& mha, const Matrix& q, const MatrixView& kv,
-              const std::optional<MaskView>& allowed, MultiHeadResult* cache) {
-  MultiHeadResult r = multi_head_forward(mha, q, kv, kv, {.allowed = allowed});
+template <Real T>
+MatrixOf<T> attend(const MultiHeadAttentionOf<T>& mha, const MatrixOf<T>& q,
+                   const ViewOf<T>& kv, const std::optional<MaskView>& allowed,
+                   MultiHeadResultOf<T>* cache) {
+  MultiHeadResultOf<T> r = multi_head_forward(mha, q, kv, kv, {.allowed = allowed});
   if (!cache) return std::move(r.out);
   *cache = std::move(r);
   return cache->out;  // [n_q x d_model]
@@ -96,53 +120,156 @@ DecoderLayer decoder_layer_init(Rng& rng, Index d_model, Index heads, Index d_ff
   return layer;
 }
 
-Matrix encoder_layer_forward(const EncoderLayer& layer, const MatrixView& x,
-                             const EncoderLayerOptions& opts, EncoderLayerCache* cache) {
-  const Matrix in = x;  // [n x d_model]
+template <Real T>
+MatrixOf<T> encoder_layer_forward(const EncoderLayerOf<T>& layer, const InView<T>& x,
+                                  const EncoderLayerOptions& opts,
+                                  EncoderLayerCacheOf<T>* cache) {
+  const MatrixOf<T> in = x;  // [n x d_model]
   // ---- self-attention, then Add & Norm ----------------------------------------------------------
-  const Matrix h = residual(
+  const MatrixOf<T> h = residual(
       in, layer.norm1, layer.norm,
-      [&](const Matrix& q) {
-        return attend(layer.self_attn, q, q, opts.allowed, cache ? &cache->self_attn : nullptr);
+      [&](const MatrixOf<T>& q) {
+        return attend<T>(layer.self_attn, q, q, opts.allowed,
+                         cache ? &cache->self_attn : nullptr);
       },
       cache ? &cache->sublayer1 : nullptr);
   // ---- feed-forward, then Add & Norm ------------------------------------------------------------
   return residual(
       h, layer.norm2, layer.norm,
-      [&](const Matrix& v) { return ffn_forward(layer.ff, v, cache ? &cache->ff : nullptr); },
+      [&](const MatrixOf<T>& v) { return ffn_forward(layer.ff, v, cache ? &cache->ff : nullptr); },
       cache ? &cache->sublayer2 : nullptr);
 }
 
-Matrix decoder_layer_forward(const DecoderLayer& layer, const MatrixView& x,
-                             const MatrixView& memory, const DecoderLayerOptions& opts,
-                             DecoderLayerCache* cache) {
+template <Real T>
+MatrixOf<T> decoder_layer_forward(const DecoderLayerOf<T>& layer, const InView<T>& x,
+                                  const InView<T>& memory, const DecoderLayerOptions& opts,
+                                  DecoderLayerCacheOf<T>* cache) {
   require(memory.cols() == x.cols(), "decoder_layer_forward", [&] {
     return "x is " + shape_str(x) + " but memory is " + shape_str(memory) +
            ": the encoder's output must have the decoder's d_model columns";
   });
-  const Matrix in = x;  // [n_t x d_model]
+  const MatrixOf<T> in = x;  // [n_t x d_model]
   // ---- causal self-attention over the target ----------------------------------------------------
-  const Matrix h1 = residual(
+  const MatrixOf<T> h1 = residual(
       in, layer.norm1, layer.norm,
-      [&](const Matrix& q) {
-        return attend(layer.self_attn, q, q, opts.self_allowed,
-                      cache ? &cache->self_attn : nullptr);
+      [&](const MatrixOf<T>& q) {
+        return attend<T>(layer.self_attn, q, q, opts.self_allowed,
+                         cache ? &cache->self_attn : nullptr);
       },
       cache ? &cache->sublayer1 : nullptr);
   // ---- cross-attention: queries from the target, keys and values from the encoder ---------------
-  const Matrix h2 = residual(
+  const MatrixOf<T> h2 = residual(
       h1, layer.norm2, layer.norm,
-      [&](const Matrix& q) {
-        return attend(layer.multihead_attn, q, memory, opts.cross_allowed,
-                      cache ? &cache->multihead_attn : nullptr);
+      [&](const MatrixOf<T>& q) {
+        return attend<T>(layer.multihead_attn, q, memory, opts.cross_allowed,
+                         cache ? &cache->multihead_attn : nullptr);
       },
       cache ? &cache->sublayer2 : nullptr);
   // ---- feed-forward -----------------------------------------------------------------------------
   return residual(
       h2, layer.norm3, layer.norm,
-      [&](const Matrix& v) { return ffn_forward(layer.ff, v, cache ? &cache->ff : nullptr); },
+      [&](const MatrixOf<T>& v) { return ffn_forward(layer.ff, v, cache ? &cache->ff : nullptr); },
       cache ? &cache->sublayer3 : nullptr);
 }
+
+template <Real T>
+MatrixOf<T> encoder_layer_backward(const EncoderLayerOf<T>& layer,
+                                   const EncoderLayerCacheOf<T>& cache, const InView<T>& d_out,
+                                   EncoderLayerOf<T>& grads) {
+  require(d_out.rows() == cache.sublayer2.output.rows() &&
+              d_out.cols() == cache.sublayer2.output.cols(),
+          "encoder_layer_backward", [&] {
+            return "d_out is " + shape_str(d_out) + " but the layer's output was " +
+                   shape_str(cache.sublayer2.output) + ": they must have one shape";
+          });
+  const MatrixOf<T> d_y = d_out;  // [n x d_model]
+  // ---- feed-forward, then Add & Norm, in reverse ------------------------------------------------
+  const MatrixOf<T> d_h = residual_backward(
+      layer.norm2, layer.norm, cache.sublayer2, d_y,
+      [&](const MatrixOf<T>& d) {
+        return ffn_backward(layer.ff, cache.sublayer2.sublayer_in, cache.ff, d, grads.ff);
+      },
+      grads.norm2);
+  // ---- self-attention, then Add & Norm, in reverse: x was query, key and value ------------------
+  return residual_backward(
+      layer.norm1, layer.norm, cache.sublayer1, d_h,
+      [&](const MatrixOf<T>& d) {
+        const MatrixOf<T>& in = cache.sublayer1.sublayer_in;
+        MultiHeadInputGradsOf<T> g =
+            multi_head_backward(layer.self_attn, in, in, in, cache.self_attn, d, grads.self_attn);
+        g.d_query += g.d_key;
+        g.d_query += g.d_value;
+        return std::move(g.d_query);
+      },
+      grads.norm1);
+}
+
+template <Real T>
+DecoderLayerInputGradsOf<T> decoder_layer_backward(const DecoderLayerOf<T>& layer,
+                                                   const InView<T>& memory,
+                                                   const DecoderLayerCacheOf<T>& cache,
+                                                   const InView<T>& d_out,
+                                                   DecoderLayerOf<T>& grads) {
+  require(d_out.rows() == cache.sublayer3.output.rows() &&
+              d_out.cols() == cache.sublayer3.output.cols() &&
+              memory.rows() == cache.multihead_attn.K.rows(),
+          "decoder_layer_backward", [&] {
+            return "d_out is " + shape_str(d_out) + " and memory " + shape_str(memory) +
+                   " but the forward made " + shape_str(cache.sublayer3.output) + " from " +
+                   std::to_string(cache.multihead_attn.K.rows()) + " memory rows";
+          });
+  const MatrixOf<T> d_y = d_out;  // [n_t x d_model]
+  DecoderLayerInputGradsOf<T> result;
+  // ---- feed-forward ------------------------------------------------------------------------------
+  const MatrixOf<T> d_h2 = residual_backward(
+      layer.norm3, layer.norm, cache.sublayer3, d_y,
+      [&](const MatrixOf<T>& d) {
+        return ffn_backward(layer.ff, cache.sublayer3.sublayer_in, cache.ff, d, grads.ff);
+      },
+      grads.norm3);
+  // ---- cross-attention: the target's queries, the memory's keys and values -----------------------
+  const MatrixOf<T> d_h1 = residual_backward(
+      layer.norm2, layer.norm, cache.sublayer2, d_h2,
+      [&](const MatrixOf<T>& d) {
+        MultiHeadInputGradsOf<T> g =
+            multi_head_backward(layer.multihead_attn, cache.sublayer2.sublayer_in, memory, memory,
+                                cache.multihead_attn, d, grads.multihead_attn);
+        result.d_memory = std::move(g.d_key);
+        result.d_memory += g.d_value;  // [n_s x d_model]
+        return std::move(g.d_query);
+      },
+      grads.norm2);
+  // ---- causal self-attention ---------------------------------------------------------------------
+  result.d_x = residual_backward(
+      layer.norm1, layer.norm, cache.sublayer1, d_h1,
+      [&](const MatrixOf<T>& d) {
+        const MatrixOf<T>& in = cache.sublayer1.sublayer_in;
+        MultiHeadInputGradsOf<T> g =
+            multi_head_backward(layer.self_attn, in, in, in, cache.self_attn, d, grads.self_attn);
+        g.d_query += g.d_key;
+        g.d_query += g.d_value;
+        return std::move(g.d_query);
+      },
+      grads.norm1);
+  return result;
+}
+
+#define ATTN_INSTANTIATE(T)                                                                     \
+  template MatrixOf<T> encoder_layer_forward(const EncoderLayerOf<T>&, const InView<T>&,        \
+                                             const EncoderLayerOptions&,                        \
+                                             EncoderLayerCacheOf<T>*);                          \
+  template MatrixOf<T> decoder_layer_forward(const DecoderLayerOf<T>&, const InView<T>&,        \
+                                             const InView<T>&, const DecoderLayerOptions&,      \
+                                             DecoderLayerCacheOf<T>*);                          \
+  template MatrixOf<T> encoder_layer_backward(const EncoderLayerOf<T>&,                         \
+                                              const EncoderLayerCacheOf<T>&, const InView<T>&,  \
+                                              EncoderLayerOf<T>&);                              \
+  template DecoderLayerInputGradsOf<T> decoder_layer_backward(                                  \
+      const DecoderLayerOf<T>&, const InView<T>&, const DecoderLayerCacheOf<T>&,                \
+      const InView<T>&, DecoderLayerOf<T>&);
+ATTN_INSTANTIATE(float)
+ATTN_INSTANTIATE(double)
+#undef ATTN_INSTANTIATE
 
 Batch encoder_forward(const std::vector<EncoderLayer>& layers, const Batch& x,
                       const EncoderOptions& opts, EncoderCache* cache) {

@@ -46,20 +46,28 @@ enum class NormPlacement {
   pre,   ///< x + sublayer(LayerNorm(x)): most models since; PyTorch's norm_first=True
 };
 
-struct EncoderLayer {
-  MultiHeadAttention self_attn;
-  FeedForward ff;
-  LayerNorm norm1, norm2;
+template <Real T>
+struct EncoderLayerOf {
+  using Scalar = T;
+  MultiHeadAttentionOf<T> self_attn;
+  FeedForwardOf<T> ff;
+  LayerNormOf<T> norm1, norm2;
   NormPlacement norm = NormPlacement::post;
 };
+using EncoderLayer = EncoderLayerOf<float>;
+using EncoderLayerD = EncoderLayerOf<double>;
 
-struct DecoderLayer {
-  MultiHeadAttention self_attn;       ///< over the target, causal
-  MultiHeadAttention multihead_attn;  ///< cross-attention: Q from the target, K and V from memory
-  FeedForward ff;
-  LayerNorm norm1, norm2, norm3;
+template <Real T>
+struct DecoderLayerOf {
+  using Scalar = T;
+  MultiHeadAttentionOf<T> self_attn;       ///< over the target, causal
+  MultiHeadAttentionOf<T> multihead_attn;  ///< cross-attention: Q from the target, K and V from memory
+  FeedForwardOf<T> ff;
+  LayerNormOf<T> norm1, norm2, norm3;
   NormPlacement norm = NormPlacement::post;
 };
+using DecoderLayer = DecoderLayerOf<float>;
+using DecoderLayerD = DecoderLayerOf<double>;
 
 /// Fresh layers, initialised as PyTorch initialises them (multi_head_init, ffn_init,
 /// layer_norm_init). Throws std::invalid_argument, naming the function and the size, unless
@@ -75,34 +83,40 @@ DecoderLayer decoder_layer_init(Rng& rng, Index d_model, Index heads, Index d_ff
 ///   post-norm: output = LayerNorm(input + f(input))
 ///   pre-norm:  output = input + f(LayerNorm(input))
 /// Every matrix the backward of that step needs, [n x d_model] each, whichever the placement.
-struct SublayerCache {
-  Matrix input;         ///< x, the step's input
-  Matrix sublayer_in;   ///< what f read: x (post-norm) or LayerNorm(x) (pre-norm)
-  Matrix sublayer_out;  ///< what f returned
-  Matrix norm_in;       ///< what the LayerNorm read: x + f(x) (post-norm) or x (pre-norm)
-  LayerNormCache norm;  ///< that LayerNorm's per-row mean and rstd
-  Matrix output;        ///< the value after "Add & Norm" (post-norm) or the add (pre-norm)
+template <Real T>
+struct SublayerCacheOf {
+  MatrixOf<T> input;         ///< x, the step's input
+  MatrixOf<T> sublayer_in;   ///< what f read: x (post-norm) or LayerNorm(x) (pre-norm)
+  MatrixOf<T> sublayer_out;  ///< what f returned
+  MatrixOf<T> norm_in;       ///< what the LayerNorm read: x + f(x) (post-norm) or x (pre-norm)
+  LayerNormCache norm;       ///< that LayerNorm's per-row mean and rstd
+  MatrixOf<T> output;        ///< the value after "Add & Norm" (post-norm) or the add (pre-norm)
 };
+using SublayerCache = SublayerCacheOf<float>;
 
 /// What encoder_layer_forward computed: sub-layer 1 is the self-attention (norm1), sub-layer 2
 /// the FFN (norm2). The layer's output is sublayer2.output.
-struct EncoderLayerCache {
-  SublayerCache sublayer1;
-  MultiHeadResult self_attn;  ///< inside sublayer1: Q, K, V, per-head weights, concat, out
-  SublayerCache sublayer2;
-  FeedForwardCache ff;        ///< inside sublayer2
+template <Real T>
+struct EncoderLayerCacheOf {
+  SublayerCacheOf<T> sublayer1;
+  MultiHeadResultOf<T> self_attn;  ///< inside sublayer1: Q, K, V, per-head weights, concat, out
+  SublayerCacheOf<T> sublayer2;
+  FeedForwardCacheOf<T> ff;        ///< inside sublayer2
 };
+using EncoderLayerCache = EncoderLayerCacheOf<float>;
 
 /// What decoder_layer_forward computed: sub-layer 1 the causal self-attention (norm1),
 /// 2 the cross-attention (norm2), 3 the FFN (norm3). The layer's output is sublayer3.output.
-struct DecoderLayerCache {
-  SublayerCache sublayer1;
-  MultiHeadResult self_attn;       ///< inside sublayer1
-  SublayerCache sublayer2;
-  MultiHeadResult multihead_attn;  ///< inside sublayer2: Q from the target, K and V from memory
-  SublayerCache sublayer3;
-  FeedForwardCache ff;             ///< inside sublayer3
+template <Real T>
+struct DecoderLayerCacheOf {
+  SublayerCacheOf<T> sublayer1;
+  MultiHeadResultOf<T> self_attn;       ///< inside sublayer1
+  SublayerCacheOf<T> sublayer2;
+  MultiHeadResultOf<T> multihead_attn;  ///< inside sublayer2: Q from the target, K and V from memory
+  SublayerCacheOf<T> sublayer3;
+  FeedForwardCacheOf<T> ff;             ///< inside sublayer3
 };
+using DecoderLayerCache = DecoderLayerCacheOf<float>;
 
 /// The one trace type of a stack: a layer cache per batch element and per layer,
 /// `at(b, layer)`. encoder_forward and decoder_forward size it and fill every entry.
@@ -182,15 +196,48 @@ struct DecoderLayerOptions {
 };
 
 /// One encoder layer on one sequence x [n x d_model] -> [n x d_model]. Fills `cache` when given.
-Matrix encoder_layer_forward(const EncoderLayer& layer, const MatrixView& x,
-                             const EncoderLayerOptions& opts = {},
-                             EncoderLayerCache* cache = nullptr);
+template <Real T>
+MatrixOf<T> encoder_layer_forward(const EncoderLayerOf<T>& layer, const InView<T>& x,
+                                  const EncoderLayerOptions& opts = {},
+                                  EncoderLayerCacheOf<T>* cache = nullptr);
 
 /// One decoder layer: x [n_t x d_model] (target), memory [n_s x d_model] (encoder output)
 /// -> [n_t x d_model]. Fills `cache` when given.
-Matrix decoder_layer_forward(const DecoderLayer& layer, const MatrixView& x,
-                             const MatrixView& memory, const DecoderLayerOptions& opts = {},
-                             DecoderLayerCache* cache = nullptr);
+template <Real T>
+MatrixOf<T> decoder_layer_forward(const DecoderLayerOf<T>& layer, const InView<T>& x,
+                                  const InView<T>& memory, const DecoderLayerOptions& opts = {},
+                                  DecoderLayerCacheOf<T>* cache = nullptr);
+
+/// The backward pass of one encoder layer, from its forward's cache and d_out = dL/d(output)
+/// [n x d_model]: returns dL/dx and accumulates every parameter's gradient into grads. Each
+/// residual step is undone in reverse order (attn.hpp's SublayerCache):
+///
+///   post-norm, out = LN(x + f(x)):   d_sum = LN'(d_out);   dx = d_sum + f'(d_sum)
+///   pre-norm,  out = x + f(LN(x)):   dx = d_out + LN'(f'(d_out))
+///
+/// the residual's "+ x" passing d_out (or d_sum) straight through. In self-attention x is the
+/// query, the key and the value, so f' is the sum of multi_head_backward's three gradients.
+template <Real T>
+MatrixOf<T> encoder_layer_backward(const EncoderLayerOf<T>& layer,
+                                   const EncoderLayerCacheOf<T>& cache, const InView<T>& d_out,
+                                   EncoderLayerOf<T>& grads);
+
+/// dL/dx and dL/d(memory) of one decoder layer.
+template <Real T>
+struct DecoderLayerInputGradsOf {
+  MatrixOf<T> d_x;       ///< [n_t x d_model]
+  MatrixOf<T> d_memory;  ///< [n_s x d_model]: the cross-attention's keys plus its values
+};
+
+/// The backward pass of one decoder layer (as encoder_layer_backward, three residual steps).
+/// The memory reached the output through the cross-attention's keys and values only, so its
+/// gradient is their sum; a stack of layers adds every layer's d_memory.
+template <Real T>
+DecoderLayerInputGradsOf<T> decoder_layer_backward(const DecoderLayerOf<T>& layer,
+                                                   const InView<T>& memory,
+                                                   const DecoderLayerCacheOf<T>& cache,
+                                                   const InView<T>& d_out,
+                                                   DecoderLayerOf<T>& grads);
 
 // ---- A stack of layers on a batch ---------------------------------------------------------------
 

@@ -32,8 +32,12 @@
 #include <vector>
 
 namespace attn {  // attn/transformer.hpp; declared only, so every chapter need not include it
-struct EncoderLayer;
-struct DecoderLayer;
+template <Real T>
+struct EncoderLayerOf;
+template <Real T>
+struct DecoderLayerOf;
+using EncoderLayer = EncoderLayerOf<float>;
+using DecoderLayer = DecoderLayerOf<float>;
 }  // namespace attn
 
 namespace course {
