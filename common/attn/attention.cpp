@@ -198,6 +198,14 @@ void checked_backward_into(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<
             return "dQ, dK and dV are " + shape_str(dQ) + ", " + shape_str(dK) + " and " +
                    shape_str(dV) + ": they must have the shapes of Q, K and V";
           });
+  for (const auto& [name, out] : {std::pair{"dQ", memory_of(dQ)}, std::pair{"dK", memory_of(dK)},
+                                  std::pair{"dV", memory_of(dV)}}) {
+    for (const auto& [input, in] :
+         {std::pair{"Q", memory_of(Q)}, std::pair{"K", memory_of(K)}, std::pair{"V", memory_of(V)},
+          std::pair{"the weights", memory_of(P)}, std::pair{"d_out", memory_of(d_out)}}) {
+      reject_alias("attention_backward", name, out, input, in);
+    }
+  }
   const T scale = scale_of<T>(opts, d_k);
   // dV = P^T dO: value j received P(i, j) of every query i's output.
   dV.noalias() = P.transpose() * d_out;  // [n_k x d_v] = [n_k x n_q] [n_q x d_v]

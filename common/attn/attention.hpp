@@ -165,6 +165,7 @@ AttentionGradsD attention_backward(const MatrixViewD& Q, const MatrixViewD& K,
 
 /// The same, written (not accumulated) into dQ, dK, dV of Q's, K's and V's shapes, which may
 /// be column blocks of bigger matrices: multi-head attention passes each head's columns.
+/// Throws std::invalid_argument, before writing, when an output shares memory with an input.
 void attention_backward_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
                              const Matrix& weights, const MatrixView& d_out, Eigen::Ref<Matrix> dQ,
                              Eigen::Ref<Matrix> dK, Eigen::Ref<Matrix> dV,

@@ -22,17 +22,39 @@
 /// ## One naming pattern
 ///
 /// A layer X has a parameter struct, `X_init(rng, sizes...)` that makes fresh parameters as
-/// PyTorch initialises them, and `X_forward(params, inputs, options = {}, cache = nullptr)`;
-/// the training chapter adds `X_backward` beside each forward, in the same file, the way llm.c
-/// pairs layernorm_forward with layernorm_backward. Today: linear_init / linear_forward,
-/// layer_norm_init / layer_norm_forward, ffn_init / ffn_forward (ffn = the position-wise
-/// feed-forward network, parameters FeedForward), multi_head_init / multi_head_forward,
-/// encoder_layer_init / encoder_layer_forward, decoder_layer_init / decoder_layer_forward,
-/// rnn_init / rnn_forward, head_init / head_forward. Stacks of layers have encoder_forward and
-/// decoder_forward. The operation inside them is attention(), the way PyTorch has
-/// scaled_dot_product_attention beside nn.MultiheadAttention; the token lookup is
-/// embedding_init / embed.
+/// PyTorch initialises them, `X_forward(params, inputs, options = {}, cache = nullptr)`, and
+/// `X_backward(params, inputs, cache, d_out, grads)` beside it in the same file, the way llm.c
+/// pairs layernorm_forward with layernorm_backward: linear_*, layer_norm_*, ffn_* (ffn = the
+/// position-wise feed-forward network, parameters FeedForward), multi_head_*, encoder_layer_*,
+/// decoder_layer_*, embedding_forward / embedding_backward, and attention() with
+/// attention_backward() (the operation inside multi-head attention, the way PyTorch has
+/// scaled_dot_product_attention beside nn.MultiheadAttention). rnn_init / rnn_forward and
+/// head_init / head_forward (chapters 01-02) have no backward. Stacks of layers have
+/// encoder_forward and decoder_forward; the whole encoder-decoder of the training chapter is
+/// seq2seq_forward / seq2seq_backward (seq2seq.hpp), and its loss cross_entropy (loss.hpp).
 ///
+/// ## Two precisions
+///
+/// Every layer with a backward pass is a template on its scalar type, float or double (the
+/// concept Real): `LinearOf<T>`, `MultiHeadAttentionOf<T>`, ..., with `Linear` =
+/// `LinearOf<float>` and `LinearD` = `LinearOf<double>`, and the functions explicitly
+/// instantiated for both in their .cpp files. float is what PyTorch trains in and what every
+/// chapter runs; double exists for one purpose: the gradient checks by central differences
+/// (gradient_check.hpp), whose rounding error in float would be ~1e-3 and in double ~1e-10, so
+/// that the very code that trains is the code checked, to 1e-6. `cast<double>(layer)`
+/// (parameters.hpp) makes the double twin of a float layer. A function template takes its views
+/// as `InView<T>`, so its scalar type comes from the layer and a Matrix, a block or an
+/// expression converts to the view as before; functions with no layer argument (attention(),
+/// cross_entropy()) have a float and a double overload instead.
+///
+/// ## Parameters and gradients
+///
+/// A gradient has the shape of its parameter, so gradients are held in a struct of the layer's
+/// own type: `Linear grads = zeros_like(layer)`, filled by the backward passes with +=.
+/// `parameters(layer)` (parameters.hpp) lists every tensor with its state_dict key, in PyTorch's
+/// named_parameters() order; the optimiser (optim.hpp), the gradient clipping, the gradient
+/// check and the checkpoints walk a model and its gradients side by side with it.
+
 /// ## Options and masks
 ///
 /// What a forward may be asked to do differently is in its options struct, passed by
@@ -47,7 +69,7 @@
 /// mask; for a batch or a stack it is a `std::optional<BatchMaskView>` over [B, n_q, n_k] (one
 /// mask per element) or [1, n_q, n_k] (one mask shared by all). Unset means every key.
 ///
-/// ## Caches: what each backward will need
+/// ## Caches: what each backward needs
 ///
 /// A forward that will be differentiated keeps what its backward needs, in one documented
 /// way. Either its result already is that (AttentionResult keeps the weights; MultiHeadResult
@@ -61,11 +83,11 @@
 /// chapter 08 prints its attention maps from there. The inputs themselves are not cached: the
 /// caller has them. Passing no cache costs nothing and computes the same bits.
 ///
-/// The backward passes (training chapter) will read them as
-/// `X_backward(params, inputs, cache, d_out, grads)`: d_out is dL/d(output), the gradients of
-/// the inputs are returned, and the parameter gradients are accumulated into grads with +=,
-/// as PyTorch accumulates into .grad, so a parameter used twice (or a batch walked element by
-/// element) sums its contributions without a temporary.
+/// The backward passes read them as `X_backward(params, inputs, cache, d_out, grads)`: d_out
+/// is dL/d(output), the gradients of the inputs are returned, and the parameter gradients are
+/// accumulated into grads with +=, as PyTorch accumulates into .grad, so a parameter used twice
+/// (a tied embedding, or a batch walked element by element) sums its contributions without a
+/// temporary.
 ///
 /// ## Parameters keep PyTorch's names and layouts
 ///
@@ -114,6 +136,7 @@
 #include "attn/positional_encoding.hpp"
 #include "attn/random.hpp"
 #include "attn/rnn.hpp"
+#include "attn/seq2seq.hpp"
 #include "attn/softmax.hpp"
 #include "attn/softmax_stats.hpp"
 #include "attn/transformer.hpp"

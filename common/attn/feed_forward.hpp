@@ -9,7 +9,7 @@
 /// calls the two layers linear1 and linear2.
 ///
 /// Names: the parameters are a FeedForward; its functions use the short name, ffn_init and
-/// ffn_forward (and ffn_backward in the training chapter), "ffn" = the position-wise
+/// ffn_forward and ffn_backward, "ffn" = the position-wise
 /// feed-forward network, as the paper writes FFN(x).
 #pragma once
 

@@ -31,7 +31,7 @@ struct LayerNormOf {
 using LayerNorm = LayerNormOf<float>;
 using LayerNormD = LayerNormOf<double>;
 
-/// What layer_norm_backward will need besides x and the parameters: each row's statistics, as
+/// What layer_norm_backward needs besides x and the parameters: each row's statistics, as
 /// PyTorch's native_layer_norm saves them (its `mean` and `rstd` outputs, one per row). They
 /// are kept in double, the precision this forward computes them in, so the backward starts
 /// from exactly the numbers the forward used (PyTorch keeps float32 for float32 input; cast to

@@ -22,7 +22,7 @@
 /// returned, the norm's input and statistics, and the value after Add & Norm (SublayerCache),
 /// plus the attention's MultiHeadResult or the FFN's FeedForwardCache. A stack fills one cache
 /// per batch element and layer (StackCache, `cache.at(b, layer)`). Chapter 08 prints from them;
-/// the backward passes of the training chapter will read them.
+/// encoder_layer_backward and decoder_layer_backward read them.
 #pragma once
 
 #include "attn/attention.hpp"

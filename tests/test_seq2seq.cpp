@@ -1,0 +1,180 @@
+// The encoder-decoder model of the training chapter (attn/seq2seq.hpp) against one whole
+// training step of the same model in PyTorch (scripts/fixtures/train_step.py): the positional
+// table, the logits, the loss, every parameter's gradient; plus its shape errors.
+#include "attn/parameters.hpp"
+#include "attn/random.hpp"
+#include "attn/seq2seq.hpp"
+#include "course/npy.hpp"
+
+#include "expect.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using attn::Index;
+using attn::Matrix;
+using attn::Seq2Seq;
+using attn_test::identical;
+using attn_test::message_of;
+
+// ---- One case of step_<case>_*.npy ----------------------------------------------------------------
+
+struct StepCase {
+  std::string name;  // "post"
+  attn::Seq2SeqConfig config;
+  double label_smoothing;
+
+  course::NpyArray get(const std::string& what) const {
+    return course::read_npy(std::string(ATTN_TEST_DATA_DIR) + "/step_" + name + "_" + what +
+                            ".npy");
+  }
+  // A state_dict key's file name: dots become underscores.
+  static std::string file_key(std::string key) {
+    std::replace(key.begin(), key.end(), '.', '_');
+    return key;
+  }
+  // Rows [first, first + rows) of a key's tensor (elements, for a vector), as [rows x cols].
+  Matrix block(const std::string& prefix, const attn::Parameter<float>& p) const {
+    const Matrix whole = get(prefix + file_key(p.key)).to_matrix();  // a vector loads as [1 x n]
+    if (p.is_vector) return whole.middleCols(p.first, p.value.cols());
+    return whole.middleRows(p.first, p.value.rows());
+  }
+  attn::TokenIds ids(const std::string& what) const {
+    const course::NpyArray a = get(what);
+    attn::TokenIds t(static_cast<Index>(a.shape[0]), static_cast<Index>(a.shape[1]));
+    for (Index i = 0; i < t.size(); ++i) t.data()[i] = static_cast<int>(a.data[static_cast<std::size_t>(i)]);
+    return t;
+  }
+  // The model with PyTorch's parameters, every tensor assigned by its state_dict key.
+  Seq2Seq model() const {
+    attn::Rng rng(1);
+    Seq2Seq m = attn::seq2seq_init(rng, config);
+    for (attn::Parameter<float>& p : attn::parameters(m)) p.value = block("param_", p);
+    return m;
+  }
+  attn::Seq2SeqBatch batch() const { return {ids("src"), ids("tgt_in"), ids("tgt_out")}; }
+};
+
+const StepCase kPost{"post",
+                     {.vocab = 11, .d_model = 16, .heads = 4, .d_ff = 32, .layers = 2,
+                      .norm = attn::NormPlacement::post, .tied = false, .pad_id = 0, .max_len = 7},
+                     0.1};
+const StepCase kPreTied{"pre_tied",
+                        {.vocab = 11, .d_model = 16, .heads = 2, .d_ff = 24, .layers = 1,
+                         .norm = attn::NormPlacement::pre, .tied = true, .pad_id = 0, .max_len = 7},
+                        0.0};
+
+// max |a - b| / max |b|: the error relative to the expected tensor's scale. Entry-wise relative
+// error is meaningless for the entries that are exactly 0 (PAD rows, the key biases).
+double relative_error(const Matrix& a, const Matrix& b) {
+  const double scale = std::max(static_cast<double>(b.cwiseAbs().maxCoeff()), 1e-30);
+  return attn::max_abs_diff(a, b) / scale;
+}
+
+// Why 2e-5: the fixture itself agrees with a float64 re-run of the same step to 1.6e-6 of each
+// gradient's scale (train_step.py's report); our float32 arithmetic adds its own rounding of the
+// same size, through two layers of attention, layer norm and a softmax with logits up to ~17,
+// summed in a different order. Ten times the fixture's own distance from the exact values
+// leaves room for that and would still catch any wrong term (a missing factor or a dropped
+// path moves a gradient by far more than its scale times 1e-3).
+constexpr double kStepTolerance = 2e-5;
+
+class StepTest : public ::testing::TestWithParam<StepCase> {};
+
+TEST_P(StepTest, PositionalTableIsPyTorchsToTheBit) {
+  const StepCase& c = GetParam();
+  const Seq2Seq m = c.model();
+  EXPECT_TRUE(identical(m.positions, c.get("pe").to_matrix()));
+}
+
+TEST_P(StepTest, LogitsAndLossMatchPyTorch) {
+  const StepCase& c = GetParam();
+  const Seq2Seq m = c.model();
+  const attn::Seq2SeqStep step = attn::seq2seq_loss<float>(m, c.batch(), c.label_smoothing,
+                                                           nullptr, /*keep_logits=*/true);
+  const course::NpyArray logits = c.get("logits");  // [B, n_t, V]
+  ASSERT_EQ(step.logits.size(), logits.shape[0]);
+  for (std::size_t b = 0; b < step.logits.size(); ++b) {
+    EXPECT_LT(relative_error(step.logits[b], logits.slice(b)), kStepTolerance) << "pair " << b;
+  }
+  const double expected = c.get("loss").data[0];
+  EXPECT_NEAR(step.loss, expected, kStepTolerance * expected);
+  EXPECT_EQ(step.count, (c.batch().tgt_out.array() != 0).count());
+}
+
+TEST_P(StepTest, EveryGradientMatchesPyTorch) {
+  const StepCase& c = GetParam();
+  const Seq2Seq m = c.model();
+  Seq2Seq grads = attn::zeros_like(m);
+  attn::seq2seq_loss<float>(m, c.batch(), c.label_smoothing, &grads);
+  double sum_squares = 0.0;
+  std::size_t checked = 0;
+  for (const attn::Parameter<float>& g : attn::parameters(grads)) {
+    const Matrix expected = c.block("grad_", g);
+    const Matrix got = g.value;
+    // The key-bias block of in_proj_bias is exactly 0 mathematically (softmax ignores a shift
+    // of a whole row of scores) and both sides hold round-off there: compare it with the whole
+    // tensor's scale, the in_proj_bias file, rather than with its own.
+    const double scale = std::max(
+        static_cast<double>(c.get("grad_" + StepCase::file_key(g.key)).to_matrix().cwiseAbs().maxCoeff()),
+        1e-30);
+    EXPECT_LT(attn::max_abs_diff(got, expected) / scale, kStepTolerance)
+        << g.key << " (first " << g.first << ")";
+    sum_squares += got.cast<double>().squaredNorm();
+    ++checked;
+  }
+  const std::size_t keys = [&] {
+    std::size_t n = 0;
+    for (const auto& p : attn::parameters(grads)) n += (p.first == 0);
+    return n;
+  }();
+  EXPECT_EQ(keys, c.name == "post" ? 64u : 37u);  // train_step.py's named_parameters() count
+  EXPECT_GT(checked, 0u);
+  // clip_grad_norm_'s total: the 2-norm of every gradient entry, a tied table counted once.
+  EXPECT_NEAR(std::sqrt(sum_squares), c.get("grad_norm").data[0],
+              kStepTolerance * c.get("grad_norm").data[0]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seq2Seq, StepTest, ::testing::Values(kPost, kPreTied),
+                         [](const auto& info) { return info.param.name; });
+
+// ---- Shapes and bad input -----------------------------------------------------------------------
+
+TEST(Seq2SeqTest, ParameterKeysFollowPyTorchsOrder) {
+  // keys.txt lists model.named_parameters() in PyTorch's order; parameters() must walk the same.
+  for (const StepCase& c : {kPost, kPreTied}) {
+    const Seq2Seq m = c.model();
+    std::vector<std::string> ours;
+    for (const auto& p : attn::parameters(m)) {
+      if (p.first == 0) ours.push_back(p.key);
+    }
+    std::ifstream keys(std::string(ATTN_TEST_DATA_DIR) + "/step_" + c.name + "_keys.txt");
+    std::vector<std::string> theirs;
+    for (std::string line; std::getline(keys, line);) theirs.push_back(line.substr(0, line.find(' ')));
+    EXPECT_EQ(ours, theirs) << c.name;
+  }
+}
+
+TEST(Seq2SeqTest, BadSizesAndSequencesThrowNamingThem) {
+  attn::Rng rng(1);
+  attn::Seq2SeqConfig c{.vocab = 6, .d_model = 8, .heads = 3, .d_ff = 16, .layers = 1};
+  EXPECT_NE(message_of([&] { attn::seq2seq_init(rng, c); }).find("3 heads do not divide"),
+            std::string::npos);
+  c.heads = 2;
+  c.max_len = 4;
+  const Seq2Seq m = attn::seq2seq_init(rng, c);
+  const std::vector<int> five{1, 2, 3, 4, 5}, two{1, 2}, bad{1, 9};
+  EXPECT_NE(message_of([&] { attn::seq2seq_forward<float>(m, five, two); }).find("max_len"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { attn::seq2seq_forward<float>(m, two, bad); }).find("outside the vocabulary"),
+            std::string::npos);
+}
+
+}  // namespace
