@@ -126,6 +126,7 @@
 #include "attn/column_attention.hpp"
 #include "attn/embedding.hpp"
 #include "attn/feed_forward.hpp"
+#include "attn/gradient_check.hpp"
 #include "attn/layer_norm.hpp"
 #include "attn/linear.hpp"
 #include "attn/loss.hpp"

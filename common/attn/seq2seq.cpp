@@ -169,7 +169,8 @@ void seq2seq_backward(const Seq2SeqOf<T>& model, std::span<const int> src,
 
 template <Real T>
 Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>& model, const Seq2SeqBatch& batch,
-                              double label_smoothing, Seq2SeqOf<T>* grads, bool keep_logits) {
+                              double label_smoothing,
+                              std::type_identity_t<Seq2SeqOf<T>>* grads, bool keep_logits) {
   const Index B = batch.src.rows();
   require(batch.tgt_in.rows() == B && batch.tgt_out.rows() == B &&
               batch.tgt_out.cols() == batch.tgt_in.cols(),
@@ -217,7 +218,7 @@ Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>& model, const Seq2SeqBatch& bat
                                  std::span<const int>, const Seq2SeqCacheOf<T>&,               \
                                  const InView<T>&, Seq2SeqOf<T>&);                             \
   template Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>&, const Seq2SeqBatch&, double,     \
-                                         Seq2SeqOf<T>*, bool);
+                                         std::type_identity_t<Seq2SeqOf<T>>*, bool);
 ATTN_INSTANTIATE(float)
 ATTN_INSTANTIATE(double)
 #undef ATTN_INSTANTIATE

@@ -38,6 +38,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace attn {
@@ -139,7 +140,8 @@ using Seq2SeqStep = Seq2SeqStepOf<float>;
 /// summed and divided by the batch's count, backward. `keep_logits` fills the result's logits.
 template <Real T>
 Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>& model, const Seq2SeqBatch& batch,
-                              double label_smoothing, Seq2SeqOf<T>* grads,
+                              double label_smoothing,
+                              std::type_identity_t<Seq2SeqOf<T>>* grads,
                               bool keep_logits = false);
 
 /// Every parameter in PyTorch's named_parameters() order (see train_step.py's keys.txt).
