@@ -1,6 +1,7 @@
 // The encoder-decoder model of the training chapter (attn/seq2seq.hpp) against one whole
 // training step of the same model in PyTorch (scripts/fixtures/train_step.py): the positional
 // table, the logits, the loss, every parameter's gradient; plus its shape errors.
+#include "attn/optim.hpp"
 #include "attn/parameters.hpp"
 #include "attn/random.hpp"
 #include "attn/seq2seq.hpp"
@@ -140,6 +141,44 @@ TEST_P(StepTest, EveryGradientMatchesPyTorch) {
   // clip_grad_norm_'s total: the 2-norm of every gradient entry, a tied table counted once.
   EXPECT_NEAR(std::sqrt(sum_squares), c.get("grad_norm").data[0],
               kStepTolerance * c.get("grad_norm").data[0]);
+}
+
+// The rest of PyTorch's step: clip_grad_norm_(max_norm), then one AdamW step (lr 1e-3, betas
+// (0.9, 0.98), eps 1e-9, weight decay 0.01), every parameter against train_step.py's after_*.
+// On the first step AdamW moves each entry by lr g / (|g| + eps) ~ lr sign(g) whatever |g|, so
+// the parameters after it test the sign of every gradient entry and the decay; the clipping is
+// tested by the norm above and by test_optim. Tolerance: 1e-6 of each tensor's scale, the
+// fixture's own agreement with a float64 replay (1.1e-7) with room for our float rounding.
+// Except the key biases: their true gradient is 0 and both sides hold round-off of random sign
+// there, which AdamW turns into steps of up to lr; for them the test is |after - decayed| <= lr.
+TEST_P(StepTest, ClipAndOneAdamWStepMatchPyTorch) {
+  const StepCase& c = GetParam();
+  Seq2Seq m = c.model();
+  Seq2Seq grads = attn::zeros_like(m);
+  attn::seq2seq_loss<float>(m, c.batch(), c.label_smoothing, &grads);
+  const auto params = attn::parameters(m);
+  const auto grad_list = attn::parameters(grads);
+  const float norm = attn::clip_grad_norm(grad_list, c.get("max_norm").data[0]);
+  EXPECT_NEAR(norm, c.get("grad_norm").data[0], kStepTolerance * norm);
+  attn::Adam adamw({.lr = 1e-3, .betas = {0.9, 0.98}, .eps = 1e-9, .weight_decay = 0.01,
+                    .decay = attn::WeightDecay::decoupled});
+  const Seq2Seq before = m;
+  adamw.step(params, grad_list);
+  const auto before_list = attn::parameters(before);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const attn::Parameter<float>& p = params[i];
+    const Matrix expected = c.block("after_", p);
+    const bool key_bias = p.key.ends_with("in_proj_bias") && p.first == p.value.cols();
+    if (key_bias) {
+      const Matrix decayed = before_list[i].value * (1.0f - 1e-3f * 0.01f);
+      EXPECT_LE(attn::max_abs_diff(Matrix(p.value), decayed), 1e-3 * 1.0001) << p.key;
+      EXPECT_LE(attn::max_abs_diff(expected, decayed), 1e-3 * 1.0001) << p.key;
+      continue;
+    }
+    const double scale = std::max(static_cast<double>(expected.cwiseAbs().maxCoeff()), 1e-30);
+    EXPECT_LT(attn::max_abs_diff(Matrix(p.value), expected) / scale, 1e-6)
+        << p.key << " (first " << p.first << ")";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Seq2Seq, StepTest, ::testing::Values(kPost, kPreTied),

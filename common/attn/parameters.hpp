@@ -112,6 +112,11 @@ struct Parameter {
   Eigen::Map<std::conditional_t<std::is_const_v<T>, const Plain, Plain>> value;  ///< the block
   Index first = 0;         ///< its first row (a matrix) or element (a vector) within the key
   bool is_vector = false;  ///< 1-D in PyTorch (a bias, a LayerNorm's weight): value is [1 x n]
+
+  // Assigning one Parameter to another would go through the Map and copy one tensor's numbers
+  // over another's instead of re-pointing the view (std::swap, vector::erase do that). A list
+  // of views is made once and read; write a tensor's numbers with `p.value = ...`.
+  Parameter& operator=(const Parameter&) = delete;
 };
 
 /// Every parameter of `layer` (anything with a for_each_parameter), in named_parameters order.

@@ -1,0 +1,98 @@
+// bench_training: the training chapter's costs, one core.
+//   AttentionForward / AttentionBackward  one attention call, n tokens, d = 64: the backward
+//       runs four GEMM-shaped products (dV, dP, dQ, dK) to the forward's two, so it should cost
+//       about twice the forward (FLOP/s counts 4 n^2 d for the forward, 8 n^2 d for the backward)
+//   Seq2SeqStep  one training step of the encoder-decoder (forward, loss, backward, the update
+//       of every parameter) on a batch of 32 reversal pairs of length 8, in target tokens per
+//       second, at d_model 32, 2 heads, d_ff 64, 1 layer each (the chapter's sizes)
+//
+//   taskset -c 1 build/release/benchmarks/bench_training --benchmark_min_time=0.5
+#include "attn/attention.hpp"
+#include "attn/optim.hpp"
+#include "attn/parameters.hpp"
+#include "attn/random.hpp"
+#include "attn/seq2seq.hpp"
+
+#include <benchmark/benchmark.h>
+
+namespace {
+
+using attn::Index;
+using attn::Matrix;
+
+constexpr Index kD = 64;
+
+void BM_AttentionForward(benchmark::State& state) {
+  const Index n = state.range(0);
+  attn::Rng rng(42);
+  const Matrix Q = attn::random_normal(rng, n, kD), K = attn::random_normal(rng, n, kD),
+               V = attn::random_normal(rng, n, kD);  // [n x d] each
+  attn::AttentionResult r;
+  attn::attention_into(Q, K, V, r);
+  for (auto _ : state) {
+    attn::attention_into(Q, K, V, r);
+    benchmark::DoNotOptimize(r.out.data());
+    benchmark::ClobberMemory();
+  }
+  const double nf = static_cast<double>(n);
+  state.counters["FLOP/s"] = benchmark::Counter(4.0 * nf * nf * kD,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_AttentionBackward(benchmark::State& state) {
+  const Index n = state.range(0);
+  attn::Rng rng(42);
+  const Matrix Q = attn::random_normal(rng, n, kD), K = attn::random_normal(rng, n, kD),
+               V = attn::random_normal(rng, n, kD), dO = attn::random_normal(rng, n, kD);
+  const attn::AttentionResult r = attn::attention(Q, K, V);
+  Matrix dQ(n, kD), dK(n, kD), dV(n, kD);  // [n x d] each
+  for (auto _ : state) {
+    attn::attention_backward_into(Q, K, V, r.weights, dO, dQ, dK, dV);
+    benchmark::DoNotOptimize(dQ.data());
+    benchmark::ClobberMemory();
+  }
+  const double nf = static_cast<double>(n);
+  state.counters["FLOP/s"] = benchmark::Counter(8.0 * nf * nf * kD,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// 32 random sequences of length 8 over tokens 2..11, the target their reversal.
+attn::Seq2SeqBatch reversal_batch(attn::Rng& rng, Index B, Index n) {
+  attn::Seq2SeqBatch batch{attn::TokenIds(B, n), attn::TokenIds(B, n), attn::TokenIds(B, n)};
+  for (Index b = 0; b < B; ++b) {
+    for (Index i = 0; i < n; ++i) batch.src(b, i) = 2 + static_cast<int>(rng.next_u64() % 10);
+    for (Index i = 0; i < n; ++i) batch.tgt_out(b, i) = batch.src(b, n - 1 - i);
+    batch.tgt_in(b, 0) = 1;  // the begin token
+    for (Index i = 1; i < n; ++i) batch.tgt_in(b, i) = batch.tgt_out(b, i - 1);
+  }
+  return batch;
+}
+
+void BM_Seq2SeqStep(benchmark::State& state) {
+  constexpr Index B = 32, n = 8;
+  attn::Rng rng(7);
+  attn::Seq2Seq model = attn::seq2seq_init(
+      rng, {.vocab = 12, .d_model = 32, .heads = 2, .d_ff = 64, .layers = 1, .max_len = n});
+  attn::Seq2Seq grads = attn::zeros_like(model);
+  const attn::Seq2SeqBatch batch = reversal_batch(rng, B, n);
+  auto params = attn::parameters(model);
+  const auto grad_list = attn::parameters(grads);
+  attn::Adam adam({.lr = 1e-3, .betas = {0.9, 0.98}, .eps = 1e-9, .weight_decay = 0.01,
+                   .decay = attn::WeightDecay::decoupled});
+  for (auto _ : state) {
+    attn::set_zero(grads);
+    const attn::Seq2SeqStep step = attn::seq2seq_loss(model, batch, 0.0, &grads);
+    adam.step(params, grad_list);
+    benchmark::DoNotOptimize(step.loss);
+  }
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(B * n),
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+}
+
+BENCHMARK(BM_AttentionForward)->Arg(64)->Arg(256)->Arg(1024);
+BENCHMARK(BM_AttentionBackward)->Arg(64)->Arg(256)->Arg(1024);
+BENCHMARK(BM_Seq2SeqStep);
+
+}  // namespace
+
+BENCHMARK_MAIN();
