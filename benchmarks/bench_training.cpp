@@ -1,10 +1,13 @@
 // bench_training: the training chapter's costs, one core.
 //   AttentionForward / AttentionBackward  one attention call, n tokens, d = 64: the backward
-//       runs four GEMM-shaped products (dV, dP, dQ, dK) to the forward's two, so it should cost
-//       about twice the forward (FLOP/s counts 4 n^2 d for the forward, 8 n^2 d for the backward)
-//   Seq2SeqStep  one training step of the encoder-decoder (forward, loss, backward, the update
-//       of every parameter) on a batch of 32 reversal pairs of length 8, in target tokens per
-//       second, at d_model 32, 2 heads, d_ff 64, 1 layer each (the chapter's sizes)
+//       runs four GEMM-shaped products (dV, dP, dQ, dK) to the forward's two (FLOP/s counts
+//       4 n^2 d for the forward, 8 n^2 d for the backward); measured, the two take about the
+//       same time, because the forward's softmax (a scalar exp per score) costs as much as
+//       two GEMMs (chapter 10)
+//   Seq2SeqStep  one training step of the encoder-decoder (forward, loss, backward, clipping,
+//       Adam's update of every parameter) on a batch of 32 reversal pairs of length 8, in target
+//       tokens per second, at the chapter's default sizes: d_model 32, 1 head, d_ff 64, 2
+//       pre-norm layers each
 //
 //   taskset -c 1 build/release/benchmarks/bench_training --benchmark_min_time=0.5
 #include "attn/attention.hpp"
@@ -14,6 +17,8 @@
 #include "attn/seq2seq.hpp"
 
 #include <benchmark/benchmark.h>
+
+#include <cmath>
 
 namespace {
 
@@ -72,16 +77,17 @@ void BM_Seq2SeqStep(benchmark::State& state) {
   constexpr Index B = 32, n = 8;
   attn::Rng rng(7);
   attn::Seq2Seq model = attn::seq2seq_init(
-      rng, {.vocab = 12, .d_model = 32, .heads = 2, .d_ff = 64, .layers = 1, .max_len = n});
+      rng, {.vocab = 12, .d_model = 32, .heads = 1, .d_ff = 64, .layers = 2,
+            .norm = attn::NormPlacement::pre, .max_len = n, .embedding_std = 1.0 / std::sqrt(32.0)});
   attn::Seq2Seq grads = attn::zeros_like(model);
   const attn::Seq2SeqBatch batch = reversal_batch(rng, B, n);
   auto params = attn::parameters(model);
   const auto grad_list = attn::parameters(grads);
-  attn::Adam adam({.lr = 1e-3, .betas = {0.9, 0.98}, .eps = 1e-9, .weight_decay = 0.01,
-                   .decay = attn::WeightDecay::decoupled});
+  attn::Adam adam({.lr = 3e-3, .betas = {0.9, 0.98}, .eps = 1e-9});
   for (auto _ : state) {
     attn::set_zero(grads);
     const attn::Seq2SeqStep step = attn::seq2seq_loss(model, batch, 0.0, &grads);
+    attn::clip_grad_norm(grad_list, 1.0);
     adam.step(params, grad_list);
     benchmark::DoNotOptimize(step.loss);
   }

@@ -90,6 +90,16 @@ const BadInput kKnobs[] = {
     {"08_transformer_block", "--d-ff 0", "d-ff"},
     {"08_transformer_block", "--norm sideways", "norm"},
     {"08_transformer_block", "--d-model 100000", "d-model"},
+    {"09_training", "--steps 0", "steps"},
+    {"09_training", "--lr nan", "lr"},
+    {"09_training", "--lr -0.001", "lr"},
+    {"09_training", "--lr 5", "lr"},
+    {"09_training", "--heads 3", "heads"},
+    {"09_training", "--length 33", "length"},
+    {"09_training", "--context 100", "context"},
+    {"09_training", "--task sorting", "task"},
+    {"09_training", "--label-smoothing 1.5", "label-smoothing"},
+    {"09_training", "--norm sideways", "norm"},
     // Whole numbers only, in decimal digits, for every integer knob: the message says which
     // option and that the value is not a whole number (CLI11 alone said "not in range").
     {"01_rnn", "--hidden 4.0", "--hidden: '4.0' is not a whole number"},
@@ -101,6 +111,7 @@ const BadInput kKnobs[] = {
     {"06_multi_head", "--heads 8.", "--heads: '8.' is not a whole number"},
     {"07_positional_encoding", "--positions 0x10", "--positions: '0x10' is not a whole number"},
     {"08_transformer_block", "--layers 2.5", "--layers: '2.5' is not a whole number"},
+    {"09_training", "--steps 1e3", "--steps: '1e3' is not a whole number"},
 };
 
 // Everything below `dir`, folders too.

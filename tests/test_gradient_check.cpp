@@ -68,7 +68,7 @@ class EveryLayer : public testing::TestWithParam<std::uint64_t> {};
 
 TEST_P(EveryLayer, MeetsTheBar) {
   const std::vector<attn::GradientReport> reports = attn::check_all_layers(GetParam());
-  ASSERT_EQ(reports.size(), 15u);
+  ASSERT_EQ(reports.size(), 16u);
   for (const attn::GradientReport& r : reports) {
     ASSERT_FALSE(r.tensors.empty()) << r.layer;
     const attn::TensorCheck& worst = r.worst_tensor();
@@ -101,6 +101,7 @@ TEST(CheckAllLayers, NamesEveryLayerOfTheCourse) {
       "softmax cross-entropy, ignore id + smoothing 0.1",
       "whole encoder-decoder, post-norm",
       "whole encoder-decoder, pre-norm, tied",
+      "whole attention-only decoder, 2 layers",
   };
   ASSERT_EQ(reports.size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(reports[i].layer, expected[i]);
@@ -136,6 +137,9 @@ TEST(CheckAllLayers, PerturbsEveryParameterAndEveryInput) {
       // generator; pre-norm adds two final norms and, tied, drops the generator's weight
       2 * 7 * d + encoder + decoder + 7 * d + 7,
       2 * 7 * d + encoder + decoder + 2 * norm + 7,
+      // the attention-only decoder (vocabulary 7, context 6, two layers of a norm and an
+      // attention, no FFN): pos_embed, tok_embed, the layers, the final norm, unembed
+      6 * d + 7 * d + 2 * (norm + mha) + norm + 7 * d + 7,
   };
   const std::vector<attn::GradientReport> reports = attn::check_all_layers(1);
   ASSERT_EQ(reports.size(), expected.size());

@@ -122,6 +122,7 @@
 #pragma once
 
 #include "attn/attention.hpp"
+#include "attn/attention_only.hpp"
 #include "attn/batch.hpp"
 #include "attn/column_attention.hpp"
 #include "attn/embedding.hpp"

@@ -1,6 +1,8 @@
 // feed_forward.cpp: Linear -> ReLU -> Linear, one token at a time (all at once, as rows).
 #include "attn/feed_forward.hpp"
 
+#include "attn/parameters.hpp"
+
 #include <string>
 
 namespace attn {
@@ -48,6 +50,12 @@ MatrixOf<T> ffn_backward(const FeedForwardOf<T>& ff, const InView<T>& x,
                          const FeedForwardCacheOf<T>& cache, const InView<T>& dy,
                          FeedForwardOf<T>& grads) {
   check_ffn(ff, "ffn_backward");
+  check_grads_like(ff, grads, "ffn_backward");
+  require(x.cols() == ff.d_model() && dy.rows() == x.rows() && dy.cols() == ff.d_model(),
+          "ffn_backward", [&] {
+            return "x is " + shape_str(x) + " and dy " + shape_str(dy) +
+                   ": both must be [n x d_model], d_model = " + std::to_string(ff.d_model());
+          });
   require(cache.pre_activation.rows() == x.rows() && cache.hidden.rows() == x.rows() &&
               cache.pre_activation.cols() == ff.d_ff() && cache.hidden.cols() == ff.d_ff(),
           "ffn_backward", [&] {

@@ -4,6 +4,7 @@
 #include "attn/seq2seq.hpp"
 
 #include "attn/attention.hpp"
+#include "attn/attention_only.hpp"
 #include "attn/embedding.hpp"
 #include "attn/feed_forward.hpp"
 #include "attn/layer_norm.hpp"
@@ -425,6 +426,28 @@ GradientReport check_model(Rng& rng, double h, NormPlacement placement, bool tie
   return report;
 }
 
+// The attention-only decoder of the training chapter (attention_only.hpp, the induction-heads
+// task) on a batch of two sequences of 5 tokens with a context of T = 6: every parameter through
+// both embeddings, two pre-norm attention layers, the final norm, the unembedding and the mean
+// cross-entropy over the batch's counted targets. As in the task, the first copy of each segment
+// is ignored (-1), and so is the second sequence's last target. pos_embed's last row is never read
+// (n = 5 < T): its gradient is exactly 0 both ways. No ReLU, so no kink and nothing to redraw.
+GradientReport check_attention_only(Rng& rng, double h) {
+  AttentionOnlyBatch batch{TokenIds(2, 5), TokenIds(2, 5), -1};
+  batch.inputs << 1, 4, 6, 1, 4,     /**/ 5, 2, 0, 5, 2;
+  batch.targets << -1, -1, -1, 4, 6, /**/ -1, -1, -1, 2, -1;
+  const AttentionOnlyConfig config{
+      .vocab = kVocab, .d_model = kModel, .heads = kHeads, .layers = 2, .context = 6};
+  AttentionOnlyD model = cast<double>(attention_only_init(rng, config));
+  perturb_vectors(rng, model);
+  const LossFunction loss = [&] { return attention_only_loss(model, batch, nullptr).loss; };
+  AttentionOnlyD grads = zeros_like(model);
+  attention_only_loss(model, batch, &grads);
+  GradientReport report{"whole attention-only decoder, 2 layers", {}};
+  check_parameters(report, model, grads, loss, h);
+  return report;
+}
+
 }  // namespace
 
 std::vector<GradientReport> check_all_layers(std::uint64_t seed, double step) {
@@ -445,6 +468,7 @@ std::vector<GradientReport> check_all_layers(std::uint64_t seed, double step) {
   reports.push_back(check_cross_entropy(rng, step));
   reports.push_back(check_model(rng, step, NormPlacement::post, false));
   reports.push_back(check_model(rng, step, NormPlacement::pre, true));
+  reports.push_back(check_attention_only(rng, step));
   return reports;
 }
 

@@ -48,7 +48,7 @@
 /// 1e-2 a step reaches the ReLU margin below and crosses kinks (the FFN, and the post-norm
 /// encoder and decoder layers of this seed; every other layer gives <= 6e-5, truncation).
 /// At h = kGradientCheckStep = 1e-5 the 2e-8 is the attention key bias, a gradient of exactly 0
-/// measured as noise (below); every tensor with a real gradient is within 2e-9. 1e-5 rather than
+/// measured as noise (below); every tensor with a gradient far from zero is within about 2e-9 (4e-8 for one whose scale sits just above the floor). 1e-5 rather than
 /// the flat bottom at 3e-5 to 1e-4: there the truncation error is already the larger one, and it
 /// grows with the curvature of whatever layer is checked next; and a step 1000 times smaller than
 /// the ReLU margin leaves the kinks alone.

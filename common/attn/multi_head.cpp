@@ -1,6 +1,8 @@
 // multi_head.cpp: H heads as column blocks of three projections, one W_O.
 #include "attn/multi_head.hpp"
 
+#include "attn/parameters.hpp"
+
 #include <cmath>
 #include <string>
 
@@ -139,6 +141,7 @@ MultiHeadInputGradsOf<T> multi_head_backward(const MultiHeadAttentionOf<T>& mha,
                                              const InView<T>& d_out,
                                              MultiHeadAttentionOf<T>& grads) {
   check_multi_head(mha, "multi_head_backward");
+  check_grads_like(mha, grads, "multi_head_backward");
   const Index E = mha.d_model(), H = mha.heads, d_k = mha.d_k();
   const Index n_q = query.rows(), n_k = key.rows();
   require(cache.weights.size() == static_cast<std::size_t>(H) && cache.Q.rows() == n_q &&

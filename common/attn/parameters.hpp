@@ -133,6 +133,33 @@ auto parameters(L& layer, const std::string& prefix = "") {
   return list;
 }
 
+/// Throws std::invalid_argument from `where` unless `grads` has the structure and every
+/// tensor shape of `layer`, as zeros_like(layer) makes it, naming the first key that differs.
+/// A composite backward pass checks this before it accumulates anything, so a mismatch leaves
+/// every gradient untouched instead of failing halfway with a sub-layer's name.
+template <typename L>
+void check_grads_like(const L& layer, const L& grads, const char* where) {
+  std::vector<std::pair<std::string, std::pair<Index, Index>>> shapes;
+  for_each_parameter(layer, "", [&](const std::string& key, const auto& t, Index) {
+    shapes.push_back({key, {t.rows(), t.cols()}});
+  });
+  std::size_t i = 0;
+  for_each_parameter(grads, "", [&](const std::string& key, const auto& t, Index) {
+    const bool known = i < shapes.size() && shapes[i].first == key;
+    require(known && shapes[i].second == std::pair{t.rows(), t.cols()}, where, [&] {
+      if (!known) return "the gradients hold " + key + " where the layer has none: start them "
+                         "from zeros_like(layer)";
+      return "the gradient of " + key + " is " + shape_str(t.rows(), t.cols()) +
+             " but the parameter is " + shape_str(shapes[i].second.first, shapes[i].second.second) +
+             ": start the gradients from zeros_like(layer)";
+    });
+    ++i;
+  });
+  require(i == shapes.size(), where, [&] {
+    return "the gradients lack " + shapes[i].first + ": start them from zeros_like(layer)";
+  });
+}
+
 /// The number of scalars in `layer`, as sum(p.numel() for p in model.parameters()).
 template <typename L>
 Index parameter_count(const L& layer) {

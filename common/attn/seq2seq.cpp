@@ -58,9 +58,12 @@ Seq2Seq seq2seq_init(Rng& rng, const Seq2SeqConfig& c) {
     return "pad_id " + std::to_string(c.pad_id) + " is outside the vocabulary [0, " +
            str(c.vocab) + ")";
   });
+  require(std::isfinite(c.embedding_std) && c.embedding_std > 0.0, "seq2seq_init", [&] {
+    return "embedding_std is " + std::to_string(c.embedding_std) + ": it must be finite and > 0";
+  });
   Seq2Seq m;
-  m.src_embed = embedding_init(rng, c.vocab, c.d_model);  // [V x E]
-  m.tgt_embed = embedding_init(rng, c.vocab, c.d_model);  // [V x E]
+  m.src_embed = random_normal(rng, c.vocab, c.d_model, 0.0, c.embedding_std);  // [V x E]
+  m.tgt_embed = random_normal(rng, c.vocab, c.d_model, 0.0, c.embedding_std);  // [V x E]
   for (Index l = 0; l < c.layers; ++l) {
     m.encoder.push_back(encoder_layer_init(rng, c.d_model, c.heads, c.d_ff, c.norm));
   }
@@ -133,6 +136,7 @@ void seq2seq_backward(const Seq2SeqOf<T>& model, std::span<const int> src,
                    " target tokens and a cache of " + str(c.decoder_out.rows()) +
                    ": pass the cache of this pair's forward and d_logits [n_t x V]";
           });
+  check_grads_like(model, grads, "seq2seq_backward");
   const T scale = static_cast<T>(std::sqrt(static_cast<double>(model.d_model())));
   // ---- the generator: logits = y W^T + b, W = tgt_embed when tied --------------------------------
   MatrixOf<T>& d_weight = model.tied ? grads.tgt_embed : grads.generator.weight;

@@ -1,6 +1,8 @@
 // transformer.cpp: encoder and decoder layers as residual sub-layers, post- or pre-norm.
 #include "attn/transformer.hpp"
 
+#include "attn/parameters.hpp"
+
 #include <string>
 #include <utility>
 
@@ -182,6 +184,7 @@ MatrixOf<T> encoder_layer_backward(const EncoderLayerOf<T>& layer,
             return "d_out is " + shape_str(d_out) + " but the layer's output was " +
                    shape_str(cache.sublayer2.output) + ": they must have one shape";
           });
+  check_grads_like(layer, grads, "encoder_layer_backward");
   const MatrixOf<T> d_y = d_out;  // [n x d_model]
   // ---- feed-forward, then Add & Norm, in reverse ------------------------------------------------
   const MatrixOf<T> d_h = residual_backward(
@@ -218,6 +221,7 @@ DecoderLayerInputGradsOf<T> decoder_layer_backward(const DecoderLayerOf<T>& laye
                    " but the forward made " + shape_str(cache.sublayer3.output) + " from " +
                    std::to_string(cache.multihead_attn.K.rows()) + " memory rows";
           });
+  check_grads_like(layer, grads, "decoder_layer_backward");
   const MatrixOf<T> d_y = d_out;  // [n_t x d_model]
   DecoderLayerInputGradsOf<T> result;
   // ---- feed-forward ------------------------------------------------------------------------------

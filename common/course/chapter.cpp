@@ -90,11 +90,7 @@ int Chapter::run(int argc, char** argv, const std::function<void()>& lesson) {
   // --step waits for a person: never in a pipe, a test or CI, where nobody presses Enter.
   stepping_ = stepping_ && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO);
   plot_ = cli_.plotter();
-  // The manifest records the knobs that decide the numbers, with the values the run used: the
-  // seed and every chapter knob, not where files go or how the run is shown.
-  std::vector<std::pair<std::string, std::string>> knobs = {{"--seed", knob_text(seed())}};
-  for (const auto& [knob, value] : knob_values_) knobs.emplace_back(knob, value());
-  dump_ = cli_.dumper({.chapter = name_, .seed = seed(), .options = std::move(knobs)});
+  dump_ = cli_.dumper(source());
   try {
     lesson();
     dump_.finish();
@@ -105,6 +101,14 @@ int Chapter::run(int argc, char** argv, const std::function<void()>& lesson) {
     return 1;
   }
   return output_checked(0);
+}
+
+DumpSource Chapter::source() const {
+  // The knobs that decide the numbers, with the values the run used: the seed and every
+  // chapter knob, not where files go or how the run is shown.
+  std::vector<std::pair<std::string, std::string>> knobs = {{"--seed", knob_text(seed())}};
+  for (const auto& [knob, value] : knob_values_) knobs.emplace_back(knob, value());
+  return {.chapter = name_, .seed = seed(), .options = std::move(knobs)};
 }
 
 int Chapter::output_checked(int code) {

@@ -112,6 +112,9 @@ class Chapter {
 
   std::uint64_t seed() const { return cli_.options().seed; }
   const std::string& name() const { return name_; }
+  /// What a dump's manifest records about this run: the chapter, the seed and every knob with
+  /// the value the run uses (not where files go). A checkpoint (checkpoint.hpp) records the same.
+  DumpSource source() const;
   Plotter& plot() { return plot_; }
   /// Writes DIR/NAME.npy when --dump DIR was given; does nothing otherwise.
   template <typename... Args>

@@ -1,7 +1,7 @@
 // dump.cpp: --dump DIR writes named intermediates as .npy, then a manifest of them.
 #include "course/dump.hpp"
 
-#include "attn/multi_head.hpp"
+#include "attn/parameters.hpp"
 #include "attn/transformer.hpp"
 #include "course/files.hpp"
 #include "course/npy.hpp"
@@ -18,6 +18,7 @@
 #include <functional>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <set>
 
 namespace course {
@@ -218,6 +219,13 @@ void Dumper::parameter(const std::string& state_dict_key, const RowVector& vecto
   written_.back().state_dict_key = state_dict_key;
 }
 
+void Dumper::parameter(const std::string& state_dict_key, std::span<const std::size_t> shape,
+                       std::span<const float> data) {
+  if (!enabled()) return;
+  (*this)(file_name_of_key(state_dict_key), shape, data);
+  written_.back().state_dict_key = state_dict_key;
+}
+
 void Dumper::finish() {
   if (!enabled()) return;
   begin();  // a chapter that dumped nothing still leaves a clean folder and a manifest
@@ -266,47 +274,66 @@ std::string Dumper::summary() const {
   return s + " (listed in " + kManifest + ")";
 }
 
-// ---- A layer's parameters ----------------------------------------------------------------------
+// ---- A model's parameters ----------------------------------------------------------------------
 
-namespace {
-
-// The pieces of a layer, under the names nn.MultiheadAttention, nn.Linear and nn.LayerNorm give
-// them; vectors stay 1-D, as in PyTorch's state_dict.
-void dump_mha(Dumper& dump, const std::string& p, const attn::MultiHeadAttention& m) {
-  dump.parameter(p + "in_proj_weight", attn::in_proj_weight(m));
-  if (m.out_proj.has_bias()) dump.parameter(p + "in_proj_bias", attn::in_proj_bias(m));
-  dump.parameter(p + "out_proj.weight", m.out_proj.weight);
-  if (m.out_proj.has_bias()) dump.parameter(p + "out_proj.bias", m.out_proj.bias);
+template <typename T>
+std::vector<StateDictTensor> state_dict_layout(const std::vector<attn::Parameter<T>>& params) {
+  std::vector<StateDictTensor> tensors;
+  std::map<std::string, std::size_t> position;  // key -> its index in tensors
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const attn::Parameter<T>& p = params[i];
+    const auto [at, fresh] = position.try_emplace(p.key, tensors.size());
+    if (fresh) tensors.push_back({.key = p.key, .shape = {}, .blocks = {}});
+    StateDictTensor& t = tensors[at->second];
+    const bool vector = fresh ? p.is_vector : params[t.blocks.front()].is_vector;
+    const std::size_t end = t.shape.empty() ? 0 : t.shape[0];  // rows (elements) so far
+    const auto rows = static_cast<std::size_t>(p.value.rows());
+    const auto cols = static_cast<std::size_t>(p.value.cols());
+    require(p.first >= 0 && static_cast<std::size_t>(p.first) == end && p.is_vector == vector &&
+                (vector || fresh || t.shape[1] == cols),
+            "state_dict_layout", [&] {
+              return p.key + ": a block " + shape_str(p.value) + (p.is_vector ? " (vector)" : "") +
+                     " at " + std::to_string(p.first) + " does not continue the " +
+                     (vector ? "vector" : "matrix") + " of " + std::to_string(end) +
+                     (vector ? " elements" : " rows") + " before it";
+            });
+    t.shape = vector ? std::vector<std::size_t>{end + cols}
+                     : std::vector<std::size_t>{end + rows, cols};
+    t.blocks.push_back(i);
+  }
+  return tensors;
 }
 
-void dump_ffn(Dumper& dump, const std::string& p, const attn::FeedForward& ff) {
-  dump.parameter(p + "linear1.weight", ff.linear1.weight);
-  if (ff.linear1.has_bias()) dump.parameter(p + "linear1.bias", ff.linear1.bias);
-  dump.parameter(p + "linear2.weight", ff.linear2.weight);
-  if (ff.linear2.has_bias()) dump.parameter(p + "linear2.bias", ff.linear2.bias);
-}
+template std::vector<StateDictTensor> state_dict_layout(
+    const std::vector<attn::Parameter<float>>&);
+template std::vector<StateDictTensor> state_dict_layout(
+    const std::vector<attn::Parameter<const float>>&);
 
-void dump_norm(Dumper& dump, const std::string& p, const attn::LayerNorm& norm) {
-  dump.parameter(p + "weight", norm.gamma);  // PyTorch's weight is the paper's gamma
-  dump.parameter(p + "bias", norm.beta);
+void dump_parameters(Dumper& dump, const std::vector<attn::Parameter<const float>>& params) {
+  if (!dump.enabled()) return;
+  std::vector<float> stacked;
+  for (const StateDictTensor& t : state_dict_layout(params)) {
+    const auto& first = params[t.blocks.front()].value;
+    if (t.blocks.size() == 1) {  // one block is the whole tensor: written from the model itself
+      dump.parameter(t.key, t.shape, {first.data(), static_cast<std::size_t>(first.size())});
+      continue;
+    }
+    // Row-major blocks stacked by rows (or elements) are the tensor's elements in C order.
+    stacked.clear();
+    for (const std::size_t b : t.blocks) {
+      const auto& block = params[b].value;
+      stacked.insert(stacked.end(), block.data(), block.data() + block.size());
+    }
+    dump.parameter(t.key, t.shape, stacked);
+  }
 }
-
-}  // namespace
 
 void dump_parameters(Dumper& dump, const std::string& prefix, const attn::EncoderLayer& layer) {
-  dump_mha(dump, prefix + "self_attn.", layer.self_attn);
-  dump_ffn(dump, prefix, layer.ff);
-  dump_norm(dump, prefix + "norm1.", layer.norm1);
-  dump_norm(dump, prefix + "norm2.", layer.norm2);
+  dump_parameters(dump, attn::parameters(layer, prefix));
 }
 
 void dump_parameters(Dumper& dump, const std::string& prefix, const attn::DecoderLayer& layer) {
-  dump_mha(dump, prefix + "self_attn.", layer.self_attn);
-  dump_mha(dump, prefix + "multihead_attn.", layer.multihead_attn);
-  dump_ffn(dump, prefix, layer.ff);
-  dump_norm(dump, prefix + "norm1.", layer.norm1);
-  dump_norm(dump, prefix + "norm2.", layer.norm2);
-  dump_norm(dump, prefix + "norm3.", layer.norm3);
+  dump_parameters(dump, attn::parameters(layer, prefix));
 }
 
 }  // namespace course

@@ -31,13 +31,17 @@
 #include <utility>
 #include <vector>
 
-namespace attn {  // attn/transformer.hpp; declared only, so every chapter need not include it
+// attn/transformer.hpp and attn/parameters.hpp, declared only, so every chapter need not
+// include them.
+namespace attn {
 template <Real T>
 struct EncoderLayerOf;
 template <Real T>
 struct DecoderLayerOf;
 using EncoderLayer = EncoderLayerOf<float>;
 using DecoderLayer = DecoderLayerOf<float>;
+template <typename T>
+struct Parameter;
 }  // namespace attn
 
 namespace course {
@@ -82,6 +86,10 @@ class Dumper {
   /// recorded in the manifest, so a script rebuilds the state_dict from the manifest alone.
   void parameter(const std::string& state_dict_key, const Matrix& weight);
   void parameter(const std::string& state_dict_key, const RowVector& vector);
+  /// The same for a tensor of any shape from its elements in C order (float32): how
+  /// dump_parameters writes a tensor stacked from blocks, such as in_proj_weight [3E x E].
+  void parameter(const std::string& state_dict_key, std::span<const std::size_t> shape,
+                 std::span<const float> data);
 
   /// Ends the dump: writes manifest.json and removes INCOMPLETE.txt. Called by
   /// course::Chapter::run after the lesson.
@@ -109,12 +117,40 @@ class Dumper {
   std::uint64_t bytes_ = 0;
 };
 
+/// One state_dict tensor as a list of attn::Parameter views makes it: its key, its PyTorch shape
+/// ([rows x cols] for a matrix, [n] for a vector) and the views that hold it, in order.
+struct StateDictTensor {
+  std::string key;                  ///< "encoder.layers.0.self_attn.in_proj_weight"
+  std::vector<std::size_t> shape;   ///< {3E, E}; a vector (a bias, a LayerNorm weight) is {n}
+  std::vector<std::size_t> blocks;  ///< indices into the list: one, or three for in_proj_*
+};
+
+/// The state_dict a parameter list stands for (attn::parameters(model), parameters.hpp): each
+/// key once, in the order of its first block, the blocks of a key stacked back into PyTorch's
+/// tensor (nn.MultiheadAttention's W_Q, W_K, W_V rows -> in_proj_weight [3E x E], their biases
+/// -> in_proj_bias [3E]). Throws std::invalid_argument when the blocks of a key do not tile it
+/// (a block's `first` is not where the previous one ended, the column counts differ, or a
+/// vector block meets a matrix block): a list made by attn::parameters always tiles.
+template <typename T>
+std::vector<StateDictTensor> state_dict_layout(const std::vector<attn::Parameter<T>>& params);
+
+/// Every parameter of a list, each state_dict key once, as PyTorch's state_dict holds it (the
+/// blocks of a key stacked, vectors 1-D), written with Dumper::parameter: the file is the key
+/// with '.' as '_', the key is in the manifest, and the order is the list's (named_parameters
+/// order for attn::parameters). The one way the course writes a model's parameters:
+///
+///   course::dump_parameters(ch.dumper(), attn::parameters(std::as_const(model)));
+///
+/// Nothing when the dumper is disabled.
+void dump_parameters(Dumper& dump, const std::vector<attn::Parameter<const float>>& params);
+
 /// One layer's parameters under PyTorch's state_dict keys. `prefix` "encoder.layers.0." gives
 /// the keys encoder.layers.0.self_attn.in_proj_weight [3E x E], ...self_attn.in_proj_bias [3E],
 /// ...self_attn.out_proj.weight [E x E], ...self_attn.out_proj.bias [E], then linear1.weight
 /// [d_ff x E], linear1.bias [d_ff], linear2.weight [E x d_ff], linear2.bias [E], norm1.weight,
 /// norm1.bias, norm2.weight, norm2.bias [E] each, in that order (the files: the keys with '.'
-/// as '_'). Nothing when the dumper is disabled.
+/// as '_'). Nothing when the dumper is disabled. The same as
+/// dump_parameters(dump, attn::parameters(layer, prefix)).
 void dump_parameters(Dumper& dump, const std::string& prefix, const attn::EncoderLayer& layer);
 /// The same for a decoder layer: self_attn.*, then multihead_attn.* (the cross-attention),
 /// linear1/linear2, and norm1 to norm3.

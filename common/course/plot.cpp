@@ -683,6 +683,13 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
                          shape_str(panels[k].values));
     ranges.push_back(colour_range(std::string(where) + " panel " + std::to_string(k),
                                   panels[k].values, opts.cmin, opts.cmax));
+    const auto tics_fit = [&](const std::vector<std::string>& tics, Index count, const char* axis) {
+      if (!tics.empty() && static_cast<Index>(tics.size()) != count)
+        invalid(where, "panel " + std::to_string(k) + " has " + std::to_string(tics.size()) + " " +
+                           axis + " for a matrix " + shape_str(panels[k].values));
+    };
+    tics_fit(panels[k].xtics, panels[k].values.cols(), "xtics");
+    tics_fit(panels[k].ytics, panels[k].values.rows(), "ytics");
   }
   if (!enabled_) return {};
 
@@ -774,7 +781,7 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
     }
     s += "set xrange [-0.5:" + num(static_cast<double>(cols) - 0.5) + "]; set yrange [" +
          num(static_cast<double>(rows) - 0.5) + ":-0.5]\n";
-    s += cell_tics('x', {}, cols) + cell_tics('y', {}, rows);
+    s += cell_tics('x', p.xtics, cols) + cell_tics('y', p.ytics, rows);
     s += "set title " + quote(p.title) + "\n";
     if (opts.show_values && value_font == 0)
       s += "# (values left out: the cells are too small for readable text)\n";
@@ -867,7 +874,7 @@ void check_same_length(const char* where, const std::string& label, std::size_t 
 Series curve(std::string label, std::vector<double> x, std::vector<double> y, CurveStyle style) {
   check_same_length("curve", label, x.size(), y.size());
   return {.label = std::move(label), .x = std::move(x), .y = std::move(y),
-          .points = style.points, .dashed = style.dashed};
+          .points = style.points, .dashed = style.dashed, .line = style.line};
 }
 
 Series curve_for_log_y(std::string label, std::vector<double> x, std::vector<double> y,
@@ -908,6 +915,14 @@ Figure Plotter::lines(const std::string& name, const std::vector<Series>& series
                            ", which a log y axis cannot show");
     }
   }
+  for (const auto& [x, label] : opts.xtics) {
+    if (!std::isfinite(x)) invalid(where, "the xtic \"" + one_line(label) + "\" is not at a finite x");
+  }
+  for (const auto& [y, label] : opts.hlines) {
+    if (!std::isfinite(y) || (opts.logy && y <= 0))
+      invalid(where, "the line \"" + one_line(label) + "\" is at y = " + num(y) +
+                         ", which the y axis cannot show");
+  }
   if (!enabled_) return {};
 
   const int n = static_cast<int>(series.size());
@@ -929,12 +944,39 @@ Figure Plotter::lines(const std::string& name, const std::vector<Series>& series
     xlo = std::min(xlo, *x0), xhi = std::max(xhi, *x1);
     ylo = std::min(ylo, *y0), yhi = std::max(yhi, *y1);
   }
+  for (const auto& line : opts.hlines) ylo = std::min(ylo, line.first), yhi = std::max(yhi, line.first);
   if (opts.logx) s += log_axis('x', xlo, xhi);
   if (opts.logy) s += log_axis('y', ylo, yhi);
   s += "set autoscale xfix  # x runs exactly over the data, not to the next round number\n";
   s += "set grid lc rgb \"#dddddd\"\n";
   s += "set tics out nomirror\n";
   s += "set border 3  # left and bottom only\n";
+  if (!opts.xtics.empty()) {
+    s += "# Named ticks, slanted so that long names do not run into each other.\n";
+    s += "set xtics (";
+    for (std::size_t i = 0; i < opts.xtics.size(); ++i) {
+      s += quote(opts.xtics[i].second) + " " + num(opts.xtics[i].first);
+      if (i + 1 < opts.xtics.size()) s += ", \\\n    ";
+    }
+    s += ") rotate by 30 right\n";
+    s += "set xrange [" + num(xlo - 0.5) + ":" + num(xhi + 0.5) + "]\n";
+  }
+  if (!opts.hlines.empty()) {
+    // The lines need not lie within the curves' range: widen y to show them too.
+    if (opts.logy) {
+      s += "set yrange [" + num(std::pow(10.0, std::floor(std::log10(ylo)))) + ":" +
+           num(std::pow(10.0, std::ceil(std::log10(yhi)))) + "]\n";
+    } else {
+      const double pad = 0.05 * (yhi > ylo ? yhi - ylo : 1.0);
+      s += "set yrange [" + num(ylo - pad) + ":" + num(yhi + pad) + "]\n";
+    }
+  }
+  for (const auto& [y, label] : opts.hlines) {
+    s += "set arrow from graph 0, first " + num(y) + " to graph 1, first " + num(y) +
+         " nohead dt 2 lw 1.5 lc rgb \"#666666\"\n";
+    s += "set label " + quote(label) + " at graph 0.01, first " + num(y) +
+         " offset 0, 0.7 tc rgb \"#444444\"\n";
+  }
   s += section("Legend");
   s += "# Below the plot, one entry per line, so long labels never cover a curve; height 1 keeps\n";
   s += "# the first entry clear of the x label.\n";
@@ -949,7 +991,8 @@ Figure Plotter::lines(const std::string& name, const std::vector<Series>& series
     for (std::size_t i = 0; i < sr.x.size(); ++i) dat += num(sr.x[i]) + " " + num(sr.y[i]) + "\n";
     if (k > 0) s += ", \\\n     ";
     s += "datafile index " + std::to_string(k) + " using 1:2 with " +
-         (sr.points ? "linespoints pt 7 ps 0.7" : "lines") + " lw 2 lc rgb \"" +
+         (!sr.line ? "points pt 7 ps 1.2" : sr.points ? "linespoints pt 7 ps 0.7" : "lines") +
+         " lw 2 lc rgb \"" +
          kLineColours[k % 8] + "\" dt " + (sr.dashed ? "2" : "1") + " " +
          (sr.label.empty() ? std::string("notitle") : "title " + quote(sr.label));
   }

@@ -68,6 +68,8 @@ struct HeatmapOptions {
 struct HeatmapPanel {
   Matrix values{};
   std::string title{};
+  std::vector<std::string> xtics{};  ///< one label per column (empty: indices), e.g. tokens
+  std::vector<std::string> ytics{};  ///< one label per row (empty: indices)
 };
 
 /// A grid of heat maps. With cmin and cmax both given, all panels share that colour scale and
@@ -103,6 +105,7 @@ struct Series {
   std::vector<double> x{}, y{};
   bool points = true;  ///< draw markers at the data points as well as the line
   bool dashed = false;
+  bool line = true;    ///< false: markers only
 };
 
 // ---- Curves from Eigen vectors ------------------------------------------------------------------
@@ -128,6 +131,7 @@ std::vector<double> values_of(const Eigen::DenseBase<Derived>& v) {
 struct CurveStyle {
   bool points = true;  ///< markers at the data points as well as the line
   bool dashed = false;
+  bool line = true;    ///< false: markers only, for points that are not a curve (one per layer)
 };
 
 /// A curve through the points (x_i, y_i). x and y must have the same length
@@ -160,6 +164,11 @@ struct LineOptions {
   std::string title{}, xlabel{}, ylabel{};
   bool logx = false, logy = false;
   int width_px = 900, height_px = 560;
+  /// Named ticks on x instead of numbers, {x, label} each (e.g. one per layer), written
+  /// slanted below the axis.
+  std::vector<std::pair<double, std::string>> xtics{};
+  /// Horizontal lines across the plot, {y, label} each (e.g. a tolerance), dashed grey.
+  std::vector<std::pair<double, std::string>> hlines{};
 };
 
 /// Writes figures into one folder (created on the first figure). Construct it with

@@ -1,0 +1,580 @@
+// 09_training: attention learns. Every map so far came from random weights; here the weights
+// are trained, with backward passes written by hand, and the heads come to mean something.
+//
+//   one backward step by hand   out = softmax(Q K^T / sqrt(d)) V, and dQ, dK, dV from dO
+//   every backward pass checked central differences in double, every layer and a whole model
+//   reversal                    an encoder-decoder learns to write its input backwards; its
+//                               cross-attention becomes the anti-diagonal
+//   induction heads             a 2-layer attention-only decoder learns to copy: a previous-token
+//                               head in layer 1, an induction head in layer 2
+//
+//   09_training [--task both|reversal|induction] [--steps N] [--lr X] [--layers L] [--heads H]
+//               [--d-model D] [--length N] [--context T] [--label-smoothing E] [--norm pre|post]
+//               [--save DIR] [--load DIR] [--seed N] [--out DIR] [--no-plots] [--dump DIR]
+//
+// Timings (seconds, tokens per second) go to stderr: they vary between runs, and stdout is the
+// same bytes on every run.
+#include "attn/attention.hpp"
+#include "attn/attention_only.hpp"
+#include "attn/gradient_check.hpp"
+#include "attn/parameters.hpp"
+#include "attn/random.hpp"
+#include "attn/seq2seq.hpp"
+#include "course/chapter.hpp"
+#include "course/checkpoint.hpp"
+#include "tasks.hpp"
+#include "train.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using attn::Index;
+using attn::Matrix;
+using attn::MatrixD;
+using training::History;
+using training::Schedule;
+using training::StepResult;
+
+struct Knobs {
+  std::string task = "both";  // "reversal", "induction" or "both"
+  Index steps = 800;          // training steps of each task
+  double lr = 3e-3;           // Adam's peak learning rate, after the warm-up
+  Index layers = 2;           // encoder and decoder layers (reversal), attention layers (induction)
+  Index heads = 1;            // heads per attention; must divide d_model
+  Index d_model = 32;         // features per token
+  Index length = 8;           // reversal: symbols per sequence
+  Index context = 24;         // induction: tokens per sequence
+  double label_smoothing = 0.0;
+  std::string norm = "pre";  // reversal: "pre" (x + f(Norm(x))) or "post" (Norm(x + f(x)))
+  std::string save;          // --save DIR: the trained weights, DIR/reversal and DIR/induction
+  std::string load;          // --load DIR: start from them (evaluate only, unless --steps)
+  bool steps_given = false;  // --steps on the command line (with --load: continue training)
+
+  // With --load and no --steps the weights are only evaluated.
+  Index training_steps() const { return load.empty() || steps_given ? steps : 0; }
+};
+
+attn::Seq2SeqConfig reversal_config(const Knobs& k) {
+  return {.vocab = training::kReversalVocab, .d_model = k.d_model, .heads = k.heads,
+          .d_ff = 2 * k.d_model, .layers = k.layers,
+          .norm = k.norm == "pre" ? attn::NormPlacement::pre : attn::NormPlacement::post,
+          .tied = false, .pad_id = training::kPad, .max_len = k.length,
+          .embedding_std = 1.0 / std::sqrt(static_cast<double>(k.d_model))};
+}
+
+attn::AttentionOnlyConfig induction_config(const Knobs& k) {
+  return {.vocab = training::kInductionVocab, .d_model = k.d_model, .heads = k.heads,
+          .layers = k.layers, .context = k.context};
+}
+
+constexpr Index kSavedExamples = 8;  // held-out sequences saved with a checkpoint, for its replay
+
+constexpr Index kBatch = 32;      // sequences per training step
+constexpr Index kHeldOut = 1000;  // held-out sequences for the final scores
+constexpr Index kCurveHeldOut = 200;  // held-out sequences for the curves, every 50 steps
+
+// ---- 1. One backward step by hand ----------------------------------------------------------------
+
+void backward_by_hand(course::Chapter& ch) {
+  ch.step("One backward step by hand: two tokens, d = 2");
+  ch.prose("Attention's forward (chapter 04), with the loss L = sum(dO * out) for a chosen dO, "
+           "so that dL/d(out) = dO:");
+  ch.say("  S = Q K^T / sqrt(d)      P = softmax(S) row by row      out = P V");
+  MatrixD Q(2, 2), K(2, 2), V(2, 2), dO(2, 2);  // [2 x 2] each: two tokens, d = 2
+  Q << 1, 2, 0, 1;
+  K << 1, 0, 1, 1;
+  V << 1, 0, 0, 2;
+  dO << 1, 0, 0, 1;  // L = out(1,1) + out(2,2)
+  const std::vector<std::string> tok = course::labels("t", 2);
+  const course::PrintOptions rows{.row_labels = tok};
+  ch.show("Q", Q, rows);
+  ch.show("K", K, rows);
+  ch.show("V", V, rows);
+  ch.show("dO = dL/d(out)", dO, rows);
+  const attn::AttentionResultD fwd = attn::attention(Q, K, V);  // weights P [2 x 2], out [2 x 2]
+  ch.show("P = softmax(Q K^T / sqrt 2)", fwd.weights, {.row_labels = tok, .col_labels = tok});
+  ch.show("out = P V", fwd.out, rows);
+
+  ch.say("Backward, from the output to the inputs (attention.hpp, attention_backward):");
+  // [backward]
+  const MatrixD dV = fwd.weights.transpose() * dO;  // [2 x 2]: value j got P(i, j) of out i
+  const MatrixD dP = dO * V.transpose();             // [2 x 2]
+  ch.show("dV = P^T dO", dV, rows);
+  ch.show("dP = dO V^T", dP, {.row_labels = tok, .col_labels = tok});
+  // Through the softmax: each row p of P has the Jacobian diag(p) - p p^T.
+  const Eigen::VectorXd row_dot = (fwd.weights.array() * dP.array()).rowwise().sum();  // [2]
+  MatrixD dS = fwd.weights.array() * (dP.colwise() - row_dot).array();  // [2 x 2]
+  ch.show("rowsum(P * dP)  (one number per query)", MatrixD(row_dot), {.row_labels = tok});
+  ch.show("dS = P * (dP - rowsum(P * dP))", dS, {.row_labels = tok, .col_labels = tok});
+  const Eigen::RowVectorXd p = fwd.weights.row(0);  // query 1's weights [1 x 2]
+  const MatrixD jacobian = MatrixD(p.asDiagonal()) - p.transpose() * p;  // [2 x 2]
+  ch.show("query 1's softmax Jacobian J = diag(p) - p p^T", jacobian);
+  const MatrixD applied = (jacobian * dP.row(0).transpose()).transpose();  // [1 x 2]
+  ch.show("J applied to row 1 of dP: the numbers of row 1 of dS", applied);
+  ch.notice("the row form never builds J: dS = P * (dP - rowsum(P * dP)) costs O(n^2), the "
+            "Jacobians O(n^3).");
+  const double scale = 1.0 / std::sqrt(2.0);
+  const MatrixD dQ = scale * dS * K;              // [2 x 2]
+  const MatrixD dK = scale * dS.transpose() * Q;  // [2 x 2]
+  // [backward]
+  ch.show("dQ = dS K / sqrt 2", dQ, rows);
+  ch.show("dK = dS^T Q / sqrt 2", dK, rows);
+
+  // The library computes the same numbers, and central differences agree.
+  const attn::AttentionGradsD lib = attn::attention_backward(Q, K, V, fwd.weights, dO);
+  const double agree = std::max({attn::max_abs_diff(lib.dQ, dQ), attn::max_abs_diff(lib.dK, dK),
+                                 attn::max_abs_diff(lib.dV, dV)});
+  double numeric = 0.0;
+  for (MatrixD* x : {&Q, &K, &V}) {
+    const MatrixD& analytic = x == &Q ? dQ : x == &K ? dK : dV;
+    const attn::TensorCheck c = attn::check_tensor("x", *x, analytic, [&] {
+      return (attn::attention(Q, K, V).out.array() * dO.array()).sum();
+    });
+    numeric = std::max(numeric, c.max_abs_error);
+  }
+  ch.say("attn::attention_backward gives the same dQ, dK, dV (max difference {:.1e});\n"
+         "central differences (L(x + h) - L(x - h)) / 2h in double agree to {:.1e}.",
+         agree, numeric);
+  ch.dump("example_Q", Matrix(Q.cast<float>()));
+  ch.dump("example_dQ", Matrix(dQ.cast<float>()));
+  ch.dump("example_dK", Matrix(dK.cast<float>()));
+  ch.dump("example_dV", Matrix(dV.cast<float>()));
+}
+
+// ---- 2. Every backward pass, checked --------------------------------------------------------------
+
+void gradient_checks(course::Chapter& ch) {
+  ch.step("Every backward pass, checked by central differences in double");
+  ch.prose("Each layer runs in double (the same code as in float: the layers are templates), "
+           "and every parameter and input entry e is nudged by +-h, h = 1e-5 max(1, |e|):");
+  ch.say("  numeric = (L(e + h) - L(e - h)) / 2h      error = max |analytic - numeric| / scale");
+  ch.prose("where scale is the tensor's largest gradient (at least 1e-3 of its layer's largest). "
+           "The worst tensor of each case:");
+  const std::vector<attn::GradientReport> reports = attn::check_all_layers(ch.seed());
+  std::vector<double> x, errors;
+  std::vector<std::pair<double, std::string>> names;
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    const attn::GradientReport& r = reports[i];
+    ch.say("  {:<50} {:.1e}", r.layer, r.worst());
+    x.push_back(static_cast<double>(i + 1));
+    errors.push_back(std::max(r.worst(), 1e-16));  // a log axis cannot show an exact 0
+    names.push_back({static_cast<double>(i + 1), r.layer});
+    if (!(r.worst() <= attn::kGradientCheckTolerance)) {
+      throw std::runtime_error(fmt::format("the gradient check of {} failed: {:.1e} > 1e-6",
+                                           r.layer, r.worst()));
+    }
+  }
+  const auto worst = std::max_element(reports.begin(), reports.end(), [](const auto& a, const auto& b) {
+    return a.worst() < b.worst();
+  });
+  ch.notice("every error is below the bar of 1e-6. The largest, {:.1e}, is {}'s {}{}.",
+            worst->worst(), worst->layer, worst->worst_tensor().name,
+            worst->worst_tensor().name.find("in_proj_bias") != std::string::npos
+                ? ": a key bias, whose true gradient is exactly 0 (adding one number to every "
+                  "score of a row changes no softmax), so only rounding is left to measure"
+                : "");
+  ch.plot().lines("09_gradient_check",
+                  {course::curve_for_log_y("worst relative error of the layer's gradients", x, errors,
+                                           {.line = false})},
+                  {.title = "Backward passes against central differences (double precision)",
+                   .ylabel = "max |analytic - numeric| / scale",
+                   .logy = true,
+                   .width_px = 1000,
+                   .height_px = 640,
+                   .xtics = names,
+                   .hlines = {{attn::kGradientCheckTolerance, "the bar, 1e-6"}}});
+}
+
+// ---- 3. Reversal ----------------------------------------------------------------------------------
+
+// Cross-attention of the last decoder layer, head 1, on one pair, teacher-forced: [n x n].
+Matrix cross_attention(const attn::Seq2Seq& model, const attn::Seq2SeqBatch& batch, Index b) {
+  attn::Seq2SeqCache cache;
+  const auto n = static_cast<std::size_t>(batch.src.cols());
+  attn::seq2seq_forward<float>(model, {batch.src.row(b).data(), n}, {batch.tgt_in.row(b).data(), n},
+                               &cache);
+  return cache.decoder.back().multihead_attn.weights.front();
+}
+
+// The mean weight on source position n - 1 - i for output i: 1 for a perfect anti-diagonal.
+double anti_diagonal(const attn::Seq2Seq& model, const attn::Seq2SeqBatch& batch) {
+  double mass = 0;
+  for (Index b = 0; b < batch.src.rows(); ++b) {
+    const Matrix w = cross_attention(model, batch, b);  // [n x n]
+    mass += w.rowwise().reverse().trace() / static_cast<double>(w.rows());
+  }
+  return mass / static_cast<double>(batch.src.rows());
+}
+
+// The trained weights as a checkpoint, with kSavedExamples held-out pairs, their logits under
+// teacher forcing and their greedy decodings, for scripts/check_training_checkpoint.py.
+void save_reversal(course::Chapter& ch, const std::string& dir, const attn::Seq2Seq& model,
+                   const attn::Seq2SeqBatch& held_out) {
+  const Index k = kSavedExamples, n = held_out.src.cols();
+  attn::Batch logits(k, n, model.vocab());  // [k, n, V]
+  Matrix greedy(k, n);                      // [k x n]
+  for (Index b = 0; b < k; ++b) {
+    const std::span<const int> src(held_out.src.row(b).data(), static_cast<std::size_t>(n));
+    logits[b] = attn::seq2seq_forward<float>(
+        model, src, {held_out.tgt_in.row(b).data(), static_cast<std::size_t>(n)});
+    const std::vector<int> got = training::greedy_reverse(model, src);
+    for (Index i = 0; i < n; ++i) greedy(b, i) = static_cast<float>(got[static_cast<std::size_t>(i)]);
+  }
+  course::save_checkpoint(dir, ch.source(), model, [&](course::Dumper& d) {
+    d("eval_src", Matrix(held_out.src.topRows(k).cast<float>()));
+    d("eval_tgt_in", Matrix(held_out.tgt_in.topRows(k).cast<float>()));
+    d("eval_logits", logits);
+    d("eval_greedy", greedy);
+  });
+  ch.say("saved the weights to {} (replay: /usr/bin/python3 scripts/check_training_checkpoint.py "
+         "{})", dir, dir);
+}
+
+void reversal(course::Chapter& ch, const Knobs& k) {
+  ch.step("Task 1: reverse a sequence with an encoder-decoder");  // always the first task
+  const Index n = k.length;
+  // [reversal_model]
+  attn::Rng rng(ch.seed());
+  attn::Seq2Seq model = attn::seq2seq_init(rng, reversal_config(k));
+  // [reversal_model]
+  if (!k.load.empty()) {
+    course::load_checkpoint(k.load + "/reversal", ch.name(), model);
+    ch.say("weights loaded from {}/reversal{}", k.load,
+           k.training_steps() ? "; training continues from them" : ": evaluated as they are");
+  }
+  attn::Rng held_out_rng(ch.seed() + 1000003);  // another stream: never a training sequence's
+  const attn::Seq2SeqBatch held_out = training::reversal_batch(held_out_rng, kHeldOut, n);
+  const attn::Seq2SeqBatch curve_set = training::reversal_batch(held_out_rng, kCurveHeldOut, n);
+  const std::span<const int> example(held_out.src.row(0).data(), static_cast<std::size_t>(n));
+  ch.prose("vocabulary {} (<pad>, <bos>, the symbols a..j), sequences of {} symbols; the "
+           "decoder reads <bos> y_1 .. y_{} and must write y_1 .. y_{} (teacher forcing).",
+         training::kReversalVocab, n, n - 1, n);
+  ch.prose("model: d_model {}, {} head{}, d_ff {}, {} encoder + {} decoder layer{}, {}-norm; {} "
+           "parameters", k.d_model, k.heads, k.heads == 1 ? "" : "s", 2 * k.d_model, k.layers,
+         k.layers, k.layers == 1 ? "" : "s", k.norm, attn::parameter_count(model));
+  ch.prose("embeddings start at N(0, 1/d_model): times sqrt(d_model) they have variance 1, "
+           "like the position vectors added to them (with N(0, 1) the model did not learn at "
+           "all).");
+  const Index steps = k.training_steps();
+  if (steps > 0) {
+    ch.prose("training: {} steps of {} sequences, Adam (betas 0.9, 0.98), peak lr {} after {} "
+             "warm-up steps, then cosine to 0; gradients clipped to norm 1; label smoothing {}",
+             steps, kBatch, k.lr, std::min<Index>(100, steps), k.label_smoothing);
+  }
+
+  const std::vector<Index> snapshot_steps = {50, 100, 200, 400, steps};
+  std::vector<course::HeatmapPanel> frames;
+  const std::vector<std::string> src_labels = training::reversal_tokens(example);
+  const std::vector<std::string> out_labels =
+      training::reversal_tokens({held_out.tgt_out.row(0).data(), static_cast<std::size_t>(n)});
+  const auto snapshot = [&](Index step) {
+    if (!frames.empty() && frames.back().title == fmt::format("step {}", step)) return;
+    frames.push_back({cross_attention(model, held_out, 0), fmt::format("step {}", step),
+                      src_labels, out_labels});
+  };
+  // [reversal_training]
+  const Schedule schedule{.steps = steps, .peak_lr = k.lr,
+                          .warmup = std::min<Index>(100, steps)};
+  const History h = training::train<attn::Seq2Seq>(
+      "reversal", model, schedule,
+      [&](attn::Seq2Seq& grads) {
+        const attn::Seq2SeqBatch batch = training::reversal_batch(rng, kBatch, n);
+        const attn::Seq2SeqStep s = attn::seq2seq_loss<float>(model, batch, k.label_smoothing, &grads);
+        return StepResult{s.loss, s.count, s.correct};
+      },
+      [&] {
+        const attn::Seq2SeqStep s = attn::seq2seq_loss<float>(model, curve_set, 0.0, nullptr);
+        return std::pair{static_cast<double>(s.loss), training::exact_reversals(model, curve_set)};
+      },
+      snapshot_steps, snapshot);
+  // [reversal_training]
+
+  const double exact = training::exact_reversals(model, held_out);
+  const attn::Seq2SeqStep final_loss = attn::seq2seq_loss<float>(model, held_out, 0.0, nullptr);
+  ch.say("after {} steps, on {} held-out sequences (loss {:.4f} under teacher forcing):", steps,
+         kHeldOut, final_loss.loss);
+  ch.say("  exactly reversed: {:.1f}%   (greedy decoding, every symbol right)", 100.0 * exact);
+  const std::vector<int> got = training::greedy_reverse(model, example);
+  ch.say("  e.g. source  {}\n       decoded {}", fmt::join(src_labels, " "),
+         fmt::join(training::reversal_tokens(got), " "));
+  ch.show("cross-attention, last decoder layer, head 1 (rows: output, columns: source)",
+          frames.back().values, {.precision = 2, .row_labels = out_labels, .col_labels = src_labels});
+  const double diagonal = anti_diagonal(model, held_out);
+  if (diagonal > 0.5) {
+    ch.notice("output position i reads source position {} - i: the anti-diagonal, learned (its "
+              "mean weight over the held-out set: {:.2f}).", n + 1, diagonal);
+  } else {
+    ch.notice("the anti-diagonal holds only {:.2f} of the weight on average: this head has not "
+              "(or not alone) learned where to read; other layers or heads may do the work.",
+              diagonal);
+  }
+  if (steps > 0) {
+  ch.plot().heatmap_grid("09_reversal_timelapse", frames,
+                         {.title = "Reversal: cross-attention as training goes (one held-out "
+                                   "sequence; rows output, columns source)",
+                          .xlabel = "source token", .ylabel = "output token",
+                          .columns = static_cast<int>(std::min<std::size_t>(frames.size(), 3)),
+                          .cmin = 0.0, .cmax = 1.0, .panel_px = 260});
+  ch.plot().lines("09_reversal_curves",
+                  {course::curve("train loss (each step)", h.step, h.loss, {.points = false}),
+                   course::curve("held-out loss", h.eval_step, h.eval_loss),
+                   course::curve("held-out sequences exactly reversed", h.eval_step,
+                                 h.eval_accuracy, {.dashed = true})},
+                  {.title = "Reversal: loss and accuracy against training steps",
+                   .xlabel = "step", .ylabel = "loss (cross-entropy) / fraction"});
+  }
+  ch.dump("reversal_cross_attention", frames.back().values);
+  if (!k.save.empty()) save_reversal(ch, k.save + "/reversal", model, held_out);
+}
+
+// ---- 4. Induction heads ---------------------------------------------------------------------------
+
+// The trained weights with kSavedExamples held-out sequences and their logits.
+void save_induction(course::Chapter& ch, const std::string& dir, const attn::AttentionOnly& model,
+                    const std::vector<training::InductionSequence>& held_out) {
+  const Index k = kSavedExamples, T = model.context();
+  Matrix ids(k, T);                              // [k x T]
+  attn::Batch logits(k, T, model.vocab());       // [k, T, V]
+  for (Index b = 0; b < k; ++b) {
+    const std::vector<int>& seq = held_out[static_cast<std::size_t>(b)].ids;
+    for (Index t = 0; t < T; ++t) ids(b, t) = static_cast<float>(seq[static_cast<std::size_t>(t)]);
+    logits[b] = attn::attention_only_forward<float>(model, seq);
+  }
+  course::save_checkpoint(dir, ch.source(), model, [&](course::Dumper& d) {
+    d("eval_ids", ids);
+    d("eval_logits", logits);
+  });
+  ch.say("saved the weights to {} (replay: /usr/bin/python3 scripts/check_training_checkpoint.py "
+         "{})", dir, dir);
+}
+
+void induction(course::Chapter& ch, const Knobs& k) {
+  ch.step("Task {}: induction heads in a {}-layer attention-only decoder",
+          k.task == "both" ? 2 : 1, k.layers);
+  const Index T = k.context;
+  attn::Rng rng(ch.seed() + 1);
+  attn::AttentionOnly model = attn::attention_only_init(rng, induction_config(k));
+  if (!k.load.empty()) {
+    course::load_checkpoint(k.load + "/induction", ch.name(), model);
+    ch.say("weights loaded from {}/induction{}", k.load,
+           k.training_steps() ? "; training continues from them" : ": evaluated as they are");
+  }
+  const Index steps = k.training_steps();
+  attn::Rng held_out_rng(ch.seed() + 2000003);
+  const std::vector<training::InductionSequence> held_out =
+      training::induction_sequences(held_out_rng, kHeldOut, T);
+  const std::vector<training::InductionSequence> curve_seqs(held_out.begin(),
+                                                            held_out.begin() + kCurveHeldOut);
+  const attn::AttentionOnlyBatch held_out_batch = training::induction_batch(held_out);
+  const attn::AttentionOnlyBatch curve_batch = training::induction_batch(curve_seqs);
+  const training::InductionSequence& ex = held_out.front();
+  const std::vector<std::string> ex_tokens = training::induction_tokens(ex.ids);
+  ch.prose("{} tokens (A..Z, a..f), sequences of {}: all different except a segment of {} to {} "
+         "that occurs twice; the loss is on the second copy, where the first tells what comes "
+         "next.", training::kInductionVocab, T, std::max<Index>(2, T / 4),
+         std::max<Index>(2, 5 * T / 12));
+  ch.say("e.g. {}   (the segment at {} and {}, length {})", fmt::join(ex_tokens, ""),
+         ex.first + 1, ex.second + 1, ex.length);
+  ch.prose("model: {} layer{} of x = x + MultiHead(LayerNorm(x)), causal, {} head{} each, no "
+         "feed-forward; learned positions; d_model {}; {} parameters",
+         k.layers, k.layers == 1 ? "" : "s", k.heads, k.heads == 1 ? "" : "s", k.d_model, attn::parameter_count(model));
+
+  const Index last = k.layers - 1;
+  const std::vector<Index> snapshot_steps = {100, 200, 300, steps};
+  std::vector<course::HeatmapPanel> frames;
+  const auto snapshot = [&](Index step) {
+    if (!frames.empty() && frames.back().title == fmt::format("step {}", step)) return;
+    attn::AttentionOnlyCache cache;
+    attn::attention_only_forward<float>(model, ex.ids, &cache);
+    frames.push_back({cache.layers[static_cast<std::size_t>(last)].attn.weights.front(),
+                      fmt::format("step {}", step), ex_tokens, ex_tokens});
+  };
+  const Schedule schedule{.steps = steps, .peak_lr = k.lr,
+                          .warmup = std::min<Index>(100, steps)};
+  const History h = training::train<attn::AttentionOnly>(
+      "induction", model, schedule,
+      [&](attn::AttentionOnly& grads) {
+        const attn::AttentionOnlyBatch batch =
+            training::induction_batch(training::induction_sequences(rng, kBatch, T));
+        const attn::AttentionOnlyStep s = attn::attention_only_loss<float>(model, batch, &grads);
+        return StepResult{s.loss, s.count, s.correct};
+      },
+      [&] {
+        const attn::AttentionOnlyStep s =
+            attn::attention_only_loss<float>(model, curve_batch, nullptr);
+        return std::pair{static_cast<double>(s.loss),
+                         static_cast<double>(s.correct) / static_cast<double>(s.count)};
+      },
+      snapshot_steps, snapshot);
+
+  const attn::AttentionOnlyStep final_step =
+      attn::attention_only_loss<float>(model, held_out_batch, nullptr);
+  ch.prose("after {} steps, on {} held-out sequences (loss {:.4f}): the next token in the second "
+         "copy is predicted right {:.1f}% of the time ({} of {}).", steps, kHeldOut,
+         final_step.loss,
+         100.0 * static_cast<double>(final_step.correct) / static_cast<double>(final_step.count),
+         final_step.correct, final_step.count);
+
+  ch.say("\nwhat each head does: its mean attention weight, over the held-out sequences,\n"
+         "  on the previous token t - 1     (every position t >= 2)\n"
+         "  on the token after the earlier  (the positions t of the second copy, whose token\n"
+         "    copy of t's token              occurred before at s: the weight on s + 1)\n\n"
+         "  head             previous token   after the earlier copy");
+  const std::vector<training::HeadScores> scores = training::head_scores(model, held_out);
+  double best_previous = 0, best_induction = 0;  // in layer 1 and in the last layer
+  for (const training::HeadScores& s : scores) {
+    ch.say("  layer {} head {}  {:>16.2f}   {:>22.2f}", s.layer + 1, s.head + 1, s.previous,
+           s.induction);
+    if (s.layer == 0) best_previous = std::max(best_previous, s.previous);
+    if (s.layer == k.layers - 1) best_induction = std::max(best_induction, s.induction);
+  }
+  if (k.layers >= 2 && best_previous > 0.5 && best_induction > 0.5) {
+    ch.notice("a head in layer 1 looks at the previous token: it copies 'the token before me' into "
+              "each position. A head in layer {} then finds the earlier place whose token before "
+              "it was the current token, and reads the token there: the induction head.", k.layers);
+  } else if (k.layers == 1) {
+    ch.notice("with one layer no head can first learn 'the token before me', so none can find the "
+              "position after the earlier copy: the accuracy stays near chance for copying.");
+  } else {
+    ch.notice("no previous-token head and induction head (yet): the best scores are {:.2f} in "
+              "layer 1 and {:.2f} in layer {}; more steps, or another learning rate, may get "
+              "there.", best_previous, best_induction, k.layers);
+  }
+
+  attn::AttentionOnlyCache cache;
+  attn::attention_only_forward<float>(model, ex.ids, &cache);
+  std::vector<course::HeatmapPanel> heads;
+  for (std::size_t l = 0; l < cache.layers.size(); ++l) {
+    for (std::size_t hd = 0; hd < cache.layers[l].attn.weights.size(); ++hd) {
+      heads.push_back({cache.layers[l].attn.weights[hd],
+                       fmt::format("layer {} head {}", l + 1, hd + 1), ex_tokens, ex_tokens});
+    }
+  }
+  ch.plot().heatmap_grid("09_induction_heads", heads,
+                         {.title = "Induction: every head on one held-out sequence (rows query, "
+                                   "columns key; causal)",
+                          .xlabel = "key token", .ylabel = "query token",
+                          .columns = static_cast<int>(std::min<std::size_t>(heads.size(), 4)),
+                          .cmin = 0.0, .cmax = 1.0,
+                          .panel_px = 420});
+  if (steps > 0) {
+  ch.plot().heatmap_grid("09_induction_timelapse", frames,
+                         {.title = fmt::format("Induction: layer {}, head 1, as training goes",
+                                               k.layers),
+                          .xlabel = "key token", .ylabel = "query token",
+                          .columns = static_cast<int>(std::min<std::size_t>(frames.size(), 3)),
+                          .cmin = 0.0, .cmax = 1.0, .panel_px = 300});
+  ch.plot().lines("09_induction_curves",
+                  {course::curve("train loss (each step)", h.step, h.loss, {.points = false}),
+                   course::curve("held-out loss", h.eval_step, h.eval_loss),
+                   course::curve("held-out accuracy (second copy)", h.eval_step, h.eval_accuracy,
+                                 {.dashed = true})},
+                  {.title = "Induction heads: loss and accuracy against training steps",
+                   .xlabel = "step", .ylabel = "loss (cross-entropy) / fraction"});
+  }
+  if (!k.save.empty()) save_induction(ch, k.save + "/induction", model, held_out);
+}
+
+// What is wrong with --save or --load, or "": checked before anything runs, so that a bad
+// folder or checkpoint is a usage error (exit 2), not a failure after minutes of training.
+// --load is read whole into models of the sizes the knobs give: a missing, unfinished, foreign,
+// truncated or differently shaped checkpoint is named here.
+std::string checkpoint_problem(const course::Chapter& ch, const Knobs& k) {
+  std::vector<std::string> tasks;
+  if (k.task != "induction") tasks.push_back("reversal");
+  if (k.task != "reversal") tasks.push_back("induction");
+  for (const std::string& task : tasks) {
+    if (!k.save.empty()) {
+      const std::string problem = course::check_dump_folder(k.save + "/" + task);
+      if (!problem.empty()) return "--save: " + problem;
+    }
+    if (k.load.empty()) continue;
+    try {
+      attn::Rng rng(0);
+      if (task == "reversal") {
+        attn::Seq2Seq model = attn::seq2seq_init(rng, reversal_config(k));
+        course::load_checkpoint(k.load + "/reversal", ch.name(), model);
+      } else {
+        attn::AttentionOnly model = attn::attention_only_init(rng, induction_config(k));
+        course::load_checkpoint(k.load + "/induction", ch.name(), model);
+      }
+    } catch (const course::CheckpointError& e) {
+      return std::string("--load: ") + e.what();
+    }
+  }
+  return "";
+}
+
+void lesson(course::Chapter& ch, const Knobs& k) {
+  ch.intro("task {}, steps {}, lr {}, layers {}, heads {}, d_model {}, seed {}", k.task, k.steps,
+           k.lr, k.layers, k.heads, k.d_model, ch.seed());
+  backward_by_hand(ch);
+  gradient_checks(ch);
+  if (k.task != "induction") reversal(ch, k);
+  if (k.task != "reversal") induction(ch, k);
+  ch.finish(
+      {"A backward pass runs the forward's steps in reverse, each passing dL/d(its input) back.",
+       "Through the softmax: dS = P * (dP - rowsum(P * dP)), never the n x n Jacobian per row.",
+       "Blocked and padded keys have weight 0, so they get exactly 0 gradient.",
+       "Only W_Q, W_K, W_V (and the rest) are learned; the attention maps follow from them.",
+       "Trained heads specialise: an anti-diagonal for reversal, previous-token and induction "
+       "heads for copying."},
+      {{"--task induction --layers 1", "one layer cannot learn induction: why two are needed"},
+       {"--norm post", "the paper's post-norm: compare the anti-diagonal's weight"},
+       {"--lr 0.05", "too large a step: compare the held-out loss and the heads"},
+       {"--heads 2", "two heads per layer: watch them share the work"},
+       {"--task induction --steps 200", "stopped early: before the induction head forms"}});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  course::Chapter ch("09_training", "Attention learns: training with hand-written backward passes",
+                     2026);
+  Knobs k;
+  ch.option("--task", k.task, "reversal, induction or both")
+      ->check(CLI::IsMember({"both", "reversal", "induction"}));
+  ch.option("--steps", k.steps, "training steps of each task")->check(CLI::Range(1, 100000));
+  ch.option("--lr", k.lr, "Adam's peak learning rate")->check(CLI::Range(1e-6, 1.0));
+  ch.option("--layers", k.layers, "layers (reversal: encoder and decoder each)")
+      ->check(CLI::Range(1, 8));
+  ch.option("--heads", k.heads, "heads per attention (must divide d_model)")
+      ->check(CLI::Range(1, 16));
+  ch.option("--d-model", k.d_model, "features per token")->check(CLI::Range(2, 256));
+  ch.option("--length", k.length, "reversal: symbols per sequence")->check(CLI::Range(2, 32));
+  ch.option("--context", k.context, "induction: tokens per sequence")->check(CLI::Range(8, 40));
+  ch.option("--label-smoothing", k.label_smoothing, "reversal: label smoothing (the paper: 0.1)")
+      ->check(CLI::Range(0.0, 0.9));
+  ch.option("--norm", k.norm, "reversal: pre (norm first) or post (the paper's Add & Norm)")
+      ->check(CLI::IsMember({"pre", "post"}));
+  // Where files go, not what is computed: not knobs, so not in a manifest.
+  ch.app().add_option("--save", k.save, "write the trained weights to DIR/reversal and "
+                                        "DIR/induction (a checkpoint per task)");
+  ch.app().add_option("--load", k.load, "start from the weights --save wrote (evaluate only, "
+                                        "unless --steps is given: then train on)");
+  ch.require_knobs([&] {
+    // CLI11's Range lets NaN through (every comparison with it is false).
+    if (!std::isfinite(k.lr)) {
+      return fmt::format("--lr {}: the learning rate must be a number", k.lr);
+    }
+    if (!std::isfinite(k.label_smoothing)) {
+      return fmt::format("--label-smoothing {}: it must be a number in [0, 0.9]",
+                         k.label_smoothing);
+    }
+    if (k.d_model % k.heads != 0) {
+      return fmt::format("--heads {} does not divide --d-model {}: each head needs d_k = "
+                         "d_model / heads columns", k.heads, k.d_model);
+    }
+    return checkpoint_problem(ch, k);
+  });
+  return ch.run(argc, argv, [&] {
+    k.steps_given = ch.app().count("--steps") > 0;
+    lesson(ch, k);
+  });
+}

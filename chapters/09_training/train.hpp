@@ -1,0 +1,113 @@
+// train.hpp: the training loop both of chapter 09's models share, as the chapter teaches it:
+//
+//   for step = 1 .. steps:
+//     grads = 0                                  (PyTorch: optimizer.zero_grad())
+//     loss  = forward + backward on a fresh batch (loss.backward())
+//     if loss is not finite: stop, naming the step
+//     clip the gradients' norm to 1              (clip_grad_norm_)
+//     lr    = warm-up, then cosine                (a LambdaLR)
+//     Adam's update                              (optimizer.step())
+//
+// plus what the chapter draws: the loss and accuracy of every step, a held-out evaluation every
+// `eval_every` steps, and a snapshot callback at chosen steps (attention maps for a time-lapse).
+#pragma once
+
+#include "attn/optim.hpp"
+#include "attn/parameters.hpp"
+#include "course/progress.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace training {
+
+using attn::Index;
+
+struct Schedule {
+  Index steps = 800;
+  double peak_lr = 3e-3;
+  Index warmup = 100;
+  double clip = 1.0;
+  Index eval_every = 50;
+};
+
+/// One step's numbers, as every model's loss function returns them.
+struct StepResult {
+  double loss = 0;
+  Index count = 0;    // the counted targets
+  Index correct = 0;  // of those, predicted right
+};
+
+/// What training recorded, for the figures.
+struct History {
+  std::vector<double> step, loss, accuracy;                     // every step (train batches)
+  std::vector<double> eval_step, eval_loss, eval_accuracy;      // every eval_every steps
+  double seconds = 0, tokens_per_second = 0;                    // measured: stderr only
+};
+
+/// Trains `model` in place. `loss_of(grads)` runs one fresh batch forward and backward into
+/// grads; `evaluate()` returns held-out {loss, accuracy}; `snapshot(step)` is called at step 0
+/// and after every step in `snapshot_steps`. Throws std::runtime_error naming the step when the
+/// loss stops being finite (the model is then left as it was before that step's update).
+template <typename Model>
+History train(const std::string& task, Model& model, const Schedule& s,
+              const std::function<StepResult(Model& grads)>& loss_of,
+              const std::function<std::pair<double, double>()>& evaluate,
+              const std::vector<Index>& snapshot_steps,
+              const std::function<void(Index)>& snapshot) {
+  Model grads = attn::zeros_like(model);
+  const auto params = attn::parameters(model);
+  const auto grad_list = attn::parameters(grads);
+  attn::Adam adam({.lr = s.peak_lr, .betas = {0.9, 0.98}, .eps = 1e-9});
+  course::ProgressLine progress(task, s.steps, std::cerr, course::ProgressLine::is_terminal());
+  History h;
+  snapshot(0);
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  double tokens = 0;
+  for (Index step = 1; step <= s.steps; ++step) {
+    attn::set_zero(grads);
+    const StepResult r = loss_of(grads);
+    if (!std::isfinite(r.loss)) {
+      throw std::runtime_error(fmt::format(
+          "{}: the loss is {} at step {}: training diverged and stopped before that step's "
+          "update (nothing was saved); try a smaller --lr",
+          task, r.loss, step));
+    }
+    attn::clip_grad_norm(grad_list, s.clip);
+    adam.set_lr(attn::warmup_cosine_lr(step, s.peak_lr, s.warmup, s.steps));
+    adam.step(params, grad_list);
+    tokens += static_cast<double>(r.count);
+    const double accuracy = r.count ? static_cast<double>(r.correct) / static_cast<double>(r.count) : 0;
+    h.step.push_back(static_cast<double>(step));
+    h.loss.push_back(r.loss);
+    h.accuracy.push_back(accuracy);
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    progress.update(step, r.loss, accuracy, seconds > 0 ? tokens / seconds : 0);
+    if (step % s.eval_every == 0 || step == s.steps) {
+      const auto [loss, acc] = evaluate();
+      h.eval_step.push_back(static_cast<double>(step));
+      h.eval_loss.push_back(loss);
+      h.eval_accuracy.push_back(acc);
+    }
+    for (Index at : snapshot_steps) {
+      if (at == step) snapshot(step);
+    }
+  }
+  h.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  h.tokens_per_second = h.seconds > 0 ? tokens / h.seconds : 0;
+  progress.finish(fmt::format("{}: {} steps, {:.1f} s on one core, {} target tokens/s "
+                              "(with the evaluations)",
+                              task, s.steps, h.seconds, course::short_count(h.tokens_per_second)));
+  return h;
+}
+
+}  // namespace training
