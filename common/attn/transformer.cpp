@@ -65,6 +65,18 @@ MatrixOf<T> residual_backward(const LayerNormOf<T>& norm, NormPlacement placemen
   return d_x;
 }
 
+// The backward of self-attention, where x was the query, the key and the value: its gradient is
+// the sum of the three.
+template <Real T>
+MatrixOf<T> self_attention_backward(const MultiHeadAttentionOf<T>& mha, const MatrixOf<T>& x,
+                                    const MultiHeadResultOf<T>& cache, const MatrixOf<T>& d_out,
+                                    MultiHeadAttentionOf<T>& grads) {
+  MultiHeadInputGradsOf<T> g = multi_head_backward(mha, x, x, x, cache, d_out, grads);
+  g.d_query += g.d_key;
+  g.d_query += g.d_value;
+  return std::move(g.d_query);  // [n x d_model]
+}
+
 // Multi-head attention as a sub-layer: its output, and all it computed into `cache` if given.
 template <Real T>
 MatrixOf<T> attend(const MultiHeadAttentionOf<T>& mha, const MatrixOf<T>& q,
@@ -197,12 +209,8 @@ MatrixOf<T> encoder_layer_backward(const EncoderLayerOf<T>& layer,
   return residual_backward(
       layer.norm1, layer.norm, cache.sublayer1, d_h,
       [&](const MatrixOf<T>& d) {
-        const MatrixOf<T>& in = cache.sublayer1.sublayer_in;
-        MultiHeadInputGradsOf<T> g =
-            multi_head_backward(layer.self_attn, in, in, in, cache.self_attn, d, grads.self_attn);
-        g.d_query += g.d_key;
-        g.d_query += g.d_value;
-        return std::move(g.d_query);
+        return self_attention_backward(layer.self_attn, cache.sublayer1.sublayer_in,
+                                       cache.self_attn, d, grads.self_attn);
       },
       grads.norm1);
 }
@@ -247,12 +255,8 @@ DecoderLayerInputGradsOf<T> decoder_layer_backward(const DecoderLayerOf<T>& laye
   result.d_x = residual_backward(
       layer.norm1, layer.norm, cache.sublayer1, d_h1,
       [&](const MatrixOf<T>& d) {
-        const MatrixOf<T>& in = cache.sublayer1.sublayer_in;
-        MultiHeadInputGradsOf<T> g =
-            multi_head_backward(layer.self_attn, in, in, in, cache.self_attn, d, grads.self_attn);
-        g.d_query += g.d_key;
-        g.d_query += g.d_value;
-        return std::move(g.d_query);
+        return self_attention_backward(layer.self_attn, cache.sublayer1.sublayer_in,
+                                       cache.self_attn, d, grads.self_attn);
       },
       grads.norm1);
   return result;
