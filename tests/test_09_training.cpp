@@ -14,7 +14,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -44,12 +43,16 @@ double number_after(const std::string& text, const std::string& label) {
   return std::stod(out.substr(at + label.size()));
 }
 
-// The two scores of "layer L head H  <previous>  <induction>".
+// The two scores of "layer L head H  <previous>  <induction>" ({-1, -1} when not printed).
+// (Parsed by hand: std::regex trips GCC 12's -Wmaybe-uninitialized under the sanitizers.)
 std::pair<double, double> head_scores(const std::string& out, int layer, int head) {
-  const std::regex line(fmt::format("layer {} head {} +([0-9.]+) +([0-9.]+)", layer, head));
-  std::smatch m;
-  if (!std::regex_search(out, m, line)) return {-1, -1};
-  return {std::stod(m[1]), std::stod(m[2])};
+  const std::string label = fmt::format("layer {} head {} ", layer, head);
+  const std::size_t at = out.find(label);
+  if (at == std::string::npos) return {-1, -1};
+  std::istringstream numbers(out.substr(at + label.size()));
+  double previous = -1, induction = -1;
+  numbers >> previous >> induction;
+  return {previous, induction};
 }
 
 // ---- The worked example: two tokens, d = 2 ----------------------------------------------------------

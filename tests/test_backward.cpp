@@ -12,6 +12,7 @@
 //      (attn_test::identical). Each states exactly which quantities are invariant, and where
 //      useful checks that a neighbouring quantity that is NOT invariant does change.
 //   D. The errors: every backward pass throws std::invalid_argument naming itself.
+#include "attn/gradient_check.hpp"
 #include "attn/attn.hpp"
 #include "course/npy.hpp"
 
@@ -1121,6 +1122,32 @@ TEST(BackwardErrors, CrossEntropy) {
   // ignore_index may lie outside the vocabulary (PyTorch's -100): that target is fine.
   const std::vector<int> padded{1, -100, 3};
   EXPECT_EQ(message_of([&] { attn::cross_entropy(logits, padded); }), "(no exception)");
+}
+
+}  // namespace
+
+namespace {
+
+// With a finite blocked_score (-1e9), a query whose every key is blocked has uniform weights,
+// but its scores are constants: central differences give it no gradient, and neither may the
+// backward pass (it zeroes dS where the mask blocks).
+TEST(BackwardMasks, AFiniteBlockedScoreGivesAFullyBlockedRowNoGradient) {
+  attn::MatrixD Q(2, 2), K(2, 2), V(2, 2), dO(2, 2);
+  Q << 1, 2, 0, 1;
+  K << 1, 0, 1, 1;
+  V << 1, 0, 0, 2;
+  dO << 1, 0.5, -1, 1;
+  attn::AllowedMask allowed(2, 2);
+  allowed << false, false, true, true;  // query 1 may see nothing
+  const attn::AttentionOptions opts{.allowed = allowed, .blocked_score = -1e9f};
+  const attn::AttentionResultD fwd = attn::attention(Q, K, V, opts);
+  const attn::AttentionGradsD g = attn::attention_backward(Q, K, V, fwd.weights, dO, opts);
+  const auto loss = [&] { return (attn::attention(Q, K, V, opts).out.array() * dO.array()).sum(); };
+  // Expected from central differences in double (gradient_check.hpp): agreement to ~1e-10.
+  EXPECT_LT(attn::check_tensor("Q", Q, g.dQ, loss).max_abs_error, 1e-9);
+  EXPECT_LT(attn::check_tensor("K", K, g.dK, loss).max_abs_error, 1e-9);
+  EXPECT_LT(attn::check_tensor("V", V, g.dV, loss).max_abs_error, 1e-9);
+  EXPECT_EQ(g.dQ.row(0).cwiseAbs().maxCoeff(), 0.0);
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <span>
 #include <string>
 #include <utility>
@@ -149,6 +150,16 @@ void backward_by_hand(course::Chapter& ch) {
 
 // ---- 2. Every backward pass, checked --------------------------------------------------------------
 
+// Whether a gradient-check name is the key block of a stacked in_proj_bias, "...in_proj_bias[E:2E]":
+// the one bias whose true gradient is exactly 0 (the query's and the value's are not).
+bool is_key_bias(const std::string& name) {
+  const std::size_t at = name.find("in_proj_bias[");
+  if (at == std::string::npos) return false;
+  long first = 0, last = 0;
+  if (std::sscanf(name.c_str() + at, "in_proj_bias[%ld:%ld]", &first, &last) != 2) return false;
+  return first > 0 && last == 2 * first;
+}
+
 void gradient_checks(course::Chapter& ch) {
   ch.step("Every backward pass, checked by central differences in double");
   ch.prose("Each layer runs in double (the same code as in float: the layers are templates), "
@@ -175,7 +186,7 @@ void gradient_checks(course::Chapter& ch) {
   });
   ch.notice("every error is below the bar of 1e-6. The largest, {:.1e}, is {}'s {}{}.",
             worst->worst(), worst->layer, worst->worst_tensor().name,
-            worst->worst_tensor().name.find("in_proj_bias") != std::string::npos
+            is_key_bias(worst->worst_tensor().name)
                 ? ": a key bias, whose true gradient is exactly 0 (adding one number to every "
                   "score of a row changes no softmax), so only rounding is left to measure"
                 : "");
@@ -263,9 +274,11 @@ void reversal(course::Chapter& ch, const Knobs& k) {
            "all).");
   const Index steps = k.training_steps();
   if (steps > 0) {
-    ch.prose("training: {} steps of {} sequences, Adam (betas 0.9, 0.98), peak lr {} after {} "
-             "warm-up steps, then cosine to 0; gradients clipped to norm 1; label smoothing {}",
-             steps, kBatch, k.lr, std::min<Index>(100, steps), k.label_smoothing);
+    ch.prose("training: {} steps of {} sequences, Adam (betas 0.9, 0.98), peak lr {} {}; "
+             "gradients clipped to norm 1; label smoothing {}", steps, kBatch, k.lr,
+             steps > 100 ? "after 100 warm-up steps, then cosine to 0"
+                         : "reached by a linear warm-up over every step",
+             k.label_smoothing);
   }
 
   const std::vector<Index> snapshot_steps = {50, 100, 200, 400, steps};
@@ -427,24 +440,30 @@ void induction(course::Chapter& ch, const Knobs& k) {
          "    copy of t's token              occurred before at s: the weight on s + 1)\n\n"
          "  head             previous token   after the earlier copy");
   const std::vector<training::HeadScores> scores = training::head_scores(model, held_out);
-  double best_previous = 0, best_induction = 0;  // in layer 1 and in the last layer
+  // Heads of one layer may share a job (--heads 2 splits it), so a layer's score is its heads' sum.
+  double layer1_previous = 0, last_induction = 0;
   for (const training::HeadScores& s : scores) {
     ch.say("  layer {} head {}  {:>16.2f}   {:>22.2f}", s.layer + 1, s.head + 1, s.previous,
            s.induction);
-    if (s.layer == 0) best_previous = std::max(best_previous, s.previous);
-    if (s.layer == k.layers - 1) best_induction = std::max(best_induction, s.induction);
+    if (s.layer == 0) layer1_previous += s.previous;
+    if (s.layer == k.layers - 1) last_induction += s.induction;
   }
-  if (k.layers >= 2 && best_previous > 0.5 && best_induction > 0.5) {
-    ch.notice("a head in layer 1 looks at the previous token: it copies 'the token before me' into "
-              "each position. A head in layer {} then finds the earlier place whose token before "
-              "it was the current token, and reads the token there: the induction head.", k.layers);
+  const bool shared = k.heads > 1;
+  if (k.layers >= 2 && layer1_previous > 0.5 && last_induction > 0.5) {
+    ch.notice("layer 1 looks at the previous token ({:.2f} of its attention{}): it copies 'the "
+              "token before me' into each position. Layer {} then finds the earlier place whose "
+              "token before it was the current token, and reads the token there ({:.2f}): the "
+              "induction head.", layer1_previous, shared ? ", summed over its heads" : "",
+              k.layers, last_induction);
   } else if (k.layers == 1) {
-    ch.notice("with one layer no head can first learn 'the token before me', so none can find the "
-              "position after the earlier copy: the accuracy stays near chance for copying.");
+    ch.notice("with one layer nothing can first write 'the token before me' into each position, "
+              "so no head can find the position after the earlier copy ({:.2f} of the attention "
+              "goes there): compare the accuracy with two layers'.", last_induction);
   } else {
-    ch.notice("no previous-token head and induction head (yet): the best scores are {:.2f} in "
-              "layer 1 and {:.2f} in layer {}; more steps, or another learning rate, may get "
-              "there.", best_previous, best_induction, k.layers);
+    ch.notice("no previous-token and induction heads (yet): layer 1 gives {:.2f} of its attention "
+              "to the previous token, layer {} {:.2f} to the token after the earlier copy{}; more "
+              "steps, or another learning rate, may get there.", layer1_previous, k.layers,
+              last_induction, shared ? " (each summed over the layer's heads)" : "");
   }
 
   attn::AttentionOnlyCache cache;
@@ -496,6 +515,14 @@ std::string checkpoint_problem(const course::Chapter& ch, const Knobs& k) {
     }
     if (k.load.empty()) continue;
     try {
+      // --heads changes no tensor's shape, only how Q, K, V are split: compare it by name.
+      const auto recorded = course::checkpoint_options(k.load + "/" + task, ch.name());
+      const auto heads = recorded.find("--heads");
+      if (heads != recorded.end() && heads->second != std::to_string(k.heads)) {
+        return fmt::format("--load: {}/{} was trained with --heads {}, but this run has --heads "
+                           "{}: the same weights split into other heads compute another model",
+                           k.load, task, heads->second, k.heads);
+      }
       attn::Rng rng(0);
       if (task == "reversal") {
         attn::Seq2Seq model = attn::seq2seq_init(rng, reversal_config(k));
@@ -512,7 +539,8 @@ std::string checkpoint_problem(const course::Chapter& ch, const Knobs& k) {
 }
 
 void lesson(course::Chapter& ch, const Knobs& k) {
-  ch.intro("task {}, steps {}, lr {}, layers {}, heads {}, d_model {}, seed {}", k.task, k.steps,
+  ch.intro("task {}, steps {}, lr {}, layers {}, heads {}, d_model {}, seed {}", k.task,
+           k.training_steps(),
            k.lr, k.layers, k.heads, k.d_model, ch.seed());
   backward_by_hand(ch);
   gradient_checks(ch);
@@ -523,8 +551,12 @@ void lesson(course::Chapter& ch, const Knobs& k) {
        "Through the softmax: dS = P * (dP - rowsum(P * dP)), never the n x n Jacobian per row.",
        "Blocked and padded keys have weight 0, so they get exactly 0 gradient.",
        "Only W_Q, W_K, W_V (and the rest) are learned; the attention maps follow from them.",
-       "Trained heads specialise: an anti-diagonal for reversal, previous-token and induction "
-       "heads for copying."},
+       k.task == "reversal"  ? "Trained heads specialise: reversal's cross-attention turns "
+                               "anti-diagonal when it has learned."
+       : k.task == "induction" ? "Trained heads specialise: a previous-token head, then an "
+                                 "induction head, when copying has been learned."
+                               : "Trained heads specialise: an anti-diagonal for reversal, "
+                                 "previous-token and induction heads for copying, once learned."},
       {{"--task induction --layers 1", "one layer cannot learn induction: why two are needed"},
        {"--norm post", "the paper's post-norm: compare the anti-diagonal's weight"},
        {"--lr 0.05", "too large a step: compare the held-out loss and the heads"},

@@ -219,6 +219,14 @@ void checked_backward_into(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<
     for (Index c = 0; c < n_k; ++c) dot += p[c] * g[c];
     // A blocked key has P = 0, so its dS is exactly 0: no gradient reaches its score.
     for (Index c = 0; c < n_k; ++c) g[c] = p[c] * (g[c] - dot);
+    // With a finite blocked_score (-1e9) a row with every key blocked is uniform, P > 0, but its
+    // scores are constants, not functions of Q and K: their gradient is 0 too.
+    if (opts.allowed) {
+      const std::span<const bool> allowed = opts.allowed->row(r);
+      for (Index c = 0; c < n_k; ++c) {
+        if (!allowed[static_cast<std::size_t>(c)]) g[c] = T(0);
+      }
+    }
   }
   // S = scale Q K^T: dQ = scale dS K, dK = scale dS^T Q.
   dQ.noalias() = dS * K;               // [n_q x d_k]

@@ -155,7 +155,9 @@ using AttentionGradsD = AttentionGradsOf<double>;
 ///
 /// A blocked key has weight exactly 0, so its dS is exactly 0 and no gradient reaches its
 /// score, its key or its value from that query; a query with no allowed key has a zero row
-/// of weights, so it passes nothing back at all. Neither needs the mask: the weights carry it.
+/// of weights, so it passes nothing back at all. Pass the forward's options: with a finite
+/// blocked_score (-1e9) a fully blocked row has uniform weights, yet its scores are constants,
+/// so the backward zeroes dS wherever opts.allowed blocks.
 AttentionGrads attention_backward(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
                                   const Matrix& weights, const MatrixView& d_out,
                                   const AttentionOptions& opts = {});
