@@ -58,7 +58,8 @@ std::pair<double, double> head_scores(const std::string& out, int layer, int hea
 // ---- The worked example: two tokens, d = 2 ----------------------------------------------------------
 
 TEST(Chapter09, BackwardByHandPrintsTheHandArithmetic) {
-  const attn_test::Output r = attn_test::run_chapter("09_training", "--no-plots --steps 1", "");
+  const attn_test::Output r = attn_test::run_chapter("09_training", "--no-plots --steps 1",
+                                                      attn_test::scratch("ch09", "by_hand"));
   ASSERT_EQ(r.code, 0) << r.err;
   // Q = [[1, 2], [0, 1]], K = [[1, 0], [1, 1]], V = [[1, 0], [0, 2]], dO = I, scale 1/sqrt 2.
   // Scores: query 1 [1, 3] / sqrt 2, query 2 [0, 1] / sqrt 2. A two-entry softmax is
@@ -86,7 +87,8 @@ TEST(Chapter09, BackwardByHandPrintsTheHandArithmetic) {
 // ---- The bars ---------------------------------------------------------------------------------
 
 TEST(Chapter09, DefaultTrainingMeetsTheBarsAndTheHeadsSpecialise) {
-  const attn_test::Output r = attn_test::run_chapter("09_training", "--no-plots", "");
+  const attn_test::Output r = attn_test::run_chapter("09_training", "--no-plots",
+                                                      attn_test::scratch("ch09", "default"));
   ASSERT_EQ(r.code, 0) << r.err;
   // The bars of the issue: at least 99% of 1,000 held-out reversals exact, at least 90% of the
   // held-out induction targets right. (Measured: 100.0% and 98.9%.)
@@ -109,7 +111,8 @@ TEST(Chapter09, DefaultTrainingMeetsTheBarsAndTheHeadsSpecialise) {
 TEST(Chapter09, OneLayerCannotLearnInduction) {
   // The page's "why two layers": with one layer nothing can first copy the previous token.
   const attn_test::Output r =
-      attn_test::run_chapter("09_training", "--no-plots --task induction --layers 1", "");
+      attn_test::run_chapter("09_training", "--no-plots --task induction --layers 1",
+                             attn_test::scratch("ch09", "one_layer"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_LT(number_after(r.out, "predicted right "), 50.0) << r.out;
 }
