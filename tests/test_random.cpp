@@ -149,7 +149,9 @@ TEST(RandomMatrix, RejectsRangesAndParametersThatAreNotFinite) {
   for (const auto& [lo, hi] : {std::pair{-inf, inf}, std::pair{0.0, inf}, std::pair{-inf, 0.0},
                                std::pair{nan, 1.0}, std::pair{0.0, nan}, std::pair{1.0, 0.0},
                                std::pair{-big, big}}) {
-    const std::string m = attn_test::message_of([&] { attn::random_uniform(rng, 2, 2, lo, hi); });
+    // Clang 14 cannot capture a structured binding; the lambda takes the pair's halves by value.
+    const std::string m = attn_test::message_of(
+        [&rng, lo = lo, hi = hi] { attn::random_uniform(rng, 2, 2, lo, hi); });
     EXPECT_EQ(m.rfind("random_uniform: the range [", 0), 0u) << lo << ", " << hi << ": " << m;
     EXPECT_NE(m.find("lo <= hi, both finite, and a finite width hi - lo"), std::string::npos) << m;
     EXPECT_THROW(rng.uniform(lo, hi), std::invalid_argument) << lo << ", " << hi;
@@ -157,7 +159,9 @@ TEST(RandomMatrix, RejectsRangesAndParametersThatAreNotFinite) {
   for (const auto& [mean, stddev] : {std::pair{inf, 1.0}, std::pair{nan, 1.0}, std::pair{0.0, inf},
                                      std::pair{0.0, nan}}) {
     const std::string m =
-        attn_test::message_of([&] { attn::random_normal(rng, 2, 2, mean, stddev); });
+        attn_test::message_of([&rng, mean = mean, stddev = stddev] {
+          attn::random_normal(rng, 2, 2, mean, stddev);
+        });
     EXPECT_EQ(m.rfind("random_normal: ", 0), 0u) << mean << ", " << stddev << ": " << m;
     EXPECT_THROW(rng.normal(mean, stddev), std::invalid_argument) << mean << ", " << stddev;
   }

@@ -399,8 +399,10 @@ TEST(Transformer, ZeroSizesAreNamedByTheFunctionCalled) {
   using Init = std::function<void(Index, Index, Index)>;
   const Init encoder = [&](Index d, Index h, Index f) { attn::encoder_layer_init(rng, d, h, f); };
   const Init decoder = [&](Index d, Index h, Index f) { attn::decoder_layer_init(rng, d, h, f); };
-  for (const auto& [name, init] : {std::pair{std::string("encoder_layer_init"), encoder},
-                                   std::pair{std::string("decoder_layer_init"), decoder}}) {
+  for (const auto& named : {std::pair{std::string("encoder_layer_init"), encoder},
+                            std::pair{std::string("decoder_layer_init"), decoder}}) {
+    const std::string& name = named.first;  // not a structured binding: clang 14 cannot
+    const Init& init = named.second;        // capture one in the lambdas below
     EXPECT_EQ(message_of([&] { init(0, 1, 16); }), name + ": d_model is 0: it must be at least 1");
     EXPECT_EQ(message_of([&] { init(8, 0, 16); }), name + ": heads is 0: it must be at least 1");
     EXPECT_EQ(message_of([&] { init(8, 2, 0); }), name + ": d_ff is 0: it must be at least 1");

@@ -28,6 +28,7 @@
 #include <concepts>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace attn {
@@ -108,15 +109,23 @@ void for_each_parameter(L& layer, const std::string& prefix, F&& f) {
 template <typename T>
 struct Parameter {
   using Plain = MatrixOf<std::remove_const_t<T>>;
+  using View = Eigen::Map<std::conditional_t<std::is_const_v<T>, const Plain, Plain>>;
   std::string key;  ///< the state_dict key, "encoder.layers.0.self_attn.in_proj_weight"
-  Eigen::Map<std::conditional_t<std::is_const_v<T>, const Plain, Plain>> value;  ///< the block
+  View value;       ///< the block
   Index first = 0;         ///< its first row (a matrix) or element (a vector) within the key
   bool is_vector = false;  ///< 1-D in PyTorch (a bias, a LayerNorm's weight): value is [1 x n]
 
+  Parameter(std::string key_, View value_, Index first_, bool is_vector_)
+      : key(std::move(key_)), value(value_), first(first_), is_vector(is_vector_) {}
+  // Copying a view makes another view of the same numbers, which is what a list needs.
+  Parameter(const Parameter&) = default;
+  Parameter(Parameter&&) = default;
   // Assigning one Parameter to another would go through the Map and copy one tensor's numbers
   // over another's instead of re-pointing the view (std::swap, vector::erase do that). A list
   // of views is made once and read; write a tensor's numbers with `p.value = ...`.
   Parameter& operator=(const Parameter&) = delete;
+  Parameter& operator=(Parameter&&) = delete;
+  ~Parameter() = default;
 };
 
 /// Every parameter of `layer` (anything with a for_each_parameter), in named_parameters order.
@@ -128,7 +137,8 @@ auto parameters(L& layer, const std::string& prefix = "") {
   std::vector<Parameter<T>> list;
   for_each_parameter(layer, prefix, [&](const std::string& key, auto& tensor, Index first) {
     constexpr bool vector = std::remove_reference_t<decltype(tensor)>::RowsAtCompileTime == 1;
-    list.push_back({key, {tensor.data(), tensor.rows(), tensor.cols()}, first, vector});
+    list.emplace_back(key, typename Parameter<T>::View(tensor.data(), tensor.rows(), tensor.cols()),
+                      first, vector);
   });
   return list;
 }
