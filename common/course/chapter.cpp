@@ -64,6 +64,10 @@ void Chapter::require_knobs(std::function<std::string()> rule) { cli_.add_rule(s
 
 namespace {
 
+// Thrown by write_step when standard output has failed; not a std::exception, so that no
+// lesson code catches it by accident.
+struct OutputLost {};
+
 // Standard input, output and error must be open before any file is: a closed descriptor 0, 1
 // or 2 would be handed to the next file opened, and the narration would be written into a
 // figure. A closed stdout is an error (the lesson would be lost); a closed stdin or stderr is
@@ -94,6 +98,9 @@ int Chapter::run(int argc, char** argv, const std::function<void()>& lesson) {
   try {
     lesson();
     dump_.finish();
+  } catch (const OutputLost&) {
+    dump_.abandon();  // the run failed: its dump must not look finished
+    return output_checked(0);
   } catch (const std::exception& e) {
     dump_.abandon();
     out_.flush();
@@ -145,6 +152,11 @@ void Chapter::write_step(const std::string& title) {
   if (steps_ > 0) pause();
   ++steps_;
   banner(out_, std::to_string(steps_) + ". " + title);
+  // A lesson written to a full disk or a closed pipe is lost: say so at the next step rather
+  // than after minutes of training (chapter 09), and stop. run() reports it.
+  out_.flush();
+  std::cout.flush();
+  if (!out_ || !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) throw OutputLost{};
 }
 
 void Chapter::write_lines(const std::string& text) {
