@@ -177,7 +177,7 @@ TEST(AttentionOnlyForward, TheCachedHeadWeightsAreCausalDistributions) {
   const AttentionOnly m = small_model(5);
   const std::vector<int> ids{1, 4, 6, 1, 4, 6};
   attn::AttentionOnlyCache cache;
-  attn::attention_only_forward(m, ids, &cache);
+  attn::attention_only_forward(m, ids, &cache, attn::NeedWeights::yes);
   ASSERT_EQ(cache.layers.size(), 2u);
   for (const auto& layer : cache.layers) {
     ASSERT_EQ(layer.attn.weights.size(), 2u);

@@ -5,6 +5,7 @@
 #include "attn/layer_norm.hpp"
 #include "attn/linear.hpp"
 #include "attn/multi_head.hpp"
+#include "attn/parameters.hpp"
 #include "course/npy.hpp"
 #include "attn/random.hpp"
 
@@ -356,6 +357,52 @@ TEST(MultiHead, ShapeErrorsNameTheShapes) {
   EXPECT_EQ(message_of([&] { attn::multi_head_forward(s.mha, q, k, k); }),
             "multi_head_forward: query is [2, 3, 8], key is [3, 3, 8], value is [3, 3, 8]: the "
             "batch sizes (first dimension) must agree");
+}
+
+}  // namespace
+
+namespace {
+
+// need_weights = false above one tile (n > 128): the tiled path, no weights kept, each head's L
+// and the mask in the cache instead; its output and its backward agree with the plain path's
+// (need_weights = true) to float rounding. The bound: outputs of size ~1 (out_proj of a mean
+// of values), sums of ~200 terms: 2e-5 is ~170 ulps of 1, far above the ~10 ulps either path is
+// off by, and far below any real error (a dropped key moves an output by ~1e-2). Gradients are
+// compared relative to their largest entry, the same way.
+TEST(MultiHead, TheTiledPathAgreesWithThePlainOneAboveOneTile) {
+  attn::Rng rng(91);
+  const Index n = 200, E = 32, H = 4;
+  const attn::MultiHeadAttention mha = attn::multi_head_init(rng, E, H);
+  const Matrix x = attn::random_normal(rng, n, E);  // [n x E]
+  attn::AllowedMask causal = attn::causal_mask(n);  // [n x n]
+  causal.col(3).setConstant(false);                 // and a padded key, for a mixed mask
+  causal(0, 0) = true;
+  const attn::MultiHeadResult plain =
+      attn::multi_head_forward(mha, x, x, x, {.allowed = causal, .need_weights = true});
+  const attn::MultiHeadResult tiled =
+      attn::multi_head_forward(mha, x, x, x, {.allowed = causal, .need_weights = false});
+  ASSERT_TRUE(tiled.weights.empty());
+  ASSERT_EQ(tiled.lse.rows(), n);
+  ASSERT_EQ(tiled.lse.cols(), H);
+  EXPECT_LT(attn::max_abs_diff(tiled.out, plain.out), 2e-5);
+  const Matrix d_out = attn::random_normal(rng, n, E);  // [n x E]
+  attn::MultiHeadAttention g_plain = attn::zeros_like(mha), g_tiled = attn::zeros_like(mha);
+  const auto in_plain = attn::multi_head_backward(mha, x, x, x, plain, d_out, g_plain);
+  const auto in_tiled = attn::multi_head_backward(mha, x, x, x, tiled, d_out, g_tiled);
+  const auto close = [](const Matrix& a, const Matrix& b) {
+    return attn::max_abs_diff(a, b) <= 2e-5 * std::max(1.0f, b.cwiseAbs().maxCoeff());
+  };
+  EXPECT_TRUE(close(in_tiled.d_query, in_plain.d_query));
+  EXPECT_TRUE(close(in_tiled.d_key, in_plain.d_key));
+  EXPECT_TRUE(close(in_tiled.d_value, in_plain.d_value));
+  EXPECT_TRUE(close(g_tiled.q_proj.weight, g_plain.q_proj.weight));
+  EXPECT_TRUE(close(g_tiled.k_proj.weight, g_plain.k_proj.weight));
+  EXPECT_TRUE(close(g_tiled.v_proj.weight, g_plain.v_proj.weight));
+  EXPECT_TRUE(close(g_tiled.out_proj.weight, g_plain.out_proj.weight));
+  // Within one tile the plain path runs whatever need_weights says: there is nothing to tile.
+  const Matrix small = x.topRows(100);  // [100 x E]
+  EXPECT_FALSE(attn::multi_head_forward(mha, small, small, small, {.need_weights = false})
+                   .weights.empty());
 }
 
 }  // namespace

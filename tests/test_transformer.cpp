@@ -203,8 +203,10 @@ TEST_P(Behaviour, EncoderLayerCacheHoldsEverySublayer) {
   const Matrix x = attn::random_normal(rng, 5, 16);  // [5 x 16]
   const attn::AllowedMask causal = attn::causal_mask(5);
   attn::EncoderLayerCache c;
-  const Matrix y = attn::encoder_layer_forward(layer, x, {.allowed = causal}, &c);
-  EXPECT_TRUE(identical(y, attn::encoder_layer_forward(layer, x, {.allowed = causal})));
+  const Matrix y =
+      attn::encoder_layer_forward(layer, x, {.allowed = causal, .need_weights = true}, &c);
+  EXPECT_TRUE(identical(
+      y, attn::encoder_layer_forward(layer, x, {.allowed = causal, .need_weights = true})));
   EXPECT_TRUE(identical(c.sublayer1.input, x));
   EXPECT_TRUE(identical(c.sublayer2.input, c.sublayer1.output));
   EXPECT_TRUE(identical(c.sublayer2.output, y));
@@ -237,7 +239,9 @@ TEST_P(Behaviour, StackCachesHoldEveryElementAndLayer) {
   attn::EncoderCache enc;
   const Batch memory = attn::encoder_forward(m.encoder, source, {.allowed = src_mask}, &enc);
   attn::DecoderCache dec;
-  const attn::DecoderOptions masks{.self_allowed = causal, .cross_allowed = cross};
+  // need_weights: the cache keeps every head's weights, which the checks below read.
+  const attn::DecoderOptions masks{
+      .self_allowed = causal, .cross_allowed = cross, .need_weights = true};
   const Batch out = attn::decoder_forward(m.decoder, target, memory, masks, &dec);
   // The cache changes nothing.
   const Batch memory_plain = attn::encoder_forward(m.encoder, source, {.allowed = src_mask});

@@ -130,7 +130,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   attn::EncoderCache enc_cache;  // what every layer computed, enc_cache.at(b, layer)
   // [encoder]
   const Batch memory =  // [B, n_s, d_model]
-      attn::encoder_forward(encoder, src_x, {.allowed = src_mask}, &enc_cache);
+      attn::encoder_forward(encoder, src_x, {.allowed = src_mask, .need_weights = true},
+                            &enc_cache);  // need_weights: the figures draw them
   // [encoder]
   using Sub = attn::SublayerCache;
   using FFN = attn::FeedForwardCache;
@@ -157,7 +158,9 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   attn::DecoderCache dec_cache;  // dec_cache.at(b, layer)
   // [decoder]
   const Batch out = attn::decoder_forward(decoder, tgt_x, memory,  // [B, n_t, d_model]
-                                          {.self_allowed = tgt_mask, .cross_allowed = cross_mask},
+                                          {.self_allowed = tgt_mask,
+                                           .cross_allowed = cross_mask,
+                                           .need_weights = true},  // the figures draw them
                                           &dec_cache);
   // [decoder]
   for (Index l = 0; l < L; ++l) {
@@ -219,8 +222,11 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const Index last = n_t - 1;  // change sentence 2's last target token entirely
   Batch tgt_changed = tgt_x;
   tgt_changed[1].row(last).setConstant(3.0f);
-  const Batch out2 = attn::decoder_forward(
-      decoder, tgt_changed, memory, {.self_allowed = tgt_mask, .cross_allowed = cross_mask});
+  // need_weights as in the runs above: the same (plain) path, so that any difference is a leak
+  // and not the last bits of the tiled path's other order of sums.
+  const attn::DecoderOptions dec_opts{
+      .self_allowed = tgt_mask, .cross_allowed = cross_mask, .need_weights = true};
+  const Batch out2 = attn::decoder_forward(decoder, tgt_changed, memory, dec_opts);
   const double earlier_moved = attn::max_abs_diff(out2[1].topRows(last), out[1].topRows(last));
   ch.say("change target token {} of sentence 2:  outputs 1-{} move by {:g}, output {} by {:.3g}",
          n_t, last, earlier_moved, n_t,
@@ -229,9 +235,9 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   for (Index j = 0; j < n_s; ++j) {
     if (src(0, j) == kPad) src_changed[0].row(j).setConstant(-4.0f);
   }
-  const Batch memory2 = attn::encoder_forward(encoder, src_changed, {.allowed = src_mask});
-  const Batch out3 = attn::decoder_forward(
-      decoder, tgt_x, memory2, {.self_allowed = tgt_mask, .cross_allowed = cross_mask});
+  const Batch memory2 =
+      attn::encoder_forward(encoder, src_changed, {.allowed = src_mask, .need_weights = true});
+  const Batch out3 = attn::decoder_forward(decoder, tgt_x, memory2, dec_opts);
   double real_moved = 0.0;  // over the memory rows of sentence 1's real tokens
   for (Index j = 0; j < n_s; ++j) {
     if (src(0, j) == kPad) continue;

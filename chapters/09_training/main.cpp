@@ -209,7 +209,7 @@ Matrix cross_attention(const attn::Seq2Seq& model, const attn::Seq2SeqBatch& bat
   attn::Seq2SeqCache cache;
   const auto n = static_cast<std::size_t>(batch.src.cols());
   attn::seq2seq_forward<float>(model, {batch.src.row(b).data(), n}, {batch.tgt_in.row(b).data(), n},
-                               &cache);
+                               &cache, attn::NeedWeights::yes);
   return cache.decoder.back().multihead_attn.weights.front();
 }
 
@@ -404,7 +404,7 @@ void induction(course::Chapter& ch, const Knobs& k) {
   const auto snapshot = [&](Index step) {
     if (!frames.empty() && frames.back().title == fmt::format("step {}", step)) return;
     attn::AttentionOnlyCache cache;
-    attn::attention_only_forward<float>(model, ex.ids, &cache);
+    attn::attention_only_forward<float>(model, ex.ids, &cache, attn::NeedWeights::yes);
     frames.push_back({cache.layers[static_cast<std::size_t>(last)].attn.weights.front(),
                       fmt::format("step {}", step), ex_tokens, ex_tokens});
   };
@@ -467,7 +467,7 @@ void induction(course::Chapter& ch, const Knobs& k) {
   }
 
   attn::AttentionOnlyCache cache;
-  attn::attention_only_forward<float>(model, ex.ids, &cache);
+  attn::attention_only_forward<float>(model, ex.ids, &cache, attn::NeedWeights::yes);
   std::vector<course::HeatmapPanel> heads;
   for (std::size_t l = 0; l < cache.layers.size(); ++l) {
     for (std::size_t hd = 0; hd < cache.layers[l].attn.weights.size(); ++hd) {

@@ -132,7 +132,7 @@ std::vector<HeadScores> head_scores(const attn::AttentionOnly& model,
   double previous_count = 0, induction_count = 0;
   attn::AttentionOnlyCache cache;
   for (const InductionSequence& s : seqs) {
-    attn::attention_only_forward<float>(model, s.ids, &cache);
+    attn::attention_only_forward<float>(model, s.ids, &cache, attn::NeedWeights::yes);
     const auto T = static_cast<Index>(s.ids.size());
     const Index shift = s.second - s.first;
     previous_count += static_cast<double>(T - 1);

@@ -1,12 +1,12 @@
 // attention.cpp: softmax(Q K^T / sqrt(d_k)) V with tokens as rows, two GEMMs and a row pass.
 #include "attn/attention.hpp"
 
+#include "attn/aliasing.hpp"
 #include "attn/softmax.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <functional>
 #include <limits>
 #include <span>
 #include <string>
@@ -16,36 +16,9 @@ namespace attn {
 
 namespace {
 
-// The floats a matrix or a view may touch, [first, last); both null when it is empty. Row-major:
-// row r starts r * outerStride() floats in, so a column block spans every row's stride.
-struct Memory {
-  const void* first = nullptr;
-  const void* last = nullptr;
-};
-
-template <typename M>
-Memory memory_of(const M& m) {
-  if (m.size() == 0) return {};
-  return {static_cast<const void*>(m.data()),
-          static_cast<const void*>(m.data() + (m.rows() - 1) * m.outerStride() + m.cols())};
-}
-
-bool overlap(Memory a, Memory b) {
-  // std::less, not <: a total order even on pointers into different allocations.
-  const std::less<const void*> before;
-  return a.first != nullptr && b.first != nullptr && before(a.first, b.last) &&
-         before(b.first, a.last);
-}
-
-// Throws "<where>: <output> shares memory with <input>: ..." when they overlap.
-void reject_alias(const char* where, const char* output, Memory out, const char* input,
-                  Memory in) {
-  require(!overlap(out, in), where, [&] {
-    return std::string(output) + " shares memory with " + input +
-           ": an output must not alias an input (it would be overwritten or reallocated while "
-           "still being read); pass a separate result";
-  });
-}
+using detail::memory_of;
+using detail::Memory;
+using detail::reject_alias;
 
 // The weights without the aliasing check: attention_into() has made it, with its own names.
 // Returns the number of queries with no allowed key, whose rows of W are all zeros.

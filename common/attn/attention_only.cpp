@@ -43,7 +43,7 @@ AttentionOnly attention_only_init(Rng& rng, const AttentionOnlyConfig& c) {
 
 template <Real T>
 MatrixOf<T> attention_only_forward(const AttentionOnlyOf<T>& model, std::span<const int> ids,
-                                   AttentionOnlyCacheOf<T>* cache) {
+                                   AttentionOnlyCacheOf<T>* cache, NeedWeights need) {
   const auto n = static_cast<Index>(ids.size());
   require(n >= 1 && n <= model.context(), "attention_only_forward", [&] {
     return "the sequence has " + str(n) + " tokens: it must have 1 to " + str(model.context()) +
@@ -77,7 +77,7 @@ MatrixOf<T> attention_only_forward(const AttentionOnlyOf<T>& model, std::span<co
     lc.x = x;                                                  // [n x E]
     lc.normed = layer_norm_forward(layer.norm, lc.x, &lc.norm);  // [n x E]
     lc.attn = multi_head_forward(layer.attn, lc.normed, lc.normed, lc.normed,
-                                 {.allowed = causal});
+                                 {.allowed = causal, .need_weights = need == NeedWeights::yes});
     x += lc.attn.out;  // the residual: x + MHA(LN(x))
   }
   // ---- the final norm and the unembedding -------------------------------------------------------
@@ -166,7 +166,7 @@ AttentionOnlyStepOf<T> attention_only_loss(const AttentionOnlyOf<T>& model,
 
 #define ATTN_INSTANTIATE(T)                                                                     \
   template MatrixOf<T> attention_only_forward(const AttentionOnlyOf<T>&, std::span<const int>,  \
-                                              AttentionOnlyCacheOf<T>*);                        \
+                                              AttentionOnlyCacheOf<T>*, NeedWeights);           \
   template void attention_only_backward(const AttentionOnlyOf<T>&, std::span<const int>,        \
                                         const AttentionOnlyCacheOf<T>&, const InView<T>&,       \
                                         AttentionOnlyOf<T>&);                                   \

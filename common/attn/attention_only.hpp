@@ -136,9 +136,11 @@ using AttentionOnlyCacheD = AttentionOnlyCacheOf<double>;
 /// is the prediction of the token after position i, made from positions 0..i only. Throws
 /// std::invalid_argument for an empty sequence, one longer than the context T, or an id
 /// outside the vocabulary (its position named).
+/// The attention runs the tiled path unless `need` asks the cache to keep every head's weights.
 template <Real T>
 MatrixOf<T> attention_only_forward(const AttentionOnlyOf<T>& model, std::span<const int> ids,
-                                   AttentionOnlyCacheOf<T>* cache = nullptr);
+                                   AttentionOnlyCacheOf<T>* cache = nullptr,
+                                   NeedWeights need = NeedWeights::no);
 
 /// The backward pass of one sequence from its forward's cache, given d_logits [n x V]:
 /// accumulates every parameter's gradient into grads (zeros_like(model) before the first

@@ -2,6 +2,7 @@
 #include "attn/multi_head.hpp"
 
 #include "attn/parameters.hpp"
+#include "attn/tiled_attention.hpp"
 
 #include <cmath>
 #include <string>
@@ -11,6 +12,22 @@ namespace attn {
 namespace {
 
 std::string str(Index n) { return std::to_string(n); }
+
+// Whether the scores fit in one tile of the tiled path (128 x 128 by default): then tiling has
+// nothing to split, the weights are at most 64 KiB a head, and the plain path does the same
+// work with less bookkeeping (chapter 09's training, on 8 and 24 tokens, ran 27% slower tiled).
+bool fits_one_tile(Index n_q, Index n_k) {
+  const TiledAttentionOptions tiles;
+  return n_q <= tiles.query_tile && n_k <= tiles.key_tile;
+}
+
+// Whether H heads of attention over n_q queries and n_k keys, d_model wide in all, are worth
+// a thread each: a parallel region costs microseconds, and the training chapter runs thousands
+// of multi-head calls on 8 tokens, each far cheaper than that.
+bool worth_threads(Index n_q, Index n_k, Index d_model) {
+  return 4.0 * static_cast<double>(n_q) * static_cast<double>(n_k) *
+             static_cast<double>(d_model) >= 4.0e6;
+}
 
 // The block of rows [first, first + count) of a PyTorch-layout weight, as its own Linear.
 Linear rows_of(const Matrix& weight, const RowVector& bias, Index first, Index count) {
@@ -115,18 +132,35 @@ MultiHeadResultOf<T> multi_head_forward(const MultiHeadAttentionOf<T>& mha,
   r.K = linear_forward(mha.k_proj, key);    // [n_k x E]
   r.V = linear_forward(mha.v_proj, value);  // [n_k x E]
   // ---- one attention per head, on column blocks -------------------------------------------------
-  r.weights.resize(static_cast<std::size_t>(H));
   r.concat.resize(query.rows(), E);  // [n_q x E]
-  const AttentionOptions head_opts{.allowed = opts.allowed};  // scale 1/sqrt(d_k), -inf
-  for (Index h = 0; h < H; ++h) {
-    MatrixOf<T>& W = r.weights[static_cast<std::size_t>(h)];
-    const Index empty_rows =
-        attention_weights_into(r.Q.middleCols(h * d_k, d_k),  // Q_h [n_q x d_k], a view
-                               r.K.middleCols(h * d_k, d_k),  // K_h [n_k x d_k]
-                               W, head_opts);                 // W   [n_q x n_k]
-    weighted_values_into(W, r.V.middleCols(h * d_k, d_k),     // [n_q x n_k] [n_k x d_k]
-                         r.concat.middleCols(h * d_k, d_k),   // head h's columns of the concat
-                         empty_rows);
+  if (opts.need_weights || fits_one_tile(query.rows(), key.rows())) {
+    r.weights.resize(static_cast<std::size_t>(H));
+    const AttentionOptions head_opts{.allowed = opts.allowed};  // scale 1/sqrt(d_k), -inf
+    for (Index h = 0; h < H; ++h) {
+      MatrixOf<T>& W = r.weights[static_cast<std::size_t>(h)];
+      const Index empty_rows =
+          attention_weights_into(r.Q.middleCols(h * d_k, d_k),  // Q_h [n_q x d_k], a view
+                                 r.K.middleCols(h * d_k, d_k),  // K_h [n_k x d_k]
+                                 W, head_opts);                 // W   [n_q x n_k]
+      weighted_values_into(W, r.V.middleCols(h * d_k, d_k),     // [n_q x n_k] [n_k x d_k]
+                           r.concat.middleCols(h * d_k, d_k),   // head h's columns of the concat
+                           empty_rows);
+    }
+  } else {
+    // The tiled path: no [n_q x n_k] matrix at all. One head per thread when the heads are
+    // worth a thread each; each head writes only its own columns, so the bytes do not depend
+    // on the number of threads.
+    r.lse.resize(query.rows(), H);  // [n_q x H]
+    if (opts.allowed) r.allowed = opts.allowed->matrix();  // [n_q x n_k], for the backward
+    const TiledAttentionOptions head_opts{.allowed = opts.allowed};
+    const bool parallel = H > 1 && worth_threads(query.rows(), key.rows(), E);
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+    for (Index h = 0; h < H; ++h) {
+      tiled_attention_into(r.Q.middleCols(h * d_k, d_k), r.K.middleCols(h * d_k, d_k),
+                           r.V.middleCols(h * d_k, d_k),       // Q_h, K_h, V_h: views
+                           r.concat.middleCols(h * d_k, d_k),  // head h's columns [n_q x d_k]
+                           r.lse.col(h), head_opts);           // L of head h [n_q]
+    }
   }
   // ---- mix the heads ----------------------------------------------------------------------------
   r.out = linear_forward(mha.out_proj, r.concat);  // [n_q x E]
@@ -144,7 +178,10 @@ MultiHeadInputGradsOf<T> multi_head_backward(const MultiHeadAttentionOf<T>& mha,
   check_grads_like(mha, grads, "multi_head_backward");
   const Index E = mha.d_model(), H = mha.heads, d_k = mha.d_k();
   const Index n_q = query.rows(), n_k = key.rows();
-  require(cache.weights.size() == static_cast<std::size_t>(H) && cache.Q.rows() == n_q &&
+  const bool plain = !cache.weights.empty();
+  require((plain ? cache.weights.size() == static_cast<std::size_t>(H)
+                 : cache.lse.rows() == n_q && cache.lse.cols() == H) &&
+              cache.Q.rows() == n_q &&
               cache.K.rows() == n_k && cache.concat.rows() == n_q && d_out.rows() == n_q &&
               d_out.cols() == E && value.rows() == n_k,
           "multi_head_backward", [&] {
@@ -158,12 +195,26 @@ MultiHeadInputGradsOf<T> multi_head_backward(const MultiHeadAttentionOf<T>& mha,
       linear_backward(mha.out_proj, cache.concat, d_out, grads.out_proj);  // [n_q x E]
   // ---- each head's attention, into its own columns ----------------------------------------------
   MatrixOf<T> dQ(n_q, E), dK(n_k, E), dV(n_k, E);  // [n_q x E], [n_k x E], [n_k x E]
-  for (Index h = 0; h < H; ++h) {
-    attention_backward_into(cache.Q.middleCols(h * d_k, d_k), cache.K.middleCols(h * d_k, d_k),
-                            cache.V.middleCols(h * d_k, d_k),
-                            cache.weights[static_cast<std::size_t>(h)],
-                            d_concat.middleCols(h * d_k, d_k), dQ.middleCols(h * d_k, d_k),
-                            dK.middleCols(h * d_k, d_k), dV.middleCols(h * d_k, d_k));
+  if (plain) {  // the plain path's cache: every head's weights
+    for (Index h = 0; h < H; ++h) {
+      attention_backward_into(cache.Q.middleCols(h * d_k, d_k), cache.K.middleCols(h * d_k, d_k),
+                              cache.V.middleCols(h * d_k, d_k),
+                              cache.weights[static_cast<std::size_t>(h)],
+                              d_concat.middleCols(h * d_k, d_k), dQ.middleCols(h * d_k, d_k),
+                              dK.middleCols(h * d_k, d_k), dV.middleCols(h * d_k, d_k));
+    }
+  } else {  // the tiled path's cache: each head's output (its columns of concat), L and the mask
+    TiledAttentionOptions head_opts;
+    if (cache.allowed.size() != 0) head_opts.allowed.emplace(cache.allowed);
+    const bool parallel = H > 1 && worth_threads(n_q, n_k, E);
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+    for (Index h = 0; h < H; ++h) {
+      tiled_attention_backward_into(
+          cache.Q.middleCols(h * d_k, d_k), cache.K.middleCols(h * d_k, d_k),
+          cache.V.middleCols(h * d_k, d_k), cache.concat.middleCols(h * d_k, d_k),
+          cache.lse.col(h), d_concat.middleCols(h * d_k, d_k), dQ.middleCols(h * d_k, d_k),
+          dK.middleCols(h * d_k, d_k), dV.middleCols(h * d_k, d_k), head_opts);
+    }
   }
   // ---- back through the three projections -------------------------------------------------------
   return {linear_backward(mha.q_proj, query, dQ, grads.q_proj),   // [n_q x E]

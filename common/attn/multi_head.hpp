@@ -20,7 +20,8 @@
 /// (PyTorch 1.13 returns NaN there). Non-finite inputs otherwise follow attention.hpp per head.
 ///
 /// The cache (attn.hpp): MultiHeadResult holds Q, K, V, every head's weights and the
-/// concatenation, which is what the backward pass needs besides the inputs and the parameters.
+/// concatenation (or, without need_weights, each head's log-sum-exp and the mask), which is what
+/// the backward pass needs besides the inputs and the parameters.
 #pragma once
 
 #include "attn/attention.hpp"
@@ -81,9 +82,22 @@ void check_multi_head(const MultiHeadAttentionOf<T>& mha, const char* where);
 /// from sizes (multi_head_init, encoder_layer_init, decoder_layer_init) checks with it.
 void check_head_sizes(Index d_model, Index heads, const char* where);
 
+/// Whether a model's forward (seq2seq.hpp, attention_only.hpp) keeps every head's weights in its
+/// cache, for a chapter that draws or scores them (MultiHeadOptions::need_weights below).
+enum class NeedWeights : bool { no = false, yes = true };
+
 struct MultiHeadOptions {
   /// [n_q x n_k], true = query i may attend to key j, the same for every head. Unset: every key.
   std::optional<MaskView> allowed{};
+  /// Keep every head's [n_q x n_k] weights in the result, as nn.MultiheadAttention's
+  /// need_weights=True (its default, and this one's): the plain path (attention.hpp), for
+  /// callers that draw or score the weights. false, as nn.TransformerEncoderLayer calls it: the
+  /// tiled path (tiled_attention.hpp), memory linear in n and faster; the result then holds
+  /// each head's log-sum-exp instead (`lse`), and `weights` is empty. Except when the scores
+  /// fit in one tile (n_q and n_k up to 128): there is nothing to tile, and the plain path,
+  /// weights kept (64 KiB at most), does the same work with less bookkeeping. The outputs agree
+  /// to rounding, and the backward pass takes either cache.
+  bool need_weights = true;
 };
 
 /// Everything one forward pass makes, named as the chapter prints it. It is also the layer's
@@ -91,13 +105,22 @@ struct MultiHeadOptions {
 template <Real T>
 struct MultiHeadResultOf {
   MatrixOf<T> Q, K, V;               ///< [n_q x d_model], [n_k x d_model], [n_k x d_model]
-  std::vector<MatrixOf<T>> weights;  ///< one [n_q x n_k] per head
+  std::vector<MatrixOf<T>> weights;  ///< one [n_q x n_k] per head; empty unless need_weights
+  /// [n_q x H]: column h is head h's log-sum-exp per query (tiled_attention.hpp); empty when
+  /// need_weights (the weights are the cache then).
+  MatrixOf<T> lse;
+  /// [n_q x n_k]: a copy of the mask, which the tiled backward needs to recompute the weights
+  /// (1 byte an entry, a 32nd of 8 heads' weights); empty without a mask or with need_weights.
+  AllowedMask allowed;
   MatrixOf<T> concat;                ///< [n_q x d_model], head h in columns [h d_k, (h+1) d_k)
   MatrixOf<T> out;                   ///< [n_q x d_model] = concat W_O^T + b_O
 
   /// The mean of the heads' weights, [n_q x n_k]: what nn.MultiheadAttention returns with
-  /// need_weights=True (average_attn_weights=True).
+  /// need_weights=True (average_attn_weights=True). Throws std::invalid_argument when the
+  /// forward ran without need_weights.
   MatrixOf<T> average_weights() const {
+    require(!weights.empty(), "average_weights",
+            "the forward kept no weights: run it with need_weights = true");
     MatrixOf<T> mean = MatrixOf<T>::Zero(weights.front().rows(), weights.front().cols());
     for (const MatrixOf<T>& w : weights) mean += w;  // [n_q x n_k]
     return mean / static_cast<T>(weights.size());

@@ -84,7 +84,9 @@ Seq2Seq seq2seq_init(Rng& rng, const Seq2SeqConfig& c) {
 
 template <Real T>
 MatrixOf<T> seq2seq_forward(const Seq2SeqOf<T>& model, std::span<const int> src,
-                            std::span<const int> tgt_in, Seq2SeqCacheOf<T>* cache) {
+                            std::span<const int> tgt_in, Seq2SeqCacheOf<T>* cache,
+                            NeedWeights need) {
+  const bool need_weights = need == NeedWeights::yes;
   check_length(model, src.size(), "src");
   check_length(model, tgt_in.size(), "tgt_in");
   Seq2SeqCacheOf<T> local;
@@ -97,7 +99,9 @@ MatrixOf<T> seq2seq_forward(const Seq2SeqOf<T>& model, std::span<const int> src,
   MatrixOf<T> h = embed_sequence(model, model.src_embed, src);  // [n_s x E]
   c.encoder.resize(model.encoder.size());
   for (std::size_t l = 0; l < model.encoder.size(); ++l) {
-    h = encoder_layer_forward(model.encoder[l], h, {.allowed = c.src_allowed}, &c.encoder[l]);
+    h = encoder_layer_forward(model.encoder[l], h,
+                              {.allowed = c.src_allowed, .need_weights = need_weights},
+                              &c.encoder[l]);
   }
   if (model.encoder_norm) {
     c.encoder_norm_in = std::move(h);
@@ -109,7 +113,9 @@ MatrixOf<T> seq2seq_forward(const Seq2SeqOf<T>& model, std::span<const int> src,
   c.decoder.resize(model.decoder.size());
   for (std::size_t l = 0; l < model.decoder.size(); ++l) {
     y = decoder_layer_forward(model.decoder[l], y, c.memory,
-                              {.self_allowed = c.tgt_allowed, .cross_allowed = c.cross_allowed},
+                              {.self_allowed = c.tgt_allowed,
+                               .cross_allowed = c.cross_allowed,
+                               .need_weights = need_weights},
                               &c.decoder[l]);
   }
   if (model.decoder_norm) {
@@ -217,7 +223,7 @@ Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>& model, const Seq2SeqBatch& bat
 
 #define ATTN_INSTANTIATE(T)                                                                    \
   template MatrixOf<T> seq2seq_forward(const Seq2SeqOf<T>&, std::span<const int>,              \
-                                       std::span<const int>, Seq2SeqCacheOf<T>*);              \
+                                       std::span<const int>, Seq2SeqCacheOf<T>*, NeedWeights); \
   template void seq2seq_backward(const Seq2SeqOf<T>&, std::span<const int>,                    \
                                  std::span<const int>, const Seq2SeqCacheOf<T>&,               \
                                  const InView<T>&, Seq2SeqOf<T>&);                             \

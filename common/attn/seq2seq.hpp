@@ -111,10 +111,12 @@ using Seq2SeqCache = Seq2SeqCacheOf<float>;
 
 /// One sequence pair: src [n_s] and tgt_in [n_t] token ids -> logits [n_t x V] (also in the
 /// cache). Throws std::invalid_argument for an id outside the vocabulary or a sequence longer
-/// than max_len.
+/// than max_len. The attention runs the tiled path unless `need` asks the cache to keep every
+/// head's weights (multi_head.hpp); the logits agree to rounding either way.
 template <Real T>
 MatrixOf<T> seq2seq_forward(const Seq2SeqOf<T>& model, std::span<const int> src,
-                            std::span<const int> tgt_in, Seq2SeqCacheOf<T>* cache = nullptr);
+                            std::span<const int> tgt_in, Seq2SeqCacheOf<T>* cache = nullptr,
+                            NeedWeights need = NeedWeights::no);
 
 /// The backward pass of one pair from its cache, given d_logits [n_t x V]: accumulates every
 /// parameter's gradient into grads (zeros_like(model) before the first pair).

@@ -81,8 +81,9 @@ MatrixOf<T> self_attention_backward(const MultiHeadAttentionOf<T>& mha, const Ma
 template <Real T>
 MatrixOf<T> attend(const MultiHeadAttentionOf<T>& mha, const MatrixOf<T>& q,
                    const ViewOf<T>& kv, const std::optional<MaskView>& allowed,
-                   MultiHeadResultOf<T>* cache) {
-  MultiHeadResultOf<T> r = multi_head_forward(mha, q, kv, kv, {.allowed = allowed});
+                   bool need_weights, MultiHeadResultOf<T>* cache) {
+  MultiHeadResultOf<T> r =
+      multi_head_forward(mha, q, kv, kv, {.allowed = allowed, .need_weights = need_weights});
   if (!cache) return std::move(r.out);
   *cache = std::move(r);
   return cache->out;  // [n_q x d_model]
@@ -143,7 +144,7 @@ MatrixOf<T> encoder_layer_forward(const EncoderLayerOf<T>& layer, const InView<T
   const MatrixOf<T> h = residual(
       in, layer.norm1, layer.norm,
       [&](const MatrixOf<T>& q) {
-        return attend<T>(layer.self_attn, q, q, opts.allowed,
+        return attend<T>(layer.self_attn, q, q, opts.allowed, opts.need_weights,
                          cache ? &cache->self_attn : nullptr);
       },
       cache ? &cache->sublayer1 : nullptr);
@@ -167,7 +168,7 @@ MatrixOf<T> decoder_layer_forward(const DecoderLayerOf<T>& layer, const InView<T
   const MatrixOf<T> h1 = residual(
       in, layer.norm1, layer.norm,
       [&](const MatrixOf<T>& q) {
-        return attend<T>(layer.self_attn, q, q, opts.self_allowed,
+        return attend<T>(layer.self_attn, q, q, opts.self_allowed, opts.need_weights,
                          cache ? &cache->self_attn : nullptr);
       },
       cache ? &cache->sublayer1 : nullptr);
@@ -175,7 +176,7 @@ MatrixOf<T> decoder_layer_forward(const DecoderLayerOf<T>& layer, const InView<T
   const MatrixOf<T> h2 = residual(
       h1, layer.norm2, layer.norm,
       [&](const MatrixOf<T>& q) {
-        return attend<T>(layer.multihead_attn, q, memory, opts.cross_allowed,
+        return attend<T>(layer.multihead_attn, q, memory, opts.cross_allowed, opts.need_weights,
                          cache ? &cache->multihead_attn : nullptr);
       },
       cache ? &cache->sublayer2 : nullptr);
@@ -287,7 +288,8 @@ Batch encoder_forward(const std::vector<EncoderLayer>& layers, const Batch& x,
   if (cache) *cache = EncoderCache(x.batch(), L);
   for (Index b = 0; b < x.batch(); ++b) {
     Matrix h = x[b];  // [n x d_model]
-    const EncoderLayerOptions layer_opts{.allowed = element(opts.allowed, b)};
+    const EncoderLayerOptions layer_opts{.allowed = element(opts.allowed, b),
+                                         .need_weights = opts.need_weights};
     for (Index l = 0; l < L; ++l) {
       h = encoder_layer_forward(layers[static_cast<std::size_t>(l)], h, layer_opts,
                                 cache ? &cache->at(b, l) : nullptr);
@@ -311,7 +313,8 @@ Batch decoder_forward(const std::vector<DecoderLayer>& layers, const Batch& x,
   for (Index b = 0; b < x.batch(); ++b) {
     Matrix h = x[b];  // [n_t x d_model]
     const DecoderLayerOptions layer_opts{.self_allowed = element(opts.self_allowed, b),
-                                         .cross_allowed = element(opts.cross_allowed, b)};
+                                         .cross_allowed = element(opts.cross_allowed, b),
+                                         .need_weights = opts.need_weights};
     for (Index l = 0; l < L; ++l) {
       h = decoder_layer_forward(layers[static_cast<std::size_t>(l)], h, memory[b], layer_opts,
                                 cache ? &cache->at(b, l) : nullptr);

@@ -188,11 +188,19 @@ using DecoderCache = StackCache<DecoderLayerCache>;
 struct EncoderLayerOptions {
   /// [n x n], true = query i may attend to key j. Unset: every key.
   std::optional<MaskView> allowed{};
+  /// Keep every head's [n_q x n_k] weights in the cache, for a caller that draws them. Unset,
+  /// as nn.TransformerEncoderLayer calls its attention (need_weights=False): the tiled path,
+  /// memory linear in n (multi_head.hpp).
+  bool need_weights = false;
 };
 
 struct DecoderLayerOptions {
   std::optional<MaskView> self_allowed{};   ///< [n_t x n_t]: causal, and target padding
   std::optional<MaskView> cross_allowed{};  ///< [n_t x n_s]: source padding
+  /// Keep every head's [n_q x n_k] weights in the cache, for a caller that draws them. Unset,
+  /// as nn.TransformerEncoderLayer calls its attention (need_weights=False): the tiled path,
+  /// memory linear in n (multi_head.hpp).
+  bool need_weights = false;
 };
 
 /// One encoder layer on one sequence x [n x d_model] -> [n x d_model]. Fills `cache` when given.
@@ -244,11 +252,13 @@ DecoderLayerInputGradsOf<T> decoder_layer_backward(const DecoderLayerOf<T>& laye
 struct EncoderOptions {
   /// [B, n, n] or [1, n, n] (shared). Unset: every key.
   std::optional<BatchMaskView> allowed{};
+  bool need_weights = false;  ///< as EncoderLayerOptions::need_weights
 };
 
 struct DecoderOptions {
   std::optional<BatchMaskView> self_allowed{};   ///< [B or 1, n_t, n_t]
   std::optional<BatchMaskView> cross_allowed{};  ///< [B or 1, n_t, n_s]
+  bool need_weights = false;                     ///< as EncoderLayerOptions::need_weights
 };
 
 /// x [B, n, d_model] through every layer -> [B, n, d_model]. `cache`, when given, is resized

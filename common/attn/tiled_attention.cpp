@@ -1,0 +1,575 @@
+// tiled_attention.cpp: FlashAttention-2's forward and backward on the CPU, one tile of queries
+// (or keys) per OpenMP task, Eigen's GEMM on the tiles, a vectorised exp on the rows.
+#include "attn/tiled_attention.hpp"
+
+#include "attn/aliasing.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace attn {
+
+namespace {
+
+using detail::memory_of;
+using detail::reject_alias;
+
+template <Real T>
+constexpr T kInf = std::numeric_limits<T>::infinity();
+
+// ---- The mask, a tile at a time --------------------------------------------------------------
+
+// What the causal flag and the mask make of query rows [q0, q1) against keys [k0, k1).
+// Causal: key j is blocked for query i when j > i.
+struct Masking {
+  bool causal = false;
+  const MaskView* allowed = nullptr;
+
+  bool any() const { return causal || allowed != nullptr; }
+
+  // The mask alone over the tile: memchr finds a blocked (0) or an allowed (1) byte a vector at
+  // a time, so classifying costs a sliver of the tile's exp and GEMM work.
+  TileKind mask_kind(Index q0, Index q1, Index k0, Index k1) const {
+    bool some_allowed = false, some_blocked = false;
+    const auto len = static_cast<std::size_t>(k1 - k0);
+    for (Index i = q0; i < q1 && !(some_allowed && some_blocked); ++i) {
+      const bool* row = allowed->row(i).data() + k0;
+      some_blocked = some_blocked || std::memchr(row, 0, len) != nullptr;
+      some_allowed = some_allowed || std::memchr(row, 1, len) != nullptr;
+    }
+    return !some_allowed ? TileKind::skipped : some_blocked ? TileKind::mixed : TileKind::full;
+  }
+
+  TileKind kind(Index q0, Index q1, Index k0, Index k1) const {
+    TileKind k = TileKind::full;
+    if (causal) {
+      if (k0 > q1 - 1) return TileKind::skipped;  // every key after every query
+      if (k1 - 1 > q0) k = TileKind::mixed;       // the diagonal crosses the tile
+    }
+    if (allowed != nullptr) {
+      const TileKind m = mask_kind(q0, q1, k0, k1);
+      if (m == TileKind::skipped) return m;
+      if (m == TileKind::mixed) k = TileKind::mixed;
+    }
+    return k;
+  }
+
+  // Whether query i may attend to any of the n_k keys.
+  bool has_key(Index i, Index n_k) const {
+    const Index last = causal ? std::min(i + 1, n_k) : n_k;  // keys [0, last) pass causal
+    if (allowed == nullptr) return last > 0;
+    return std::memchr(allowed->row(i).data(), 1, static_cast<std::size_t>(last)) != nullptr;
+  }
+};
+
+// ---- Arguments ---------------------------------------------------------------------------------
+
+struct Tiling {
+  Index n_q, n_k, bq, bk, tq, tk;  // sizes, tile sizes, tile counts
+  std::vector<Index> order;        // key tiles in visiting order; empty: 0, 1, 2, ...
+  Index key_tile(Index t) const { return order.empty() ? t : order[static_cast<std::size_t>(t)]; }
+};
+
+Tiling make_tiling(Index n_q, Index n_k, const TiledAttentionOptions& opts, const char* where) {
+  require(opts.query_tile >= 1 && opts.key_tile >= 1, where, [&] {
+    return "query_tile is " + std::to_string(opts.query_tile) + " and key_tile " +
+           std::to_string(opts.key_tile) + ": a tile needs at least one row";
+  });
+  require(opts.threads >= 0, where, "threads must be 0 (OpenMP's default) or more");
+  Tiling t{n_q, n_k, opts.query_tile, opts.key_tile, 0, 0, {}};
+  t.bq = std::min(t.bq, std::max<Index>(n_q, 1));  // a tile larger than n is one tile of n
+  t.bk = std::min(t.bk, std::max<Index>(n_k, 1));
+  t.tq = (n_q + t.bq - 1) / t.bq;
+  t.tk = (n_k + t.bk - 1) / t.bk;
+  if (!opts.key_tile_order.empty()) {
+    std::vector<char> seen(static_cast<std::size_t>(t.tk), 0);
+    bool ok = static_cast<Index>(opts.key_tile_order.size()) == t.tk;
+    for (Index j : opts.key_tile_order) {
+      ok = ok && j >= 0 && j < t.tk && !seen[static_cast<std::size_t>(j)];
+      if (ok) seen[static_cast<std::size_t>(j)] = 1;
+    }
+    require(ok, where, [&] {
+      return "key_tile_order has " + std::to_string(opts.key_tile_order.size()) +
+             " entries but must be a permutation of the " + std::to_string(t.tk) +
+             " key tiles 0 .. " + std::to_string(t.tk - 1) + " (n_k = " + std::to_string(n_k) +
+             ", key_tile = " + std::to_string(opts.key_tile) + ")";
+    });
+    t.order.assign(opts.key_tile_order.begin(), opts.key_tile_order.end());
+  }
+  return t;
+}
+
+template <Real T>
+void check_inputs(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V,
+                  const TiledAttentionOptions& opts, const char* where) {
+  require(Q.cols() == K.cols() && K.rows() == V.rows(), where, [&] {
+    return "Q is " + shape_str(Q) + ", K " + shape_str(K) + " and V " + shape_str(V) +
+           ": Q and K need the same width d_k, K and V the same number of rows n_k";
+  });
+  require(Q.rows() >= 1 && K.rows() >= 1 && K.cols() >= 1 && V.cols() >= 1, where, [&] {
+    return "Q is " + shape_str(Q) + ", K " + shape_str(K) + " and V " + shape_str(V) +
+           ": need at least one query, one key, d_k >= 1 and d_v >= 1";
+  });
+  if (opts.allowed) {
+    require(opts.allowed->rows() == Q.rows() && opts.allowed->cols() == K.rows(), where, [&] {
+      return "the mask is " + shape_str(opts.allowed->rows(), opts.allowed->cols()) +
+             " but Q is " + shape_str(Q) + " and K is " + shape_str(K) +
+             ": it must be [n_q x n_k] = " + shape_str(Q.rows(), K.rows());
+    });
+  }
+}
+
+template <Real T>
+T scale_of(const TiledAttentionOptions& opts, Index d_k, const char* where) {
+  const T scale = opts.scale ? static_cast<T>(*opts.scale) : T(1) / std::sqrt(static_cast<T>(d_k));
+  require(std::isfinite(scale), where, "the scale is not finite");
+  return scale;
+}
+
+// OpenMP's team for `tasks` tiles worth `flops` in all: `threads` when the caller set it, else
+// every thread OpenMP offers, but one for a call under ~4 MFLOP (a parallel region costs
+// microseconds, and the training chapter makes thousands of calls on 8 tokens).
+int team_size(int threads, Index tasks, double flops) {
+#ifdef _OPENMP
+  const int wanted = threads > 0 ? threads : flops < 4.0e6 ? 1 : omp_get_max_threads();
+  return static_cast<int>(std::min<Index>(wanted, tasks));
+#else
+  (void)threads;
+  (void)tasks;
+  (void)flops;
+  return 1;
+#endif
+}
+
+// 4 n_q n_k d flops for the forward's two products, d = (d_k + d_v) / 2.
+double forward_flops(Index n_q, Index n_k, Index d_k, Index d_v) {
+  return 2.0 * static_cast<double>(n_q) * static_cast<double>(n_k) *
+         static_cast<double>(d_k + d_v);
+}
+
+// ---- One tile of scores ------------------------------------------------------------------------
+
+// Each thread's scratch, kept between calls (thread_local): the score tile S [B_q x B_k] (then
+// the weights P in place), the gradient tile dP [B_q x B_k], and an accumulator per side.
+template <Real T>
+struct Scratch {
+  MatrixOf<T> S, dP, acc1, acc2;
+  Eigen::Matrix<T, Eigen::Dynamic, 1> m, l, D;
+};
+
+template <Real T>
+Scratch<T>& scratch() {
+  thread_local Scratch<T> s;
+  return s;
+}
+
+// Resizes only when the shape changes, so a thread allocates once for the largest tile.
+template <typename M>
+void fit(M& m, Index rows, Index cols) {
+  if (m.rows() != rows || m.cols() != cols) m.resize(rows, cols);
+}
+
+// S = Q_i K_j^T * scale with the blocked entries of a mixed tile set to -inf. The scale is
+// applied to the finished dot products, as attention() does, so both round alike.
+template <Real T>
+void score_tile(const ViewOf<T>& Q, const ViewOf<T>& K, Index q0, Index bq, Index k0, Index bk,
+                T scale, const Masking& masking, TileKind kind, MatrixOf<T>& S) {
+  auto s = S.topLeftCorner(bq, bk);
+  s.noalias() = Q.middleRows(q0, bq) * K.middleRows(k0, bk).transpose();  // [B_q x B_k]
+  for (Index r = 0; r < bq; ++r) {
+    T* row = S.row(r).data();
+    for (Index c = 0; c < bk; ++c) row[c] *= scale;
+    if (kind != TileKind::mixed) continue;
+    const Index i = q0 + r;
+    // Causal: the keys after query i are a suffix of the row, blocked in one fill.
+    if (masking.causal) {
+      const Index first_blocked = std::clamp<Index>(i + 1 - k0, 0, bk);
+      std::fill(row + first_blocked, row + bk, -kInf<T>);
+    }
+    // A mask: a select per entry, without a branch, which the compiler vectorises.
+    if (masking.allowed != nullptr) {
+      const bool* allowed = masking.allowed->row(i).data() + k0;
+      for (Index c = 0; c < bk; ++c) row[c] = allowed[c] ? row[c] : -kInf<T>;
+    }
+  }
+}
+
+// p = exp(s - shift) over one row, vectorised (Eigen's exp, a few ulps from glibc's expf), with
+// every weight that would be subnormal flushed to exactly 0. Eigen's exp clamps its argument
+// near -88.7 and returns ~3e-39 even for -inf, where a blocked key must get exactly 0; glibc's
+// expf returns subnormals down to exp(-103.9). A weight below the smallest normal float (1.2e-38)
+// beside the row's largest, which is 1, is far below the resolution of their sum, and
+// subnormals would slow the GEMM that follows.
+template <Real T>
+void exp_shifted(T* row, Index n, T shift) {
+  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> x(row, n);
+  x = (x - shift).exp();
+  for (Index c = 0; c < n; ++c) row[c] = row[c] < std::numeric_limits<T>::min() ? T(0) : row[c];
+}
+
+// The largest entry of a row, vectorised. A NaN is not tracked here: exp(NaN - m) makes the
+// row's sum l NaN, and with it the output and L, as attention.hpp promises. Only a row whose
+// other entries are all -inf needs a look (row_has_nan), since it would otherwise be skipped.
+template <Real T>
+T row_max(const T* row, Index n) {
+  return Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(row, n).maxCoeff();
+}
+
+template <Real T>
+bool row_has_nan(const T* row, Index n) {
+  return Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(row, n).isNaN().any();
+}
+
+// ---- Forward -----------------------------------------------------------------------------------
+
+// One query tile, rows [q0, q0 + bq): the online softmax over the key tiles, then out and L.
+template <Real T>
+void forward_tile(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V, Index q0, Index bq,
+                  const Tiling& t, T scale, const Masking& masking, Eigen::Ref<MatrixOf<T>> out,
+                  LseRef<T> lse) {
+  Scratch<T>& w = scratch<T>();
+  const Index d_v = V.cols();
+  fit(w.S, t.bq, t.bk);
+  fit(w.acc1, t.bq, d_v);
+  w.m.resize(t.bq);
+  w.l.resize(t.bq);
+  auto O = w.acc1.topRows(bq);  // [B_q x d_v], the unnormalised output
+  O.setZero();
+  w.m.head(bq).setConstant(-kInf<T>);  // running maximum of each row
+  w.l.head(bq).setZero();              // running sum of exp(s - m)
+
+  for (Index step = 0; step < t.tk; ++step) {
+    const Index j = t.key_tile(step), k0 = j * t.bk, bk = std::min(t.bk, t.n_k - k0);
+    const TileKind kind = masking.any() ? masking.kind(q0, q0 + bq, k0, k0 + bk) : TileKind::full;
+    if (kind == TileKind::skipped) continue;
+    score_tile<T>(Q, K, q0, bq, k0, bk, scale, masking, kind, w.S);  // S [B_q x B_k]
+    for (Index r = 0; r < bq; ++r) {
+      T* row = w.S.row(r).data();
+      const T m_old = w.m[r];
+      const T tile_max = row_max(row, bk);
+      T m_new = tile_max > m_old ? tile_max : m_old;  // a NaN m_old (an earlier NaN) stays
+      if (m_new == -kInf<T>) {  // nothing allowed (or finite) in this row yet
+        if (!row_has_nan(row, bk)) {
+          std::fill(row, row + bk, T(0));  // P = 0
+          continue;
+        }
+        m_new = std::numeric_limits<T>::quiet_NaN();  // NaN beside only -inf: the row is NaN
+      }
+      exp_shifted(row, bk, m_new);  // P = exp(S - m_new), in place
+      const T alpha = m_old == -kInf<T> ? T(0) : std::exp(m_old - m_new);  // rescales the past
+      w.l[r] = w.l[r] * alpha + Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(row, bk).sum();
+      if (alpha != T(1)) O.row(r) *= alpha;
+      w.m[r] = m_new;
+    }
+    O.noalias() += w.S.topLeftCorner(bq, bk) * V.middleRows(k0, bk);  // [B_q x d_v]
+  }
+
+  // Normalise once: out = O / l, L = m + log l. l = 0 means every allowed score was -inf (a NaN
+  // row, attention.hpp) or there was no allowed key (a zero row, L = -inf).
+  for (Index r = 0; r < bq; ++r) {
+    const Index i = q0 + r;
+    if (w.l[r] > T(0) || std::isnan(w.l[r])) {
+      out.row(i) = O.row(r) * (T(1) / w.l[r]);
+      lse[i] = w.m[r] + std::log(w.l[r]);
+    } else if (masking.any() && !masking.has_key(i, t.n_k)) {
+      out.row(i).setZero();
+      lse[i] = -kInf<T>;
+    } else {
+      out.row(i).setConstant(std::numeric_limits<T>::quiet_NaN());
+      lse[i] = std::numeric_limits<T>::quiet_NaN();
+    }
+  }
+}
+
+template <Real T>
+void checked_forward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V,
+                     Eigen::Ref<MatrixOf<T>> out, LseRef<T> lse,
+                     const TiledAttentionOptions& opts) {
+  const char* where = "tiled_attention";
+  check_inputs<T>(Q, K, V, opts, where);
+  require(out.rows() == Q.rows() && out.cols() == V.cols() && lse.size() == Q.rows(), where, [&] {
+    return "out is " + shape_str(out) + " and lse has " + std::to_string(lse.size()) +
+           " entries, but Q is " + shape_str(Q) + " and V " + shape_str(V) +
+           ": out must be [n_q x d_v] and lse [n_q]";
+  });
+  for (const auto& [name, o] : {std::pair{"out", memory_of(out)}, std::pair{"lse", memory_of(lse)}}) {
+    reject_alias(where, name, o, "Q", memory_of(Q));
+    reject_alias(where, name, o, "K", memory_of(K));
+    reject_alias(where, name, o, "V", memory_of(V));
+  }
+  const Tiling t = make_tiling(Q.rows(), K.rows(), opts, where);
+  const T scale = scale_of<T>(opts, K.cols(), where);
+  const Masking masking{opts.causal, opts.allowed ? &*opts.allowed : nullptr};
+
+  // Each query tile is one task, and each output row belongs to exactly one task: the bytes
+  // do not depend on the number of threads.
+  const int team =
+      team_size(opts.threads, t.tq, forward_flops(t.n_q, t.n_k, K.cols(), V.cols()));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (team > 1)
+  for (Index i = 0; i < t.tq; ++i) {
+    const Index q0 = i * t.bq;
+    forward_tile<T>(Q, K, V, q0, std::min(t.bq, t.n_q - q0), t, scale, masking, out, lse);
+  }
+}
+
+// ---- Backward ----------------------------------------------------------------------------------
+
+// P = exp(S - L) for query rows [q0, q0 + bq) and keys [k0, k0 + bk), recomputed from Q, K and
+// L: the forward's weights without having kept them. A row with no allowed key (L = -inf) has
+// P = 0 and passes nothing back.
+template <Real T>
+void weights_tile(const ViewOf<T>& Q, const ViewOf<T>& K, const LseView<T>& lse, Index q0,
+                  Index bq, Index k0, Index bk, T scale, const Masking& masking, TileKind kind,
+                  MatrixOf<T>& S) {
+  score_tile<T>(Q, K, q0, bq, k0, bk, scale, masking, kind, S);
+  for (Index r = 0; r < bq; ++r) {
+    T* row = S.row(r).data();
+    if (lse[q0 + r] == -kInf<T>) {
+      std::fill(row, row + bk, T(0));
+    } else {
+      exp_shifted(row, bk, lse[q0 + r]);
+    }
+  }
+}
+
+// dS = P * (dP - D) in place in dP, D_r = rowsum(dO_r * out_r): the softmax's Jacobian applied
+// row by row (attention.hpp), with sum_j P_rj dP_rj = D_r computed from the outputs instead.
+template <Real T>
+void softmax_backward_tile(const MatrixOf<T>& P, const Eigen::Matrix<T, Eigen::Dynamic, 1>& D,
+                           Index bq, Index bk, MatrixOf<T>& dP) {
+  for (Index r = 0; r < bq; ++r) {
+    const T* p = P.row(r).data();
+    T* g = dP.row(r).data();
+    const T d = D[r];
+    // A weight of exactly 0 (a blocked key, a query with none, an exp that underflowed) passes
+    // nothing back, also where dP is NaN or inf from a value it never read: as attention_backward
+    // zeroes dS where the mask blocks.
+    for (Index c = 0; c < bk; ++c) g[c] = p[c] == T(0) ? T(0) : p[c] * (g[c] - d);
+  }
+}
+
+template <Real T>
+void row_dots(const ViewOf<T>& d_out, const ViewOf<T>& out, Index q0, Index bq,
+              Eigen::Matrix<T, Eigen::Dynamic, 1>& D) {
+  fit(D, bq, 1);
+  for (Index r = 0; r < bq; ++r) D[r] = d_out.row(q0 + r).dot(out.row(q0 + r));
+}
+
+template <Real T>
+void checked_backward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V,
+                      const ViewOf<T>& out, const LseView<T>& lse, const ViewOf<T>& d_out,
+                      Eigen::Ref<MatrixOf<T>> dQ, Eigen::Ref<MatrixOf<T>> dK,
+                      Eigen::Ref<MatrixOf<T>> dV, const TiledAttentionOptions& opts) {
+  const char* where = "tiled_attention_backward";
+  check_inputs<T>(Q, K, V, opts, where);
+  const Index n_q = Q.rows(), n_k = K.rows(), d_k = K.cols(), d_v = V.cols();
+  require(out.rows() == n_q && out.cols() == d_v && d_out.rows() == n_q && d_out.cols() == d_v &&
+              lse.size() == n_q,
+          where, [&] {
+            return "out is " + shape_str(out) + ", d_out " + shape_str(d_out) + " and lse has " +
+                   std::to_string(lse.size()) + " entries, but Q is " + shape_str(Q) + " and V " +
+                   shape_str(V) + ": out and d_out must be [n_q x d_v], lse [n_q]";
+          });
+  require(dQ.rows() == n_q && dQ.cols() == d_k && dK.rows() == n_k && dK.cols() == d_k &&
+              dV.rows() == n_k && dV.cols() == d_v,
+          where, [&] {
+            return "dQ, dK and dV are " + shape_str(dQ) + ", " + shape_str(dK) + " and " +
+                   shape_str(dV) + ": they must have the shapes of Q, K and V";
+          });
+  for (const auto& [name, o] : {std::pair{"dQ", memory_of(dQ)}, std::pair{"dK", memory_of(dK)},
+                                std::pair{"dV", memory_of(dV)}}) {
+    for (const auto& [input, in] :
+         {std::pair{"Q", memory_of(Q)}, std::pair{"K", memory_of(K)}, std::pair{"V", memory_of(V)},
+          std::pair{"out", memory_of(out)}, std::pair{"lse", memory_of(lse)},
+          std::pair{"d_out", memory_of(d_out)}}) {
+      reject_alias(where, name, o, input, in);
+    }
+  }
+  const Tiling t = make_tiling(n_q, n_k, opts, where);
+  const T scale = scale_of<T>(opts, d_k, where);
+  const Masking masking{opts.causal, opts.allowed ? &*opts.allowed : nullptr};
+  auto kind_of = [&](Index q0, Index bq, Index k0, Index bk) {
+    return masking.any() ? masking.kind(q0, q0 + bq, k0, k0 + bk) : TileKind::full;
+  };
+
+  // Pass 1, one task per key tile: dV_j = sum_i P_ij^T dO_i and dK_j = scale sum_i dS_ij^T Q_i,
+  // the query tiles summed in order. dQ needs the other loop order, so it is pass 2: each
+  // gradient row is then written by one task, and the bytes do not depend on the threads.
+  const double flops = 2.0 * forward_flops(n_q, n_k, d_k, d_v);
+  const int team_k = team_size(opts.threads, t.tk, flops);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team_k) if (team_k > 1)
+  for (Index j = 0; j < t.tk; ++j) {
+    Scratch<T>& w = scratch<T>();
+    const Index k0 = j * t.bk, bk = std::min(t.bk, n_k - k0);
+    fit(w.S, t.bq, t.bk);
+    fit(w.dP, t.bq, t.bk);
+    fit(w.acc1, t.bk, d_v);
+    fit(w.acc2, t.bk, d_k);
+    auto dV_j = w.acc1.topRows(bk);  // [B_k x d_v]
+    auto dK_j = w.acc2.topRows(bk);  // [B_k x d_k]
+    dV_j.setZero();
+    dK_j.setZero();
+    for (Index i = 0; i < t.tq; ++i) {
+      const Index q0 = i * t.bq, bq = std::min(t.bq, n_q - q0);
+      const TileKind kind = kind_of(q0, bq, k0, bk);
+      if (kind == TileKind::skipped) continue;
+      weights_tile<T>(Q, K, lse, q0, bq, k0, bk, scale, masking, kind, w.S);  // P [B_q x B_k]
+      const auto P = w.S.topLeftCorner(bq, bk);
+      dV_j.noalias() += P.transpose() * d_out.middleRows(q0, bq);  // [B_k x d_v]
+      w.dP.topLeftCorner(bq, bk).noalias() =
+          d_out.middleRows(q0, bq) * V.middleRows(k0, bk).transpose();  // dP [B_q x B_k]
+      row_dots<T>(d_out, out, q0, bq, w.D);
+      softmax_backward_tile<T>(w.S, w.D, bq, bk, w.dP);  // dS, in dP's place
+      dK_j.noalias() += w.dP.topLeftCorner(bq, bk).transpose() * Q.middleRows(q0, bq);
+    }
+    dV.middleRows(k0, bk) = dV_j;
+    dK.middleRows(k0, bk) = dK_j * scale;
+  }
+
+  // Pass 2, one task per query tile: dQ_i = scale sum_j dS_ij K_j, the key tiles in order.
+  const int team_q = team_size(opts.threads, t.tq, flops);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team_q) if (team_q > 1)
+  for (Index i = 0; i < t.tq; ++i) {
+    Scratch<T>& w = scratch<T>();
+    const Index q0 = i * t.bq, bq = std::min(t.bq, n_q - q0);
+    fit(w.S, t.bq, t.bk);
+    fit(w.dP, t.bq, t.bk);
+    fit(w.acc1, t.bq, d_k);
+    auto dQ_i = w.acc1.topRows(bq);  // [B_q x d_k]
+    dQ_i.setZero();
+    row_dots<T>(d_out, out, q0, bq, w.D);
+    for (Index step = 0; step < t.tk; ++step) {
+      const Index j = t.key_tile(step), k0 = j * t.bk, bk = std::min(t.bk, n_k - k0);
+      const TileKind kind = kind_of(q0, bq, k0, bk);
+      if (kind == TileKind::skipped) continue;
+      weights_tile<T>(Q, K, lse, q0, bq, k0, bk, scale, masking, kind, w.S);  // P [B_q x B_k]
+      w.dP.topLeftCorner(bq, bk).noalias() =
+          d_out.middleRows(q0, bq) * V.middleRows(k0, bk).transpose();  // dP [B_q x B_k]
+      softmax_backward_tile<T>(w.S, w.D, bq, bk, w.dP);                // dS [B_q x B_k]
+      dQ_i.noalias() += w.dP.topLeftCorner(bq, bk) * K.middleRows(k0, bk);  // [B_q x d_k]
+    }
+    dQ.middleRows(q0, bq) = dQ_i * scale;
+  }
+}
+
+}  // namespace
+
+TiledAttentionResult tiled_attention(const MatrixView& Q, const MatrixView& K,
+                                     const MatrixView& V, const TiledAttentionOptions& opts) {
+  TiledAttentionResult r{Matrix(Q.rows(), V.cols()), Vector(Q.rows())};
+  tiled_attention_into(Q, K, V, r.out, r.lse, opts);
+  return r;
+}
+TiledAttentionResultD tiled_attention(const MatrixViewD& Q, const MatrixViewD& K,
+                                      const MatrixViewD& V, const TiledAttentionOptions& opts) {
+  TiledAttentionResultD r{MatrixD(Q.rows(), V.cols()), VectorD(Q.rows())};
+  tiled_attention_into(Q, K, V, r.out, r.lse, opts);
+  return r;
+}
+
+void tiled_attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
+                          Eigen::Ref<Matrix> out, LseRef<float> lse,
+                          const TiledAttentionOptions& opts) {
+  checked_forward<float>(Q, K, V, out, lse, opts);
+}
+void tiled_attention_into(const MatrixViewD& Q, const MatrixViewD& K, const MatrixViewD& V,
+                          Eigen::Ref<MatrixD> out, LseRef<double> lse,
+                          const TiledAttentionOptions& opts) {
+  checked_forward<double>(Q, K, V, out, lse, opts);
+}
+
+AttentionGrads tiled_attention_backward(const MatrixView& Q, const MatrixView& K,
+                                        const MatrixView& V, const TiledAttentionResult& forward,
+                                        const MatrixView& d_out,
+                                        const TiledAttentionOptions& opts) {
+  AttentionGrads g{Matrix(Q.rows(), Q.cols()), Matrix(K.rows(), K.cols()),
+                   Matrix(V.rows(), V.cols())};
+  tiled_attention_backward_into(Q, K, V, forward.out, forward.lse, d_out, g.dQ, g.dK, g.dV, opts);
+  return g;
+}
+AttentionGradsD tiled_attention_backward(const MatrixViewD& Q, const MatrixViewD& K,
+                                         const MatrixViewD& V,
+                                         const TiledAttentionResultD& forward,
+                                         const MatrixViewD& d_out,
+                                         const TiledAttentionOptions& opts) {
+  AttentionGradsD g{MatrixD(Q.rows(), Q.cols()), MatrixD(K.rows(), K.cols()),
+                    MatrixD(V.rows(), V.cols())};
+  tiled_attention_backward_into(Q, K, V, forward.out, forward.lse, d_out, g.dQ, g.dK, g.dV, opts);
+  return g;
+}
+
+void tiled_attention_backward_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
+                                   const MatrixView& out, const LseView<float>& lse,
+                                   const MatrixView& d_out, Eigen::Ref<Matrix> dQ,
+                                   Eigen::Ref<Matrix> dK, Eigen::Ref<Matrix> dV,
+                                   const TiledAttentionOptions& opts) {
+  checked_backward<float>(Q, K, V, out, lse, d_out, dQ, dK, dV, opts);
+}
+void tiled_attention_backward_into(const MatrixViewD& Q, const MatrixViewD& K,
+                                   const MatrixViewD& V, const MatrixViewD& out,
+                                   const LseView<double>& lse, const MatrixViewD& d_out,
+                                   Eigen::Ref<MatrixD> dQ, Eigen::Ref<MatrixD> dK,
+                                   Eigen::Ref<MatrixD> dV, const TiledAttentionOptions& opts) {
+  checked_backward<double>(Q, K, V, out, lse, d_out, dQ, dK, dV, opts);
+}
+
+TileCounts TileMap::counts() const {
+  TileCounts c{.total = query_tiles * key_tiles};
+  for (TileKind k : kinds) {
+    switch (k) {
+      case TileKind::skipped: ++c.skipped; break;
+      case TileKind::mixed: ++c.mixed; break;
+      case TileKind::full: ++c.full; break;
+    }
+  }
+  return c;
+}
+
+namespace {
+
+TileMap checked_tile_map(Index n_q, Index n_k, const TiledAttentionOptions& opts,
+                         const char* where) {
+  require(n_q >= 1 && n_k >= 1, where, [&] {
+    return "n_q is " + std::to_string(n_q) + " and n_k " + std::to_string(n_k) +
+           ": need at least one query and one key";
+  });
+  if (opts.allowed) {
+    require(opts.allowed->rows() == n_q && opts.allowed->cols() == n_k, where, [&] {
+      return "the mask is " + shape_str(opts.allowed->rows(), opts.allowed->cols()) +
+             " but it must be [n_q x n_k] = " + shape_str(n_q, n_k);
+    });
+  }
+  const Tiling t = make_tiling(n_q, n_k, opts, where);
+  const Masking masking{opts.causal, opts.allowed ? &*opts.allowed : nullptr};
+  TileMap map{t.tq, t.tk, {}};
+  map.kinds.reserve(static_cast<std::size_t>(t.tq * t.tk));
+  for (Index i = 0; i < t.tq; ++i) {
+    const Index q0 = i * t.bq, q1 = std::min(q0 + t.bq, n_q);
+    for (Index j = 0; j < t.tk; ++j) {
+      const Index k0 = j * t.bk, k1 = std::min(k0 + t.bk, n_k);
+      map.kinds.push_back(masking.any() ? masking.kind(q0, q1, k0, k1) : TileKind::full);
+    }
+  }
+  return map;
+}
+
+}  // namespace
+
+TileMap tile_map(Index n_q, Index n_k, const TiledAttentionOptions& opts) {
+  return checked_tile_map(n_q, n_k, opts, "tile_map");
+}
+
+TileCounts count_tiles(Index n_q, Index n_k, const TiledAttentionOptions& opts) {
+  return checked_tile_map(n_q, n_k, opts, "count_tiles").counts();
+}
+
+}  // namespace attn
