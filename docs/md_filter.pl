@@ -101,6 +101,16 @@ while (my $line = <$in>) {
     print "\\snippet{lineno} $chapter_dir/$file $name\n";
     next;
   }
+  # A collapsed answer: Doxygen 1.9 turns a bare <details> into a box per paragraph, so the
+  # tags pass through as raw HTML and the Markdown between them is rendered as usual.
+  if ($line =~ /^\s*<details>\s*<summary>(.*)<\/summary>\s*$/) {
+    print "\\htmlonly[block]<details><summary>" . $1 . "</summary>\\endhtmlonly\n";
+    next;
+  }
+  if ($line =~ /^\s*<\/details>\s*$/) {
+    print "\\htmlonly[block]</details>\\endhtmlonly\n";
+    next;
+  }
   if ($line =~ /(?:^|\s)(\*\*|__)\$/) {  # Doxygen does not embolden text that opens with a formula
     die "md_filter.pl: $path:$.: bold text may not start with a \$formula\$ (Doxygen then prints "
       . "the asterisks); start it with a word: $line";

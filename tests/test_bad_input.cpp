@@ -100,6 +100,20 @@ const BadInput kKnobs[] = {
     {"09_training", "--task sorting", "task"},
     {"09_training", "--label-smoothing 1.5", "label-smoothing"},
     {"09_training", "--norm sideways", "norm"},
+    {"10_efficient_attention", "--n 0", "n"},
+    {"10_efficient_attention", "--n 65", "n"},
+    {"10_efficient_attention", "--d 0", "d"},
+    {"10_efficient_attention", "--query-tile 0", "query-tile"},
+    {"10_efficient_attention", "--key-tile -1", "key-tile"},
+    {"10_efficient_attention", "--mask diagonal", "mask"},
+    {"10_efficient_attention", "--mask pad --padding 11", "padding"},
+    {"10_efficient_attention", "--row 1", "row"},
+    {"10_efficient_attention", "--row 1,nan", "row"},
+    {"10_efficient_attention", "--row 1,inf", "row"},
+    {"10_efficient_attention", "--row 1,1e9", "row"},
+    {"10_efficient_attention", "--row 1,,2", "row"},
+    {"10_efficient_attention", "--split 8", "split"},
+    {"10_efficient_attention", "--split 0", "split"},
     // Whole numbers only, in decimal digits, for every integer knob: the message says which
     // option and that the value is not a whole number (CLI11 alone said "not in range").
     {"01_rnn", "--hidden 4.0", "--hidden: '4.0' is not a whole number"},
@@ -112,6 +126,7 @@ const BadInput kKnobs[] = {
     {"07_positional_encoding", "--positions 0x10", "--positions: '0x10' is not a whole number"},
     {"08_transformer_block", "--layers 2.5", "--layers: '2.5' is not a whole number"},
     {"09_training", "--steps 1e3", "--steps: '1e3' is not a whole number"},
+    {"10_efficient_attention", "--key-tile 3.0", "--key-tile: '3.0' is not a whole number"},
 };
 
 // Everything below `dir`, folders too.

@@ -219,6 +219,26 @@ std::string training(Draw& d) {
   return a;
 }
 
+std::string efficient_attention(Draw& d) {
+  const long long n = d.edge_or(25, {1, 64}, 1, 64);
+  std::string a = " --n " + num(n) + " --d " + num(d.edge_or(25, {1, 64}, 1, 64));
+  a += " --query-tile " + num(d.edge_or(25, {1, 64}, 1, 64));
+  a += " --key-tile " + num(d.edge_or(25, {1, 64}, 1, 64));
+  const std::string mask = d.one_of<std::string>({"none", "causal", "pad"});
+  a += " --mask " + mask;
+  if (mask == "pad") a += " --padding " + num(d.in(0, n));
+  if (d.chance(40)) {
+    std::string row;
+    const long long len = d.in(2, 16);
+    for (long long i = 0; i < len; ++i) {
+      row += (i ? "," : "") + num(d.in(-100, 100));
+    }
+    a += " --row " + row + " --split " + num(d.in(1, len - 1));
+  }
+  a += maybe(d, 50, "--seed", num(d.in(0, 100000)));
+  return a;
+}
+
 // The edges of every range, each run once, whatever the random draws.
 const std::map<std::string, std::vector<std::string>> kEdges = {
     {"01_rnn",
@@ -252,6 +272,11 @@ const std::map<std::string, std::vector<std::string>> kEdges = {
       "--steps 1 --task induction --context 40 --layers 8 --d-model 16 --heads 16",
       "--steps 2 --d-model 2 --heads 2 --lr 1 --label-smoothing 0.9 --norm post",
       "--steps 3 --length 2 --context 8"}},
+    {"10_efficient_attention",
+     {"--n 1 --d 1 --query-tile 1 --key-tile 1", "--n 64 --d 64 --query-tile 64 --key-tile 64",
+      "--n 1 --mask pad --padding 1", "--mask pad --padding 0", "--mask pad --padding 10",
+      "--mask causal --n 64 --query-tile 7 --key-tile 5", "--row -1000,0,1000 --split 2",
+      "--row 0,0 --split 1", "--row 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16 --split 15"}},
 };
 
 const std::map<std::string, std::function<std::string(Draw&)>> kDraws = {
@@ -264,6 +289,7 @@ const std::map<std::string, std::function<std::string(Draw&)>> kDraws = {
     {"07_positional_encoding", positional_encoding},
     {"08_transformer_block", transformer_block},
     {"09_training", training},
+    {"10_efficient_attention", efficient_attention},
 };
 
 constexpr int kRandomRunsPerChapter = 36;
@@ -271,14 +297,15 @@ constexpr int kRandomRunsPerChapter = 36;
 // even with a few steps): fewer draws keep the sweep within a minute, and its edges still run.
 constexpr int kRandomRunsOfTraining = 8;
 
-// `err` less its "training: ..." lines (course/progress.hpp).
+// `err` less its "training: ..." lines (course/progress.hpp) and chapter 10's "measured: ..."
+// line: the measured, varying numbers a chapter reports.
 std::string without_training_lines(const std::string& err) {
   std::string rest;
   std::size_t start = 0;
   while (start < err.size()) {
     const std::size_t end = std::min(err.find('\n', start), err.size());
     const std::string line = err.substr(start, end - start);
-    if (line.rfind("training: ", 0) != 0) rest += line + "\n";
+    if (line.rfind("training: ", 0) != 0 && line.rfind("measured: ", 0) != 0) rest += line + "\n";
     start = end + 1;
   }
   return rest;
@@ -314,8 +341,8 @@ TEST(KnobSweep, EveryChapterRunsCleanlyOnEveryAcceptedCombination) {
       ++runs;
       const std::string command = std::string(ATTN_BIN_DIR) + "/" + chapter + " " + args;
       EXPECT_EQ(r.code, 0) << command << "\n" << r.err;
-      // Chapter 09 reports its training speed on stderr, where measured (so varying) numbers
-      // go; nothing else may be there.
+      // Chapters 09 and 10 report speeds on stderr, where measured (so varying) numbers go;
+      // nothing else may be there.
       EXPECT_EQ(without_training_lines(r.err), "") << command;
       EXPECT_TRUE(attn_test::contains(r.out, "== What to notice")) << command;
       EXPECT_LE(widest_line(r.out), 100u) << command;

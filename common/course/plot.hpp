@@ -195,6 +195,8 @@ class Plotter {
   Figure lines(const std::string& name, const std::vector<Series>& series, const LineOptions& opts);
 
   bool enabled() const { return enabled_; }
+  /// The folder the figures go to (made on the first figure).
+  const std::filesystem::path& out_dir() const { return out_dir_; }
   /// The PNGs rendered so far, one per line, for the end of a walk-through:
   ///   "  figures: plots/05_batch_weights.png\n           plots/05_masks.png\n"
   /// ("  figure: " for one; empty when nothing was rendered, e.g. with --no-plots).

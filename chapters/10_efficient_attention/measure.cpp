@@ -1,0 +1,217 @@
+// measure.cpp: chapter 10's timings and the table they are kept in.
+#include "measure.hpp"
+
+#include "attn/attention.hpp"
+#include "attn/random.hpp"
+#include "attn/tiled_attention.hpp"
+#include "course/fma_peak.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace efficiency {
+
+namespace {
+
+using attn::Matrix;
+constexpr Index kD = 64;
+
+double gflops(Index n, double seconds) {
+  const auto nf = static_cast<double>(n);
+  return 4.0 * nf * nf * static_cast<double>(kD) / seconds / 1e9;
+}
+
+std::string cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "unknown CPU";
+}
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[16];
+  std::strftime(text, sizeof text, "%Y-%m-%d", &utc);
+  return text;
+}
+
+struct Inputs {
+  Matrix Q, K, V;  // [n x d] each
+};
+
+Inputs inputs(Index n) {
+  attn::Rng rng(42);
+  return {attn::random_normal(rng, n, kD), attn::random_normal(rng, n, kD),
+          attn::random_normal(rng, n, kD)};
+}
+
+}  // namespace
+
+double seconds_per_call(const std::function<void()>& f) {
+  using Clock = std::chrono::steady_clock;
+  f();  // warm: buffers allocated and touched, caches filled
+  double best = 1e30;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    long calls = 0;
+    const auto start = Clock::now();
+    double elapsed = 0;
+    do {
+      f();
+      ++calls;
+      elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    } while (elapsed < 0.05);
+    best = std::min(best, elapsed / static_cast<double>(calls));
+  }
+  return best;
+}
+
+double best_of_three(const std::function<void()>& f) {
+  using Clock = std::chrono::steady_clock;
+  double best = 1e30;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const auto start = Clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return best;
+}
+
+Measurements measure(const std::function<void(const std::string&)>& progress) {
+  Measurements m{cpu_model(), today(), 0, {}, {}, {}, {}};
+  progress("one core's FMA peak");
+  m.peak = course::measure_fma_peak(0.3) / 1e9;
+  for (Index n : {256, 512, 1024, 2048, 4096}) {
+    progress(fmt::format("the four paths at n = {}", n));
+    const Inputs in = inputs(n);
+    SpeedRow row{.n = n};
+    attn::AttentionResult plain;  // out [n x d], weights [n x n], kept across calls
+    row.plain = gflops(n, seconds_per_call([&] { attn::attention_into(in.Q, in.K, in.V, plain); }));
+    Matrix out(n, kD);  // [n x d]
+    attn::Vector lse(n);
+    for (bool causal : {false, true}) {
+      const attn::TiledAttentionOptions opts{.causal = causal, .threads = 1};
+      const double g = gflops(n, seconds_per_call([&] {
+        attn::tiled_attention_into(in.Q, in.K, in.V, out, lse, opts);
+      }));
+      (causal ? row.tiled_causal : row.tiled) = g;
+    }
+    Matrix S(n, n);  // [n x n]
+    row.gemms = gflops(n, seconds_per_call([&] {
+      S.noalias() = in.Q * in.K.transpose();
+      out.noalias() = S * in.V;
+    }));
+    m.speed.push_back(row);
+  }
+  progress("the tile sizes at n = 1024");
+  {
+    const Inputs in = inputs(1024);
+    Matrix out(1024, kD);
+    attn::Vector lse(1024);
+    for (Index bq : {16, 32, 64, 128, 256}) {
+      for (Index bk : {16, 32, 64, 128, 256}) {
+        const attn::TiledAttentionOptions opts{.query_tile = bq, .key_tile = bk, .threads = 1};
+        m.sweep.push_back({bq, bk, gflops(1024, seconds_per_call([&] {
+                                     attn::tiled_attention_into(in.Q, in.K, in.V, out, lse, opts);
+                                   }))});
+      }
+    }
+  }
+  progress("one and two threads at n = 4096");
+  {
+    const Inputs in = inputs(4096);
+    Matrix out(4096, kD);
+    attn::Vector lse(4096);
+    for (int threads : {1, 2}) {
+      const attn::TiledAttentionOptions opts{.threads = threads};
+      m.threads.push_back({threads, gflops(4096, seconds_per_call([&] {
+                                       attn::tiled_attention_into(in.Q, in.K, in.V, out, lse,
+                                                                  opts);
+                                     }))});
+    }
+  }
+  return m;
+}
+
+std::string to_tsv(const Measurements& m) {
+  std::string s = fmt::format("# chapter 10's measurements: {}, {}\n", m.machine, m.date);
+  s += "# GFLOP/s, float32, d = 64, 4 n^2 d flops counted for every path\n";
+  s += fmt::format("peak\t{:.1f}\n", m.peak);
+  for (const SpeedRow& r : m.speed) {
+    s += fmt::format("speed\t{}\t{:.1f}\t{:.1f}\t{:.1f}\t{:.1f}\n", r.n, r.plain, r.tiled,
+                     r.tiled_causal, r.gemms);
+  }
+  for (const SweepCell& c : m.sweep) {
+    s += fmt::format("sweep\t{}\t{}\t{:.1f}\n", c.query_tile, c.key_tile, c.gflops);
+  }
+  for (const ThreadRow& t : m.threads) s += fmt::format("threads\t{}\t{:.1f}\n", t.threads, t.gflops);
+  for (const MemoryPoint& p : m.memory) s += fmt::format("memory\t{}\t{}\t{:.2f}\n", p.path, p.n, p.mib);
+  return s;
+}
+
+std::optional<Measurements> read_measurements(const std::filesystem::path& path) {
+  std::ifstream file(path);
+  if (!file) return std::nullopt;
+  Measurements m;
+  int number = 0;
+  for (std::string line; std::getline(file, line);) {
+    ++number;
+    const auto bad = [&] {
+      return std::runtime_error(fmt::format("{}:{}: cannot read '{}'", path.string(), number, line));
+    };
+    if (line.rfind("# chapter 10's measurements: ", 0) == 0) {
+      const std::string rest = line.substr(29);
+      const auto comma = rest.rfind(", ");
+      if (comma == std::string::npos) throw bad();
+      m.machine = rest.substr(0, comma);
+      m.date = rest.substr(comma + 2);
+      continue;
+    }
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream in(line);
+    std::string kind;
+    in >> kind;
+    if (kind == "peak") {
+      in >> m.peak;
+    } else if (kind == "speed") {
+      SpeedRow r;
+      in >> r.n >> r.plain >> r.tiled >> r.tiled_causal >> r.gemms;
+      m.speed.push_back(r);
+    } else if (kind == "sweep") {
+      SweepCell c;
+      in >> c.query_tile >> c.key_tile >> c.gflops;
+      m.sweep.push_back(c);
+    } else if (kind == "threads") {
+      ThreadRow t;
+      in >> t.threads >> t.gflops;
+      m.threads.push_back(t);
+    } else if (kind == "memory") {
+      MemoryPoint p;
+      in >> p.path >> p.n >> p.mib;
+      m.memory.push_back(p);
+    } else {
+      throw bad();
+    }
+    if (in.fail()) throw bad();
+  }
+  if (m.peak <= 0 || m.speed.empty() || m.sweep.empty() || m.threads.empty()) {
+    throw std::runtime_error(fmt::format("{}: incomplete (peak, speed, sweep and threads lines "
+                                         "are all needed)", path.string()));
+  }
+  return m;
+}
+
+std::filesystem::path committed_measurements() { return ATTN_CHAPTER10_DIR "/measured.tsv"; }
+
+}  // namespace efficiency

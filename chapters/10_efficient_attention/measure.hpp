@@ -1,0 +1,73 @@
+// measure.hpp: chapter 10's stopwatch. The speed figures come from a table of measurements:
+// the one committed beside this file (measured.tsv, taken on the course's machine, its
+// date and CPU in the header), or, with --measure, one taken live on the reader's machine.
+// Seconds never reach stdout, which must be the same bytes on every run: a live measurement
+// reports on stderr and draws the figures from what it measured.
+#pragma once
+
+#include "attn/matrix.hpp"
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace efficiency {
+
+using attn::Index;
+
+/// GFLOP/s of each path at one n (d = 64, one thread, 4 n^2 d flops counted for all).
+struct SpeedRow {
+  Index n = 0;
+  double plain = 0, tiled = 0, tiled_causal = 0, gemms = 0;
+};
+
+/// GFLOP/s of the tiled forward at n = 1024 for one pair of tile sizes.
+struct SweepCell {
+  Index query_tile = 0, key_tile = 0;
+  double gflops = 0;
+};
+
+/// The tiled forward at n = 4096 with this many threads (wall-clock GFLOP/s).
+struct ThreadRow {
+  int threads = 0;
+  double gflops = 0;
+};
+
+/// Peak resident memory above the inputs and the output during one call, measured by
+/// benchmarks/attention_memory (scripts/measure_efficiency.sh), for the memory figure.
+struct MemoryPoint {
+  std::string path;  ///< "plain", "tiled" or "tiled-causal"
+  Index n = 0;
+  double mib = 0;
+};
+
+struct Measurements {
+  std::string machine, date;  ///< the CPU's model name and the day it was measured
+  double peak = 0;            ///< one core's FMA peak, GFLOP/s, measured in the same run
+  std::vector<SpeedRow> speed;
+  std::vector<SweepCell> sweep;
+  std::vector<ThreadRow> threads;
+  std::vector<MemoryPoint> memory;  ///< optional: only the committed table has them
+};
+
+/// Times every path on this machine; `progress` is told what runs next (for stderr). Takes
+/// some twenty seconds.
+Measurements measure(const std::function<void(const std::string&)>& progress);
+
+/// The table as text (tab-separated, '#' header lines), and back. read_measurements returns
+/// nothing when the file does not exist; a malformed file throws std::runtime_error naming the
+/// line.
+std::string to_tsv(const Measurements& m);
+std::optional<Measurements> read_measurements(const std::filesystem::path& path);
+
+/// Where the committed table is: measured.tsv in this chapter's source folder.
+std::filesystem::path committed_measurements();
+
+/// Seconds one call of `f` takes: the best of repeated runs of at least ~50 ms each.
+double seconds_per_call(const std::function<void()>& f);
+/// The same from three single calls: a quick look (the chapter's every run makes one).
+double best_of_three(const std::function<void()>& f);
+
+}  // namespace efficiency
