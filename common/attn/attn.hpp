@@ -72,16 +72,20 @@
 /// ## Caches: what each backward needs
 ///
 /// A forward that will be differentiated keeps what its backward needs, in one documented
-/// way. Either its result already is that (AttentionResult keeps the weights; MultiHeadResult
-/// keeps Q, K, V, every head's weights and the concatenation), or it takes a pointer to a cache
+/// way. Either its result already is that (AttentionResult keeps the weights;
+/// TiledAttentionResult the output and the log-sum-exp L per query, from which the tiled
+/// backward recomputes the weights; MultiHeadResult keeps Q, K, V and the concatenation, with
+/// every head's weights or, without need_weights, every head's L and the mask), or it takes a
+/// pointer to a cache
 /// struct as its last argument and fills it when the pointer is not null: LayerNormCache (the
 /// per-row mean and rstd, as PyTorch's native_layer_norm saves them), FeedForwardCache (the
 /// pre-activation and the ReLU's output), EncoderLayerCache and DecoderLayerCache (for every
 /// sub-layer its input, what it read and returned, its norm's input and statistics, the value
 /// after Add & Norm, and the attention's MultiHeadResult or the FFN's cache). A stack fills a
 /// StackCache, one layer cache per batch element and layer, read with `cache.at(b, layer)`;
-/// chapter 08 prints its attention maps from there. The inputs themselves are not cached: the
-/// caller has them. Passing no cache costs nothing and computes the same bits.
+/// chapter 08 prints its attention maps from there (asking for need_weights). The inputs
+/// themselves are not cached: the caller has them. Passing no cache costs nothing and computes
+/// the same bits.
 ///
 /// The backward passes read them as `X_backward(params, inputs, cache, d_out, grads)`: d_out
 /// is dL/d(output), the gradients of the inputs are returned, and the parameter gradients are
