@@ -3,6 +3,7 @@
 #include "attn/tiled_attention.hpp"
 
 #include "attn/aliasing.hpp"
+#include "attn/tile_kernel.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -178,17 +179,64 @@ void fit(M& m, Index rows, Index cols) {
   if (m.rows() != rows || m.cols() != cols) m.resize(rows, cols);
 }
 
-// S = Q_i K_j^T * scale with the blocked entries of a mixed tile set to -inf. The scale is
-// applied to the finished dot products, as attention() does, so both round alike.
 template <Real T>
-void score_tile(const ViewOf<T>& Q, const ViewOf<T>& K, Index q0, Index bq, Index k0, Index bk,
+using Kernel = detail::TileKernel<T>;
+
+// Rows [r0, r0 + count) of M [_ x d], transposed into panels for the kernel (tile_kernel.hpp):
+// panel p holds d rows of kCols entries, M's rows r0 + p kCols ... as its columns, the columns
+// past `count` zero. Q_i^T for the forward's scores, K_j^T for the backward's.
+template <Real T>
+void pack_transposed(const ViewOf<T>& M, Index r0, Index count, T* panels) {
+  constexpr Index nr = Kernel<T>::kCols;
+  const Index d = M.cols();
+  for (Index p = 0; p * nr < count; ++p) {
+    T* panel = panels + p * d * nr;
+    for (Index c = 0; c < nr; ++c) {
+      const Index r = p * nr + c;
+      if (r < count) {
+        const T* m = M.row(r0 + r).data();
+        for (Index k = 0; k < d; ++k) panel[k * nr + c] = m[k];
+      } else {
+        for (Index k = 0; k < d; ++k) panel[k * nr + c] = T(0);
+      }
+    }
+  }
+}
+
+// Rows [r0, r0 + count) of M [_ x d] in panels for the kernel: panel p holds the `count` rows'
+// columns p kCols ... p kCols + kCols - 1 (zero past d), one row of kCols after another. V_j for
+// the forward's O += P V_j: each panel is read from start to end, contiguous, where V's own rows
+// (in multi-head attention a head's 64 columns of a row 512 wide: 2 KiB apart) would fall into
+// a few sets of the L1 cache and evict one another.
+template <Real T>
+void pack_rows(const ViewOf<T>& M, Index r0, Index count, T* panels) {
+  constexpr Index nr = Kernel<T>::kCols;
+  const Index d = M.cols();
+  for (Index p = 0; p * nr < d; ++p) {
+    const Index width = std::min(nr, d - p * nr);
+    T* panel = panels + p * count * nr;
+    for (Index r = 0; r < count; ++r) {
+      std::copy_n(M.row(r0 + r).data() + p * nr, width, panel + r * nr);
+      std::fill(panel + r * nr + width, panel + (r + 1) * nr, T(0));
+    }
+  }
+}
+
+// S = Q_i K_j^T * scale [B_q x B_k'] with the blocked entries of a mixed tile set to -inf, K_j^T
+// packed (pack_transposed). Each score is the kernel's, with the same bits as the forward's
+// transposed tile, since both sum d_k products in the same order: P recomputed from L is the
+// forward's P. The scale is applied to the finished dot products, as attention() does.
+template <Real T>
+void score_tile(const ViewOf<T>& Q, const T* Kt, Index q0, Index bq, Index k0, Index bk,
                 T scale, const Masking& masking, TileKind kind, MatrixOf<T>& S) {
-  auto s = S.topLeftCorner(bq, bk);
-  s.noalias() = Q.middleRows(q0, bq) * K.middleRows(k0, bk).transpose();  // [B_q x B_k]
+  constexpr Index nr = Kernel<T>::kCols;
+  const Index d_k = Q.cols();
+  Kernel<T>::template multiply<false>(bq, Kernel<T>::padded(bk), d_k, Q.row(q0).data(),
+                                      Q.outerStride(), 1, Kt, nr, d_k * nr, S.data(), S.cols(),
+                                      scale);
+  if (kind != TileKind::mixed) return;
   for (Index r = 0; r < bq; ++r) {
     T* row = S.row(r).data();
-    for (Index c = 0; c < bk; ++c) row[c] *= scale;
-    if (kind != TileKind::mixed) continue;
     const Index i = q0 + r;
     // Causal: the keys after query i are a suffix of the row, blocked in one fill.
     if (masking.causal) {
@@ -216,69 +264,148 @@ void exp_shifted(T* row, Index n, T shift) {
   for (Index c = 0; c < n; ++c) row[c] = row[c] < std::numeric_limits<T>::min() ? T(0) : row[c];
 }
 
-// The largest entry of a row, vectorised. A NaN is not tracked here: exp(NaN - m) makes the
-// row's sum l NaN, and with it the output and L, as attention.hpp promises. Only a row whose
-// other entries are all -inf needs a look (row_has_nan), since it would otherwise be skipped.
-template <Real T>
-T row_max(const T* row, Index n) {
-  return Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(row, n).maxCoeff();
-}
-
-template <Real T>
-bool row_has_nan(const T* row, Index n) {
-  return Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(row, n).isNaN().any();
-}
-
 // ---- Forward -----------------------------------------------------------------------------------
+//
+// The forward keeps its score tile transposed, S^T [B_k x B_q']: row c holds key k0 + c against
+// every query of the tile, and B_q' is B_q padded to whole kernel panels (tile_kernel.hpp). Each
+// query is then one lane of a vector: its running max, the exps and its running sum run on
+// B_q'/W queries at a time with no reduction across lanes, and both products are the register
+// kernel's: S^T = K_j (Q_i^T), with Q_i^T packed once per query tile, and O += (S^T)^T V_j,
+// reading V_j in place.
+
+template <Real T>
+struct ForwardScratch {
+  std::vector<T> Qt;          // Q_i^T in panels: panel p holds d_k rows of kCols queries
+  std::vector<T> St;          // S^T, then P^T in place     [B_k x B_q']
+  std::vector<T> O;           // unnormalised output        [B_q x d_v']
+  std::vector<T> m, l;        // running max and sum per query       [B_q']
+  std::vector<T> tile_max, tile_sum, shift, alpha;  // per query, this key tile [B_q']
+};
+
+template <Real T>
+ForwardScratch<T>& forward_scratch() {
+  thread_local ForwardScratch<T> s;
+  return s;
+}
+
+template <typename V>
+void fit(V& v, Index size) {
+  if (static_cast<Index>(v.size()) < size) v.resize(static_cast<std::size_t>(size));
+}
+
+// The blocked entries of a mixed tile set to -inf in S^T (ld = wq).
+template <Real T>
+void mask_transposed(const Masking& masking, Index q0, Index bq, Index k0, Index bk, Index wq,
+                     T* St) {
+  for (Index r = 0; r < bq; ++r) {
+    const Index i = q0 + r;
+    // Causal: the keys after query i, a suffix of its column.
+    if (masking.causal) {
+      for (Index c = std::clamp<Index>(i + 1 - k0, 0, bk); c < bk; ++c) St[c * wq + r] = -kInf<T>;
+    }
+    if (masking.allowed != nullptr) {
+      const bool* allowed = masking.allowed->row(i).data() + k0;
+      for (Index c = 0; c < bk; ++c) {
+        if (!allowed[c]) St[c * wq + r] = -kInf<T>;
+      }
+    }
+  }
+}
 
 // One query tile, rows [q0, q0 + bq): the online softmax over the key tiles, then out and L.
 template <Real T>
-void forward_tile(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V, Index q0, Index bq,
-                  const Tiling& t, T scale, const Masking& masking, Eigen::Ref<MatrixOf<T>> out,
-                  LseRef<T> lse) {
-  Scratch<T>& w = scratch<T>();
-  const Index d_v = V.cols();
-  fit(w.S, t.bq, t.bk);
-  fit(w.acc1, t.bq, d_v);
-  w.m.resize(t.bq);
-  w.l.resize(t.bq);
-  auto O = w.acc1.topRows(bq);  // [B_q x d_v], the unnormalised output
-  O.setZero();
-  w.m.head(bq).setConstant(-kInf<T>);  // running maximum of each row
-  w.l.head(bq).setZero();              // running sum of exp(s - m)
+void forward_tile(const ViewOf<T>& Q, const ViewOf<T>& K, const T* value_panels, Index d_v,
+                  Index q0, Index bq, const Tiling& t, T scale, const Masking& masking,
+                  Eigen::Ref<MatrixOf<T>> out, LseRef<T> lse) {
+  namespace ep = Eigen::internal;
+  using Packet = typename Kernel<T>::Packet;
+  constexpr Index W = Kernel<T>::kWidth, nr = Kernel<T>::kCols;
+  ForwardScratch<T>& w = forward_scratch<T>();
+  const Index d_k = Q.cols();
+  const Index wq = Kernel<T>::padded(bq), wv = Kernel<T>::padded(d_v);
+  fit(w.Qt, d_k * wq);
+  fit(w.St, t.bk * wq);
+  fit(w.O, bq * wv);
+  for (auto* v : {&w.m, &w.l, &w.tile_max, &w.tile_sum, &w.shift, &w.alpha}) fit(*v, wq);
+  pack_transposed<T>(Q, q0, bq, w.Qt.data());               // Q_i^T      [d_k x B_q']
+  std::fill_n(w.O.data(), bq * wv, T(0));                    // O          [B_q x d_v']
+  std::fill_n(w.m.data(), wq, -kInf<T>);                     // running max of each query
+  std::fill_n(w.l.data(), wq, T(0));                         // running sum of exp(s - m)
+  T* St = w.St.data();
 
   for (Index step = 0; step < t.tk; ++step) {
     const Index j = t.key_tile(step), k0 = j * t.bk, bk = std::min(t.bk, t.n_k - k0);
     const TileKind kind = masking.any() ? masking.kind(q0, q0 + bq, k0, k0 + bk) : TileKind::full;
     if (kind == TileKind::skipped) continue;
-    score_tile<T>(Q, K, q0, bq, k0, bk, scale, masking, kind, w.S);  // S [B_q x B_k]
-    for (Index r = 0; r < bq; ++r) {
-      T* row = w.S.row(r).data();
-      const T m_old = w.m[r];
-      const T tile_max = row_max(row, bk);
+    // S^T = K_j Q_i^T * scale   [B_k x B_q']. The scale goes on the finished dot products, as
+    // attention() applies it, so both round alike.
+    Kernel<T>::template multiply<false>(bk, wq, d_k, K.row(k0).data(), K.outerStride(), 1,
+                                        w.Qt.data(), nr, d_k * nr, St, wq, scale);
+    if (kind == TileKind::mixed) mask_transposed<T>(masking, q0, bq, k0, bk, wq, St);
+
+    // The tile's largest score of each query, key row by key row. A NaN is not tracked here:
+    // exp(NaN - m) makes the query's sum l NaN, and with it its output and L (attention.hpp).
+    for (Index p = 0; p < wq; p += W) ep::pstoreu(&w.tile_max[p], ep::ploadu<Packet>(St + p));
+    for (Index c = 1; c < bk; ++c) {
+      for (Index p = 0; p < wq; p += W) {
+        ep::pstoreu(&w.tile_max[p],
+                    ep::pmax(ep::ploadu<Packet>(&w.tile_max[p]), ep::ploadu<Packet>(St + c * wq + p)));
+      }
+    }
+    // m_new = max(m, tile max), and the factor exp(m - m_new) that rescales the past.
+    for (Index r = 0; r < wq; ++r) {
+      const T m_old = w.m[r], tile_max = w.tile_max[r];
       T m_new = tile_max > m_old ? tile_max : m_old;  // a NaN m_old (an earlier NaN) stays
-      if (m_new == -kInf<T>) {  // nothing allowed (or finite) in this row yet
-        if (!row_has_nan(row, bk)) {
-          std::fill(row, row + bk, T(0));  // P = 0
+      if (m_new == -kInf<T>) {  // nothing allowed (or finite) for this query yet
+        bool nan = false;
+        for (Index c = 0; c < bk && !nan; ++c) nan = std::isnan(St[c * wq + r]);
+        if (!nan) {  // P = exp(S - inf) = 0 for this query, and nothing to rescale
+          w.shift[r] = kInf<T>;
+          w.alpha[r] = T(1);
           continue;
         }
-        m_new = std::numeric_limits<T>::quiet_NaN();  // NaN beside only -inf: the row is NaN
+        m_new = std::numeric_limits<T>::quiet_NaN();  // NaN beside only -inf: the query is NaN
       }
-      exp_shifted(row, bk, m_new);  // P = exp(S - m_new), in place
-      const T alpha = m_old == -kInf<T> ? T(0) : std::exp(m_old - m_new);  // rescales the past
-      w.l[r] = w.l[r] * alpha + Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(row, bk).sum();
-      if (alpha != T(1)) O.row(r) *= alpha;
+      w.shift[r] = m_new;
+      w.alpha[r] = m_old == -kInf<T> ? T(0) : std::exp(m_old - m_new);
       w.m[r] = m_new;
     }
-    O.noalias() += w.S.topLeftCorner(bq, bk) * V.middleRows(k0, bk);  // [B_q x d_v]
+    // P = exp(S - m_new) in place, and its sum per query. Eigen's exp is a few ulps from
+    // glibc's expf and clamps its argument near -88.7, returning ~3e-39 even for -inf, where a
+    // blocked key must get exactly 0; glibc's expf returns subnormals down to exp(-103.9). A
+    // weight below the smallest normal float (1.2e-38) beside the largest, which is 1, is far
+    // below the resolution of their sum: it is flushed to 0, which also keeps subnormals out of
+    // the product that follows. (A NaN compares false and stays.)
+    const Packet tiny = ep::pset1<Packet>(std::numeric_limits<T>::min());
+    std::fill_n(w.tile_sum.data(), wq, T(0));
+    for (Index c = 0; c < bk; ++c) {
+      T* s = St + c * wq;
+      for (Index p = 0; p < wq; p += W) {
+        Packet e = ep::pexp(ep::psub(ep::ploadu<Packet>(s + p), ep::ploadu<Packet>(&w.shift[p])));
+        e = ep::pandnot(e, ep::pcmp_lt(e, tiny));
+        ep::pstoreu(s + p, e);
+        ep::pstoreu(&w.tile_sum[p], ep::padd(ep::ploadu<Packet>(&w.tile_sum[p]), e));
+      }
+    }
+    for (Index r = 0; r < bq; ++r) {
+      w.l[r] = w.l[r] * w.alpha[r] + w.tile_sum[r];
+      if (w.alpha[r] != T(1)) {
+        T* o = w.O.data() + r * wv;
+        for (Index c = 0; c < wv; ++c) o[c] *= w.alpha[r];
+      }
+    }
+    // O += P V_j   [B_q x d_v'], P read from S^T's columns, V_j from its panels.
+    Kernel<T>::template multiply<true>(bq, wv, bk, St, 1, wq, value_panels + j * t.bk * wv, nr,
+                                       bk * nr, w.O.data(), wv, T(1));
   }
 
   // Normalise once: out = O / l, L = m + log l. l = 0 means every allowed score was -inf (a NaN
   // row, attention.hpp) or there was no allowed key (a zero row, L = -inf).
   for (Index r = 0; r < bq; ++r) {
     const Index i = q0 + r;
+    const Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>> O_r(w.O.data() + r * wv, d_v);
     if (w.l[r] > T(0) || std::isnan(w.l[r])) {
-      out.row(i) = O.row(r) * (T(1) / w.l[r]);
+      out.row(i) = O_r * (T(1) / w.l[r]);
       lse[i] = w.m[r] + std::log(w.l[r]);
     } else if (masking.any() && !masking.has_key(i, t.n_k)) {
       out.row(i).setZero();
@@ -314,10 +441,25 @@ void checked_forward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V,
   // do not depend on the number of threads.
   const int team =
       team_size(opts.threads, t.tq, forward_flops(t.n_q, t.n_k, K.cols(), V.cols()));
-#pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (team > 1)
-  for (Index i = 0; i < t.tq; ++i) {
-    const Index q0 = i * t.bq;
-    forward_tile<T>(Q, K, V, q0, std::min(t.bq, t.n_q - q0), t, scale, masking, out, lse);
+  // V_j of every key tile in panels (pack_rows), once per call: n_k x d_v numbers, the size of
+  // V, kept by the calling thread between calls. (The pointer, not the name, goes into the
+  // parallel region: there the name would be each thread's own buffer.)
+  thread_local std::vector<T> value_panels;
+  const Index d_v = V.cols(), panel_size = t.bk * Kernel<T>::padded(d_v);
+  fit(value_panels, t.tk * panel_size);
+  T* const panels = value_panels.data();
+#pragma omp parallel num_threads(team) if (team > 1)
+  {
+#pragma omp for schedule(static)
+    for (Index j = 0; j < t.tk; ++j) {
+      pack_rows<T>(V, j * t.bk, std::min(t.bk, t.n_k - j * t.bk), panels + j * panel_size);
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (Index i = 0; i < t.tq; ++i) {
+      const Index q0 = i * t.bq;
+      forward_tile<T>(Q, K, panels, d_v, q0, std::min(t.bq, t.n_q - q0), t, scale, masking, out,
+                      lse);
+    }
   }
 }
 
@@ -327,10 +469,10 @@ void checked_forward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V,
 // L: the forward's weights without having kept them. A row with no allowed key (L = -inf) has
 // P = 0 and passes nothing back.
 template <Real T>
-void weights_tile(const ViewOf<T>& Q, const ViewOf<T>& K, const LseView<T>& lse, Index q0,
+void weights_tile(const ViewOf<T>& Q, const T* Kt, const LseView<T>& lse, Index q0,
                   Index bq, Index k0, Index bk, T scale, const Masking& masking, TileKind kind,
                   MatrixOf<T>& S) {
-  score_tile<T>(Q, K, q0, bq, k0, bk, scale, masking, kind, S);
+  score_tile<T>(Q, Kt, q0, bq, k0, bk, scale, masking, kind, S);
   for (Index r = 0; r < bq; ++r) {
     T* row = S.row(r).data();
     if (lse[q0 + r] == -kInf<T>) {
@@ -400,6 +542,15 @@ void checked_backward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V
   auto kind_of = [&](Index q0, Index bq, Index k0, Index bk) {
     return masking.any() ? masking.kind(q0, q0 + bq, k0, k0 + bk) : TileKind::full;
   };
+  // K_j^T of every key tile, packed for the kernel in pass 1 (each task its own tile) and read
+  // again in pass 2: n_k x d_k numbers, the size of K. Kept by the calling thread between calls.
+  // (The pointer, not the name, goes into the parallel regions: there the name would be each
+  // thread's own buffer.)
+  thread_local std::vector<T> key_panels;
+  const Index panel_size = d_k * Kernel<T>::padded(t.bk);
+  fit(key_panels, t.tk * panel_size);
+  T* const panels = key_panels.data();
+  auto Kt_of = [=](Index j) { return panels + j * panel_size; };
 
   // Pass 1, one task per key tile: dV_j = sum_i P_ij^T dO_i and dK_j = scale sum_i dS_ij^T Q_i,
   // the query tiles summed in order. dQ needs the other loop order, so it is pass 2: each
@@ -410,7 +561,8 @@ void checked_backward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V
   for (Index j = 0; j < t.tk; ++j) {
     Scratch<T>& w = scratch<T>();
     const Index k0 = j * t.bk, bk = std::min(t.bk, n_k - k0);
-    fit(w.S, t.bq, t.bk);
+    pack_transposed<T>(K, k0, bk, Kt_of(j));  // K_j^T [d_k x B_k']
+    fit(w.S, t.bq, Kernel<T>::padded(t.bk));
     fit(w.dP, t.bq, t.bk);
     fit(w.acc1, t.bk, d_v);
     fit(w.acc2, t.bk, d_k);
@@ -422,7 +574,7 @@ void checked_backward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V
       const Index q0 = i * t.bq, bq = std::min(t.bq, n_q - q0);
       const TileKind kind = kind_of(q0, bq, k0, bk);
       if (kind == TileKind::skipped) continue;
-      weights_tile<T>(Q, K, lse, q0, bq, k0, bk, scale, masking, kind, w.S);  // P [B_q x B_k]
+      weights_tile<T>(Q, Kt_of(j), lse, q0, bq, k0, bk, scale, masking, kind, w.S);  // P
       const auto P = w.S.topLeftCorner(bq, bk);
       dV_j.noalias() += P.transpose() * d_out.middleRows(q0, bq);  // [B_k x d_v]
       w.dP.topLeftCorner(bq, bk).noalias() =
@@ -441,7 +593,7 @@ void checked_backward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V
   for (Index i = 0; i < t.tq; ++i) {
     Scratch<T>& w = scratch<T>();
     const Index q0 = i * t.bq, bq = std::min(t.bq, n_q - q0);
-    fit(w.S, t.bq, t.bk);
+    fit(w.S, t.bq, Kernel<T>::padded(t.bk));
     fit(w.dP, t.bq, t.bk);
     fit(w.acc1, t.bq, d_k);
     auto dQ_i = w.acc1.topRows(bq);  // [B_q x d_k]
@@ -451,7 +603,7 @@ void checked_backward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V
       const Index j = t.key_tile(step), k0 = j * t.bk, bk = std::min(t.bk, n_k - k0);
       const TileKind kind = kind_of(q0, bq, k0, bk);
       if (kind == TileKind::skipped) continue;
-      weights_tile<T>(Q, K, lse, q0, bq, k0, bk, scale, masking, kind, w.S);  // P [B_q x B_k]
+      weights_tile<T>(Q, Kt_of(j), lse, q0, bq, k0, bk, scale, masking, kind, w.S);  // P
       w.dP.topLeftCorner(bq, bk).noalias() =
           d_out.middleRows(q0, bq) * V.middleRows(k0, bk).transpose();  // dP [B_q x B_k]
       softmax_backward_tile<T>(w.S, w.D, bq, bk, w.dP);                // dS [B_q x B_k]
