@@ -37,53 +37,64 @@ struct TileKernel {
   // Columns padded up to whole blocks.
   static constexpr Index padded(Index cols) { return (cols + kCols - 1) / kCols * kCols; }
 
+  // One block's operands: kRows (or fewer) rows of A from `a`, one panel of B from `b`, the
+  // block of C at `c`.
+  struct Block {
+    const T* a;
+    Index a_row, a_col;
+    const T* b;
+    Index b_row, depth;
+    T* c;
+    Index c_row;
+    T scale;
+  };
+
   // One block of `Rows` rows (Rows <= kRows: the last rows of C) by kCols columns.
   template <int Rows, bool Accumulate>
-  static void block(const T* a, Index a_row, Index a_col, const T* b, Index b_row, Index depth,
-                    T* c, Index c_row, T scale) {
+  static void block(const Block& o) {
     namespace ep = Eigen::internal;
     Packet acc[Rows][2];
     for (int x = 0; x < Rows; ++x) {
-      acc[x][0] = Accumulate ? ep::ploadu<Packet>(c + x * c_row) : ep::pset1<Packet>(T(0));
-      acc[x][1] =
-          Accumulate ? ep::ploadu<Packet>(c + x * c_row + kWidth) : ep::pset1<Packet>(T(0));
+      T* c = o.c + x * o.c_row;
+      acc[x][0] = Accumulate ? ep::ploadu<Packet>(c) : ep::pset1<Packet>(T(0));
+      acc[x][1] = Accumulate ? ep::ploadu<Packet>(c + kWidth) : ep::pset1<Packet>(T(0));
     }
-    for (Index k = 0; k < depth; ++k) {
-      const Packet b0 = ep::ploadu<Packet>(b + k * b_row);
-      const Packet b1 = ep::ploadu<Packet>(b + k * b_row + kWidth);
-      const T* a_k = a + k * a_col;
+    for (Index k = 0; k < o.depth; ++k) {
+      const Packet b0 = ep::ploadu<Packet>(o.b + k * o.b_row);
+      const Packet b1 = ep::ploadu<Packet>(o.b + k * o.b_row + kWidth);
+      const T* a_k = o.a + k * o.a_col;
       for (int x = 0; x < Rows; ++x) {
-        const Packet ax = ep::pset1<Packet>(a_k[x * a_row]);
+        const Packet ax = ep::pset1<Packet>(a_k[x * o.a_row]);
         acc[x][0] = ep::pmadd(ax, b0, acc[x][0]);
         acc[x][1] = ep::pmadd(ax, b1, acc[x][1]);
       }
     }
-    const Packet s = ep::pset1<Packet>(scale);
+    const Packet s = ep::pset1<Packet>(o.scale);
     for (int x = 0; x < Rows; ++x) {
-      ep::pstoreu(c + x * c_row, Accumulate ? acc[x][0] : ep::pmul(acc[x][0], s));
-      ep::pstoreu(c + x * c_row + kWidth, Accumulate ? acc[x][1] : ep::pmul(acc[x][1], s));
+      T* c = o.c + x * o.c_row;
+      ep::pstoreu(c, Accumulate ? acc[x][0] : ep::pmul(acc[x][0], s));
+      ep::pstoreu(c + kWidth, Accumulate ? acc[x][1] : ep::pmul(acc[x][1], s));
     }
   }
 
   // The whole product, block by block: a band of kRows rows of A stays in L1 while the band
-  // sweeps B's column panels. `cols` must be a multiple of kCols.
+  // sweeps B's column panels, panel p starting at b + p * b_panel. `cols` must be a multiple
+  // of kCols.
   template <bool Accumulate>
   static void multiply(Index rows, Index cols, Index depth, const T* a, Index a_row,
                        Index a_col, const T* b, Index b_row, Index b_panel, T* c, Index c_row,
                        T scale) {
     for (Index r = 0; r < rows; r += kRows) {
-      const Index band = std::min(kRows, rows - r);
       for (Index p = 0; p * kCols < cols; ++p) {
-        const T* a_r = a + r * a_row;
-        const T* b_p = b + p * b_panel;
-        T* c_rp = c + r * c_row + p * kCols;
-        switch (band) {
-          case 6: block<6, Accumulate>(a_r, a_row, a_col, b_p, b_row, depth, c_rp, c_row, scale); break;
-          case 5: block<5, Accumulate>(a_r, a_row, a_col, b_p, b_row, depth, c_rp, c_row, scale); break;
-          case 4: block<4, Accumulate>(a_r, a_row, a_col, b_p, b_row, depth, c_rp, c_row, scale); break;
-          case 3: block<3, Accumulate>(a_r, a_row, a_col, b_p, b_row, depth, c_rp, c_row, scale); break;
-          case 2: block<2, Accumulate>(a_r, a_row, a_col, b_p, b_row, depth, c_rp, c_row, scale); break;
-          default: block<1, Accumulate>(a_r, a_row, a_col, b_p, b_row, depth, c_rp, c_row, scale);
+        const Block o{a + r * a_row, a_row, a_col, b + p * b_panel, b_row, depth,
+                      c + r * c_row + p * kCols, c_row, scale};
+        switch (std::min(kRows, rows - r)) {
+          case 6: block<6, Accumulate>(o); break;
+          case 5: block<5, Accumulate>(o); break;
+          case 4: block<4, Accumulate>(o); break;
+          case 3: block<3, Accumulate>(o); break;
+          case 2: block<2, Accumulate>(o); break;
+          default: block<1, Accumulate>(o);
         }
       }
     }

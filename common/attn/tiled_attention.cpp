@@ -1,5 +1,6 @@
 // tiled_attention.cpp: FlashAttention-2's forward and backward on the CPU, one tile of queries
-// (or keys) per OpenMP task, Eigen's GEMM on the tiles, a vectorised exp on the rows.
+// (or keys) per OpenMP task. The forward's two products and the backward's scores run on the
+// register kernel of tile_kernel.hpp, the backward's other four products on Eigen's GEMM.
 #include "attn/tiled_attention.hpp"
 
 #include "attn/aliasing.hpp"
@@ -348,8 +349,8 @@ void forward_tile(const ViewOf<T>& Q, const ViewOf<T>& K, const T* value_panels,
     for (Index p = 0; p < wq; p += W) ep::pstoreu(&w.tile_max[p], ep::ploadu<Packet>(St + p));
     for (Index c = 1; c < bk; ++c) {
       for (Index p = 0; p < wq; p += W) {
-        ep::pstoreu(&w.tile_max[p],
-                    ep::pmax(ep::ploadu<Packet>(&w.tile_max[p]), ep::ploadu<Packet>(St + c * wq + p)));
+        const Packet seen = ep::ploadu<Packet>(&w.tile_max[p]);
+        ep::pstoreu(&w.tile_max[p], ep::pmax(seen, ep::ploadu<Packet>(St + c * wq + p)));
       }
     }
     // m_new = max(m, tile max), and the factor exp(m - m_new) that rescales the past.

@@ -36,6 +36,16 @@
 /// is computed by one thread, summing its tiles in a fixed order, so the result is the same
 /// bytes for any number of threads. Scratch tiles are per thread and kept between calls: no
 /// allocation on the hot path once a thread has seen the largest tile.
+///
+/// Arithmetic: both products of a tile run on a register-blocked kernel (tile_kernel.hpp, 6 x 16
+/// floats of the output in registers with AVX2). The forward keeps its score tile transposed,
+/// keys as rows and queries as vector lanes, so the online softmax's max, exps and sums run
+/// across queries without a reduction inside a vector.
+///
+/// Memory beyond the inputs and outputs, linear in n: in the forward, per thread, a score
+/// tile, Q_i^T and an accumulator, B_q (B_k + d_k + d_v) numbers (128 KiB with the default
+/// tiles at d = 64); per call, L and V copied into the kernel's panels (the backward: K), n_k d
+/// numbers, the size of that input.
 #pragma once
 
 #include "attn/attention.hpp"
@@ -66,8 +76,9 @@ struct TiledAttentionOptions {
   /// Rows of Q per tile (B_q) and rows of K and V per tile (B_k); any value >= 1, larger than
   /// n included (one tile). 128 x 128 was among the fastest of the tile sweep (chapter 10,
   /// benchmarks/bench_efficient.cpp) at d = 64, with and without a causal mask, on the
-  /// course's machine: large enough for Eigen's GEMM to run well on a tile, small enough that
-  /// the causal diagonal's partly masked tiles waste little (a 128 x 128 score tile is 64 KiB).
+  /// course's machine: large enough to spread each tile's fixed costs (packing Q_i^T, the
+  /// rescaling of O) over much arithmetic, small enough that the causal diagonal's partly
+  /// masked tiles waste little and a 128 x 128 score tile (64 KiB) stays in the L2 cache.
   Index query_tile = 128;
   Index key_tile = 128;
   /// The order in which each query tile visits the key tiles (a permutation of 0 .. T_k - 1,
