@@ -15,8 +15,8 @@ packages=(
   gnuplot-nox                     # every figure
   doxygen graphviz libjs-mathjax  # the site, with formulas typeset offline
   python3-numpy                   # the .npy round-trip test proves the format against NumPy itself
-  clang                           # scripts/fuzz.sh: libFuzzer targets need clang++ (GCC has none)
-  libclang-rt-dev                 # libFuzzer + ASan/UBSan runtimes for it (libclang-rt-14-dev)
+  clang                           # the sanitize preset, and scripts/fuzz.sh (libFuzzer: GCC has none)
+  libclang-rt-dev                 # clang's ASan/UBSan and libFuzzer runtimes (libclang-rt-14-dev)
 )
 if [[ "${1:-}" == "--torch" ]]; then
   packages+=(python3-torch)       # only for scripts/make_fixtures.sh; the test run never needs it
