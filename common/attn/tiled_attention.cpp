@@ -160,12 +160,12 @@ double forward_flops(Index n_q, Index n_k, Index d_k, Index d_v) {
 
 // ---- One tile of scores ------------------------------------------------------------------------
 
-// Each thread's scratch, kept between calls (thread_local): the score tile S [B_q x B_k] (then
-// the weights P in place), the gradient tile dP [B_q x B_k], and an accumulator per side.
+// Each thread's scratch for the backward, kept between calls (thread_local): the score tile S
+// [B_q x B_k'] (then the weights P in place), the gradient tile dP [B_q x B_k], and an
+// accumulator per side.
 template <Real T>
 struct Scratch {
   MatrixOf<T> S, dP, acc1, acc2;
-  Eigen::Matrix<T, Eigen::Dynamic, 1> m, l, D;
 };
 
 template <Real T>
@@ -487,8 +487,8 @@ void weights_tile(const ViewOf<T>& Q, const T* Kt, const LseView<T>& lse, Index 
 // dS = P * (dP - D) in place in dP, D_r = rowsum(dO_r * out_r): the softmax's Jacobian applied
 // row by row (attention.hpp), with sum_j P_rj dP_rj = D_r computed from the outputs instead.
 template <Real T>
-void softmax_backward_tile(const MatrixOf<T>& P, const Eigen::Matrix<T, Eigen::Dynamic, 1>& D,
-                           Index bq, Index bk, MatrixOf<T>& dP) {
+void softmax_backward_tile(const MatrixOf<T>& P, const T* D, Index bq, Index bk,
+                           MatrixOf<T>& dP) {
   for (Index r = 0; r < bq; ++r) {
     const T* p = P.row(r).data();
     T* g = dP.row(r).data();
@@ -498,13 +498,6 @@ void softmax_backward_tile(const MatrixOf<T>& P, const Eigen::Matrix<T, Eigen::D
     // zeroes dS where the mask blocks.
     for (Index c = 0; c < bk; ++c) g[c] = p[c] == T(0) ? T(0) : p[c] * (g[c] - d);
   }
-}
-
-template <Real T>
-void row_dots(const ViewOf<T>& d_out, const ViewOf<T>& out, Index q0, Index bq,
-              Eigen::Matrix<T, Eigen::Dynamic, 1>& D) {
-  fit(D, bq, 1);
-  for (Index r = 0; r < bq; ++r) D[r] = d_out.row(q0 + r).dot(out.row(q0 + r));
 }
 
 template <Real T>
@@ -552,6 +545,11 @@ void checked_backward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V
   fit(key_panels, t.tk * panel_size);
   T* const panels = key_panels.data();
   auto Kt_of = [=](Index j) { return panels + j * panel_size; };
+  // D = rowsum(dO * out) [n_q], once per call: both passes read it, every key tile again.
+  thread_local std::vector<T> row_dots;
+  fit(row_dots, n_q);
+  for (Index i = 0; i < n_q; ++i) row_dots[i] = d_out.row(i).dot(out.row(i));
+  const T* const D = row_dots.data();
 
   // Pass 1, one task per key tile: dV_j = sum_i P_ij^T dO_i and dK_j = scale sum_i dS_ij^T Q_i,
   // the query tiles summed in order. dQ needs the other loop order, so it is pass 2: each
@@ -580,8 +578,7 @@ void checked_backward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V
       dV_j.noalias() += P.transpose() * d_out.middleRows(q0, bq);  // [B_k x d_v]
       w.dP.topLeftCorner(bq, bk).noalias() =
           d_out.middleRows(q0, bq) * V.middleRows(k0, bk).transpose();  // dP [B_q x B_k]
-      row_dots<T>(d_out, out, q0, bq, w.D);
-      softmax_backward_tile<T>(w.S, w.D, bq, bk, w.dP);  // dS, in dP's place
+      softmax_backward_tile<T>(w.S, D + q0, bq, bk, w.dP);  // dS, in dP's place
       dK_j.noalias() += w.dP.topLeftCorner(bq, bk).transpose() * Q.middleRows(q0, bq);
     }
     dV.middleRows(k0, bk) = dV_j;
@@ -599,7 +596,6 @@ void checked_backward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V
     fit(w.acc1, t.bq, d_k);
     auto dQ_i = w.acc1.topRows(bq);  // [B_q x d_k]
     dQ_i.setZero();
-    row_dots<T>(d_out, out, q0, bq, w.D);
     for (Index step = 0; step < t.tk; ++step) {
       const Index j = t.key_tile(step), k0 = j * t.bk, bk = std::min(t.bk, n_k - k0);
       const TileKind kind = kind_of(q0, bq, k0, bk);
@@ -607,7 +603,7 @@ void checked_backward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V
       weights_tile<T>(Q, Kt_of(j), lse, q0, bq, k0, bk, scale, masking, kind, w.S);  // P
       w.dP.topLeftCorner(bq, bk).noalias() =
           d_out.middleRows(q0, bq) * V.middleRows(k0, bk).transpose();  // dP [B_q x B_k]
-      softmax_backward_tile<T>(w.S, w.D, bq, bk, w.dP);                // dS [B_q x B_k]
+      softmax_backward_tile<T>(w.S, D + q0, bq, bk, w.dP);             // dS [B_q x B_k]
       dQ_i.noalias() += w.dP.topLeftCorner(bq, bk) * K.middleRows(k0, bk);  // [B_q x d_k]
     }
     dQ.middleRows(q0, bq) = dQ_i * scale;

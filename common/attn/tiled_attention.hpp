@@ -44,8 +44,8 @@
 ///
 /// Memory beyond the inputs and outputs, linear in n: in the forward, per thread, a score
 /// tile, Q_i^T and an accumulator, B_q (B_k + d_k + d_v) numbers (128 KiB with the default
-/// tiles at d = 64); per call, L and V copied into the kernel's panels (the backward: K), n_k d
-/// numbers, the size of that input.
+/// tiles at d = 64); per call, L and V copied into the kernel's panels (the backward: K, and
+/// D = rowsum(d_out * out), n_q numbers), n_k d numbers, the size of that input.
 #pragma once
 
 #include "attn/attention.hpp"
