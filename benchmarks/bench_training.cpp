@@ -4,12 +4,14 @@
 //       4 n^2 d for the forward, 8 n^2 d for the backward); measured, the two take about the
 //       same time, because the forward's softmax (a scalar exp per score) costs as much as
 //       two GEMMs (chapter 10)
-//   Seq2SeqStep  one training step of the encoder-decoder (forward, loss, backward, clipping,
-//       Adam's update of every parameter) on a batch of 32 reversal pairs of length 8, in target
-//       tokens per second, at the chapter's default sizes: d_model 32, 1 head, d_ff 64, 2
-//       pre-norm layers each
+//   Seq2SeqStep/threads  one training step of the encoder-decoder (forward, loss, backward,
+//       clipping, Adam's update of every parameter) on a batch of 32 reversal pairs of length 8,
+//       in target tokens per second of wall time, at the chapter's default sizes: d_model 32,
+//       1 head, d_ff 64, 2 pre-norm layers each; the pairs on 1 or 2 threads
+//       (sequence_shards.hpp)
 //
-//   taskset -c 1 build/release/benchmarks/bench_training --benchmark_min_time=0.5
+//   build/release/benchmarks/bench_training --benchmark_min_time=0.5
+//   (not pinned to one core with taskset: Seq2SeqStep/2 needs two)
 #include "attn/attention.hpp"
 #include "attn/optim.hpp"
 #include "attn/parameters.hpp"
@@ -75,6 +77,7 @@ attn::Seq2SeqBatch reversal_batch(attn::Rng& rng, Index B, Index n) {
 
 void BM_Seq2SeqStep(benchmark::State& state) {
   constexpr Index B = 32, n = 8;
+  const int threads = static_cast<int>(state.range(0));
   attn::Rng rng(7);
   attn::Seq2Seq model = attn::seq2seq_init(
       rng, {.vocab = 12, .d_model = 32, .heads = 1, .d_ff = 64, .layers = 2,
@@ -86,7 +89,7 @@ void BM_Seq2SeqStep(benchmark::State& state) {
   attn::Adam adam({.lr = 3e-3, .betas = {0.9, 0.98}, .eps = 1e-9});
   for (auto _ : state) {
     attn::set_zero(grads);
-    const attn::Seq2SeqStep step = attn::seq2seq_loss(model, batch, 0.0, &grads);
+    const attn::Seq2SeqStep step = attn::seq2seq_loss(model, batch, 0.0, &grads, false, threads);
     attn::clip_grad_norm(grad_list, 1.0);
     adam.step(params, grad_list);
     benchmark::DoNotOptimize(step.loss);
@@ -97,7 +100,7 @@ void BM_Seq2SeqStep(benchmark::State& state) {
 
 BENCHMARK(BM_AttentionForward)->Arg(64)->Arg(256)->Arg(1024);
 BENCHMARK(BM_AttentionBackward)->Arg(64)->Arg(256)->Arg(1024);
-BENCHMARK(BM_Seq2SeqStep);
+BENCHMARK(BM_Seq2SeqStep)->Arg(1)->Arg(2)->UseRealTime();
 
 }  // namespace
 

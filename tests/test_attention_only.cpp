@@ -383,6 +383,102 @@ TEST(AttentionOnlyIgnore, TheBatchMeanIsOverTheBatchCount) {
   }
 }
 
+// ---- Sequences side by side ----------------------------------------------------------------------
+
+// A batch of B random sequences over the small model's vocabulary, every third target ignored.
+attn::AttentionOnlyBatch random_batch(std::uint64_t seed, Index B) {
+  attn::Rng rng(seed);
+  attn::AttentionOnlyBatch batch{attn::TokenIds(B, kSmall.context),
+                                 attn::TokenIds(B, kSmall.context), -1};
+  for (Index i = 0; i < batch.inputs.size(); ++i) {
+    batch.inputs.data()[i] = static_cast<int>(rng.next_u64() % kSmall.vocab);
+    batch.targets.data()[i] =
+        i % 3 == 2 ? -1 : static_cast<int>(rng.next_u64() % kSmall.vocab);
+  }
+  return batch;
+}
+
+// The loss runs its sequences on OpenMP threads, in shards whose gradients are summed in an order
+// the batch fixes (sequence_shards.hpp). So every thread count must give the same bits: the loss,
+// the number correct and every gradient. 13 sequences make 8 shards of one or two sequences,
+// and 2, 3 and 5 threads split them unevenly. Not vacuous: a sum that followed the threads
+// (each thread accumulating what it ran) would group the 13 terms differently for each count;
+// replacing the shard loop by that moved gradients in their last bits and failed this test.
+TEST(AttentionOnlyThreads, EveryThreadCountGivesTheSameBits) {
+  const AttentionOnly m = small_model(21);
+  const attn::AttentionOnlyBatch batch = random_batch(22, 13);
+  AttentionOnly g1 = attn::zeros_like(m);
+  const attn::AttentionOnlyStep s1 = attn::attention_only_loss(m, batch, &g1, true, 1);
+  ASSERT_EQ(s1.logits.size(), 13u);
+  for (int threads : {2, 3, 5}) {
+    AttentionOnly g = attn::zeros_like(m);
+    const attn::AttentionOnlyStep s = attn::attention_only_loss(m, batch, &g, true, threads);
+    EXPECT_EQ(std::memcmp(&s.loss, &s1.loss, sizeof s.loss), 0) << threads << " threads";
+    EXPECT_EQ(s.correct, s1.correct) << threads << " threads";
+    EXPECT_TRUE(same_gradients(g, g1)) << threads << " threads";
+    for (std::size_t b = 0; b < s.logits.size(); ++b) {
+      EXPECT_TRUE(identical(s.logits[b], s1.logits[b])) << threads << " threads, sequence " << b;
+    }
+  }
+}
+
+// The shards together cover every sequence exactly once: the batch's loss and gradient are the
+// count-weighted mean of the 13 one-sequence ones (an off-by-one at a shard's edge would drop
+// or double one). Before, a batch of another model's sizes runs on the same thread, so the
+// shards' kept buffers must be rebuilt for this model's shapes. Double model; 1e-12 of
+// gradients of size ~1 is thousands of times the rounding of 13-term sums.
+TEST(AttentionOnlyThreads, TheShardsSumEverySequenceOnce) {
+  attn::Rng other_rng(5);
+  const AttentionOnlyD other = attn::cast<double>(attn::attention_only_init(
+      other_rng, {.vocab = 7, .d_model = 4, .heads = 1, .layers = 1, .context = 6}));
+  AttentionOnlyD other_grads = attn::zeros_like(other);
+  attn::attention_only_loss(other, random_batch(30, 13), &other_grads, false, 2);
+
+  const AttentionOnlyD m = attn::cast<double>(small_model(23));
+  const attn::AttentionOnlyBatch batch = random_batch(24, 13);
+  AttentionOnlyD g = attn::zeros_like(m);
+  const attn::AttentionOnlyStepD s = attn::attention_only_loss(m, batch, &g, false, 2);
+  double loss = 0;
+  AttentionOnlyD expected = attn::zeros_like(m);
+  auto pe = attn::parameters(expected);
+  for (Index b = 0; b < batch.inputs.rows(); ++b) {
+    const attn::AttentionOnlyBatch one{batch.inputs.row(b), batch.targets.row(b), -1};
+    AttentionOnlyD gb = attn::zeros_like(m);
+    const attn::AttentionOnlyStepD sb = attn::attention_only_loss(m, one, &gb, false, 2);
+    const double weight = static_cast<double>(sb.count) / static_cast<double>(s.count);
+    loss += weight * sb.loss;
+    const auto pb = attn::parameters(gb);
+    for (std::size_t i = 0; i < pe.size(); ++i) pe[i].value += weight * pb[i].value;
+  }
+  EXPECT_NEAR(s.loss, loss, 1e-12);
+  const auto pg = attn::parameters(g);
+  for (std::size_t i = 0; i < pg.size(); ++i) {
+    EXPECT_LE(attn::max_abs_diff(pg[i].value, pe[i].value), 1e-12) << pg[i].key;
+  }
+}
+
+// A bad token in the 10th of 13 sequences, found on a worker thread: the exception reaches the
+// caller (it must not escape the OpenMP region, which would end the program), and the
+// gradients it was given are untouched, though the other shards finished.
+TEST(AttentionOnlyThreads, AnErrorInOneSequenceLeavesTheGradientsUntouched) {
+  const AttentionOnly m = small_model(25);
+  attn::AttentionOnlyBatch batch = random_batch(26, 13);
+  batch.inputs(9, 4) = 7;
+  AttentionOnly g = attn::zeros_like(m);
+  for (auto& p : attn::parameters(g)) p.value.setConstant(0.25f);
+  const AttentionOnly before = g;
+  EXPECT_EQ(message_of([&] { attn::attention_only_loss(m, batch, &g, false, 2); }),
+            "attention_only_forward: ids[4] = 7 is outside the vocabulary [0, 7)");
+  EXPECT_TRUE(same_gradients(g, before));
+  // Gradients of another model's shapes are refused before anything runs.
+  attn::Rng rng(27);
+  AttentionOnly wrong = attn::zeros_like(attn::attention_only_init(
+      rng, {.vocab = 7, .d_model = 4, .heads = 1, .layers = 2, .context = 6}));
+  EXPECT_NE(message_of([&] { attn::attention_only_loss(m, random_batch(26, 13), &wrong); })
+                .find("attention_only_loss: the gradient of"),
+            std::string::npos);
+}
+
 // ---- The parameter walk -------------------------------------------------------------------------
 
 // PyTorch's named_parameters() of the replay module: the model's own Parameter pos_embed first

@@ -41,24 +41,16 @@ attn::Seq2SeqBatch reversal_batch(attn::Rng& rng, Index B, Index n) {
 }
 
 std::vector<int> greedy_reverse(const attn::Seq2Seq& model, std::span<const int> src) {
-  std::vector<int> tgt_in{kBos}, out;
-  for (std::size_t i = 0; i < src.size(); ++i) {
-    const attn::Matrix logits = attn::seq2seq_forward<float>(model, src, tgt_in);  // [i+1 x V]
-    Index next = 0;
-    logits.row(static_cast<Index>(i)).maxCoeff(&next);
-    out.push_back(static_cast<int>(next));
-    tgt_in.push_back(static_cast<int>(next));
-  }
-  return out;
+  const auto n = static_cast<Index>(src.size());
+  const attn::TokenIds one = Eigen::Map<const attn::TokenIds>(src.data(), 1, n);  // [1 x n]
+  const attn::TokenIds got = attn::seq2seq_greedy(model, one, kBos, n);          // [1 x n]
+  return {got.data(), got.data() + n};
 }
 
 double exact_reversals(const attn::Seq2Seq& model, const attn::Seq2SeqBatch& batch) {
-  Index exact = 0;
-  for (Index b = 0; b < batch.src.rows(); ++b) {
-    const std::span<const int> src(batch.src.row(b).data(), static_cast<std::size_t>(batch.src.cols()));
-    const std::vector<int> got = greedy_reverse(model, src);
-    exact += std::equal(got.begin(), got.end(), batch.tgt_out.row(b).data());
-  }
+  // Every source decoded, side by side on the cores; a row counts when all its symbols are right.
+  const attn::TokenIds got = attn::seq2seq_greedy(model, batch.src, kBos, batch.src.cols());
+  const Index exact = (got.array() == batch.tgt_out.array()).rowwise().all().count();
   return static_cast<double>(exact) / static_cast<double>(batch.src.rows());
 }
 

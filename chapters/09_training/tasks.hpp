@@ -31,7 +31,8 @@ std::vector<std::string> reversal_tokens(std::span<const int> ids);
 /// y_{n-1}, tgt_out = y_1 .. y_n. Every sequence has length n, so nothing is padded.
 attn::Seq2SeqBatch reversal_batch(attn::Rng& rng, Index B, Index n);
 
-/// Greedy decoding: start from <bos>, append the most likely next symbol, n times. [n]
+/// Greedy decoding of one source (attn::seq2seq_greedy): start from <bos>, append the most likely
+/// next symbol, n times. [n]
 std::vector<int> greedy_reverse(const attn::Seq2Seq& model, std::span<const int> src);
 
 /// The fraction of the batch's sources whose greedy decoding is exactly their reversal.

@@ -14,6 +14,7 @@
 
 #include "attn/optim.hpp"
 #include "attn/parameters.hpp"
+#include "attn/threads.hpp"
 #include "course/progress.hpp"
 
 #include <fmt/format.h>
@@ -54,8 +55,9 @@ struct History {
 };
 
 /// Trains `model` in place. `loss_of(grads)` runs one fresh batch forward and backward into
-/// grads; `evaluate()` returns held-out {loss, accuracy}; `snapshot(step)` is called at step 0
-/// and after every step in `snapshot_steps`. Throws std::runtime_error naming the step when the
+/// grads (the library runs a batch's sequences side by side on the cores: sequence_shards.hpp);
+/// `evaluate()` returns held-out {loss, accuracy}; `snapshot(step)` is called at step 0 and
+/// after every step in `snapshot_steps`. Throws std::runtime_error naming the step when the
 /// loss stops being finite (the model is then left as it was before that step's update).
 template <typename Model>
 History train(const std::string& task, Model& model, const Schedule& s,
@@ -104,9 +106,11 @@ History train(const std::string& task, Model& model, const Schedule& s,
   }
   h.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   h.tokens_per_second = h.seconds > 0 ? tokens / h.seconds : 0;
-  progress.finish(fmt::format("{}: {} steps, {:.1f} s on one core, {} target tokens/s "
+  const int threads = attn::default_threads();
+  progress.finish(fmt::format("{}: {} steps, {:.1f} s on {} thread{}, {} target tokens/s "
                               "(with the evaluations)",
-                              task, s.steps, h.seconds, course::short_count(h.tokens_per_second)));
+                              task, s.steps, h.seconds, threads, threads == 1 ? "" : "s",
+                              course::short_count(h.tokens_per_second)));
   return h;
 }
 

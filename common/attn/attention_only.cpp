@@ -3,9 +3,11 @@
 
 #include "attn/embedding.hpp"
 #include "attn/masks.hpp"
+#include "attn/sequence_shards.hpp"
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 namespace attn {
 
@@ -129,36 +131,48 @@ template <Real T>
 AttentionOnlyStepOf<T> attention_only_loss(const AttentionOnlyOf<T>& model,
                                            const AttentionOnlyBatch& batch,
                                            std::type_identity_t<AttentionOnlyOf<T>>* grads,
-                                           bool keep_logits) {
+                                           bool keep_logits, int threads) {
   const Index B = batch.inputs.rows(), n = batch.inputs.cols();
   require(batch.targets.rows() == B && batch.targets.cols() == n, "attention_only_loss", [&] {
     return "inputs are " + shape_str(batch.inputs) + " and targets " +
            shape_str(batch.targets) + ": one target per input token, [B x n] both";
   });
+  if (grads) check_grads_like(model, *grads, "attention_only_loss");
   AttentionOnlyStepOf<T> step;
   step.count = (batch.targets.array() != batch.ignore_id).count();
   const CrossEntropyOptions loss_opts{.ignore_index = batch.ignore_id,
                                       .reduction = Reduction::sum};
+  std::vector<double> losses(static_cast<std::size_t>(B));  // each sequence's summed loss
+  std::vector<Index> correct(static_cast<std::size_t>(B));
+  if (keep_logits) step.logits.resize(static_cast<std::size_t>(B));
+  // The sequences side by side; their gradients summed in an order fixed by the batch.
+  detail::for_each_sequence<AttentionOnlyCacheOf<T>>(
+      B, model, grads, threads,
+      [&](Index b, AttentionOnlyCacheOf<T>& cache, AttentionOnlyOf<T>* shard_grads) {
+        const auto at = static_cast<std::size_t>(b);
+        const std::span<const int> ids(batch.inputs.row(b).data(), static_cast<std::size_t>(n));
+        const std::span<const int> targets(batch.targets.row(b).data(),
+                                           static_cast<std::size_t>(n));
+        const MatrixOf<T>& logits = attention_only_forward(model, ids, &cache);  // [n x V]
+        CrossEntropyOf<T> ce = cross_entropy(logits, targets, loss_opts);
+        losses[at] = static_cast<double>(ce.loss);
+        for (Index i = 0; i < n; ++i) {
+          const int y = targets[static_cast<std::size_t>(i)];
+          Index best = 0;
+          logits.row(i).maxCoeff(&best);
+          if (y != batch.ignore_id && best == y) ++correct[at];
+        }
+        if (keep_logits) step.logits[at] = logits;
+        if (shard_grads && step.count > 0) {
+          // Each sequence's sum, over the batch's count: the batch mean, sequence by sequence.
+          ce.d_logits *= static_cast<T>(1.0 / static_cast<double>(step.count));
+          attention_only_backward(model, ids, cache, ce.d_logits, *shard_grads);
+        }
+      });
   double total = 0.0;
-  AttentionOnlyCacheOf<T> cache;
   for (Index b = 0; b < B; ++b) {
-    const std::span<const int> ids(batch.inputs.row(b).data(), static_cast<std::size_t>(n));
-    const std::span<const int> targets(batch.targets.row(b).data(), static_cast<std::size_t>(n));
-    const MatrixOf<T>& logits = attention_only_forward(model, ids, &cache);  // [n x V]
-    CrossEntropyOf<T> ce = cross_entropy(logits, targets, loss_opts);
-    total += static_cast<double>(ce.loss);
-    for (Index i = 0; i < n; ++i) {
-      const int y = targets[static_cast<std::size_t>(i)];
-      Index best = 0;
-      logits.row(i).maxCoeff(&best);
-      if (y != batch.ignore_id && best == y) ++step.correct;
-    }
-    if (keep_logits) step.logits.push_back(logits);
-    if (grads && step.count > 0) {
-      // Each sequence's sum, over the batch's count: the batch mean, sequence by sequence.
-      ce.d_logits *= static_cast<T>(1.0 / static_cast<double>(step.count));
-      attention_only_backward(model, ids, cache, ce.d_logits, *grads);
-    }
+    total += losses[static_cast<std::size_t>(b)];
+    step.correct += correct[static_cast<std::size_t>(b)];
   }
   step.loss = step.count > 0 ? static_cast<T>(total / static_cast<double>(step.count)) : T(0);
   return step;
@@ -172,7 +186,7 @@ AttentionOnlyStepOf<T> attention_only_loss(const AttentionOnlyOf<T>& model,
                                         AttentionOnlyOf<T>&);                                   \
   template AttentionOnlyStepOf<T> attention_only_loss(                                          \
       const AttentionOnlyOf<T>&, const AttentionOnlyBatch&,                                     \
-      std::type_identity_t<AttentionOnlyOf<T>>*, bool);
+      std::type_identity_t<AttentionOnlyOf<T>>*, bool, int);
 ATTN_INSTANTIATE(float)
 ATTN_INSTANTIATE(double)
 #undef ATTN_INSTANTIATE

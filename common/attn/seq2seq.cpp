@@ -3,9 +3,11 @@
 
 #include "attn/embedding.hpp"
 #include "attn/positional_encoding.hpp"
+#include "attn/sequence_shards.hpp"
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 namespace attn {
 
@@ -180,7 +182,8 @@ void seq2seq_backward(const Seq2SeqOf<T>& model, std::span<const int> src,
 template <Real T>
 Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>& model, const Seq2SeqBatch& batch,
                               double label_smoothing,
-                              std::type_identity_t<Seq2SeqOf<T>>* grads, bool keep_logits) {
+                              std::type_identity_t<Seq2SeqOf<T>>* grads, bool keep_logits,
+                              int threads) {
   const Index B = batch.src.rows();
   require(batch.tgt_in.rows() == B && batch.tgt_out.rows() == B &&
               batch.tgt_out.cols() == batch.tgt_in.cols(),
@@ -189,36 +192,76 @@ Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>& model, const Seq2SeqBatch& bat
                    " and tgt_out " + shape_str(batch.tgt_out) +
                    ": one row per pair, tgt_in and tgt_out of one shape";
           });
+  if (grads) check_grads_like(model, *grads, "seq2seq_loss");
   Seq2SeqStepOf<T> step;
   step.count = (batch.tgt_out.array() != model.pad_id).count();
   const CrossEntropyOptions loss_opts{.ignore_index = model.pad_id,
                                       .label_smoothing = label_smoothing,
                                       .reduction = Reduction::sum};
+  std::vector<double> losses(static_cast<std::size_t>(B));  // each pair's summed loss
+  std::vector<Index> correct(static_cast<std::size_t>(B));
+  if (keep_logits) step.logits.resize(static_cast<std::size_t>(B));
+  // The pairs side by side; their gradients summed in an order fixed by the batch.
+  detail::for_each_sequence<Seq2SeqCacheOf<T>>(
+      B, model, grads, threads,
+      [&](Index b, Seq2SeqCacheOf<T>& cache, Seq2SeqOf<T>* shard_grads) {
+        const auto at = static_cast<std::size_t>(b);
+        const std::span<const int> src(batch.src.row(b).data(),
+                                       static_cast<std::size_t>(batch.src.cols()));
+        const std::span<const int> tgt_in(batch.tgt_in.row(b).data(),
+                                          static_cast<std::size_t>(batch.tgt_in.cols()));
+        const std::span<const int> tgt_out(batch.tgt_out.row(b).data(),
+                                           static_cast<std::size_t>(batch.tgt_out.cols()));
+        const MatrixOf<T>& logits = seq2seq_forward(model, src, tgt_in, &cache);  // [n_t x V]
+        CrossEntropyOf<T> ce = cross_entropy(logits, tgt_out, loss_opts);
+        losses[at] = static_cast<double>(ce.loss);
+        for (Index i = 0; i < logits.rows(); ++i) {
+          const int y = tgt_out[static_cast<std::size_t>(i)];
+          Index best = 0;
+          logits.row(i).maxCoeff(&best);
+          if (y != model.pad_id && best == y) ++correct[at];
+        }
+        if (keep_logits) step.logits[at] = logits;
+        if (shard_grads && step.count > 0) {
+          ce.d_logits *= static_cast<T>(1.0 / static_cast<double>(step.count));
+          seq2seq_backward(model, src, tgt_in, cache, ce.d_logits, *shard_grads);
+        }
+      });
   double total = 0.0;
-  Seq2SeqCacheOf<T> cache;
   for (Index b = 0; b < B; ++b) {
-    const std::span<const int> src(batch.src.row(b).data(), static_cast<std::size_t>(batch.src.cols()));
-    const std::span<const int> tgt_in(batch.tgt_in.row(b).data(),
-                                      static_cast<std::size_t>(batch.tgt_in.cols()));
-    const std::span<const int> tgt_out(batch.tgt_out.row(b).data(),
-                                       static_cast<std::size_t>(batch.tgt_out.cols()));
-    const MatrixOf<T>& logits = seq2seq_forward(model, src, tgt_in, &cache);  // [n_t x V]
-    CrossEntropyOf<T> ce = cross_entropy(logits, tgt_out, loss_opts);
-    total += static_cast<double>(ce.loss);
-    for (Index i = 0; i < logits.rows(); ++i) {
-      const int y = tgt_out[static_cast<std::size_t>(i)];
-      Index best = 0;
-      logits.row(i).maxCoeff(&best);
-      if (y != model.pad_id && best == y) ++step.correct;
-    }
-    if (keep_logits) step.logits.push_back(logits);
-    if (grads && step.count > 0) {
-      ce.d_logits *= static_cast<T>(1.0 / static_cast<double>(step.count));
-      seq2seq_backward(model, src, tgt_in, cache, ce.d_logits, *grads);
-    }
+    total += losses[static_cast<std::size_t>(b)];
+    step.correct += correct[static_cast<std::size_t>(b)];
   }
   step.loss = step.count > 0 ? static_cast<T>(total / static_cast<double>(step.count)) : T(0);
   return step;
+}
+
+TokenIds seq2seq_greedy(const Seq2Seq& model, const TokenIds& src, int bos, Index steps,
+                        int threads) {
+  require(steps >= 1 && steps <= model.max_len(), "seq2seq_greedy", [&] {
+    return "steps is " + str(steps) + ": it must be 1 to " + str(model.max_len()) +
+           " (max_len: the last step reads bos and steps - 1 decoded tokens)";
+  });
+  require(bos >= 0 && bos < model.vocab(), "seq2seq_greedy", [&] {
+    return "bos " + std::to_string(bos) + " is outside the vocabulary [0, " +
+           str(model.vocab()) + ")";
+  });
+  const Index B = src.rows();
+  TokenIds out(B, steps);  // [B x steps]
+  detail::for_each_sequence<Seq2SeqCache>(
+      B, model, static_cast<Seq2Seq*>(nullptr), threads,
+      [&](Index b, Seq2SeqCache& cache, Seq2Seq*) {
+        const std::span<const int> source(src.row(b).data(), static_cast<std::size_t>(src.cols()));
+        std::vector<int> target{bos};
+        for (Index i = 0; i < steps; ++i) {
+          const Matrix& logits = seq2seq_forward(model, source, target, &cache);  // [i+1 x V]
+          Index next = 0;
+          logits.row(i).maxCoeff(&next);
+          out(b, i) = static_cast<int>(next);
+          target.push_back(static_cast<int>(next));
+        }
+      });
+  return out;
 }
 
 #define ATTN_INSTANTIATE(T)                                                                    \
@@ -228,7 +271,7 @@ Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>& model, const Seq2SeqBatch& bat
                                  std::span<const int>, const Seq2SeqCacheOf<T>&,               \
                                  const InView<T>&, Seq2SeqOf<T>&);                             \
   template Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>&, const Seq2SeqBatch&, double,     \
-                                         std::type_identity_t<Seq2SeqOf<T>>*, bool);
+                                         std::type_identity_t<Seq2SeqOf<T>>*, bool, int);
 ATTN_INSTANTIATE(float)
 ATTN_INSTANTIATE(double)
 #undef ATTN_INSTANTIATE

@@ -22,7 +22,8 @@
 /// so a checkpoint is a state_dict and tests/test_seq2seq.cpp compares one training step with
 /// PyTorch's, gradient by gradient.
 ///
-/// A batch is processed one sequence pair at a time (every layer works on one sequence); the
+/// A batch is processed one sequence pair at a time (every layer works on one sequence; the
+/// pairs run side by side on the cores); the
 /// loss is the mean over every counted target of the batch, as PyTorch's would be on the
 /// padded batch, so each sequence's gradient is scaled by 1 / (the batch's count).
 #pragma once
@@ -145,11 +146,26 @@ using Seq2SeqStep = Seq2SeqStepOf<float>;
 /// The loss of a batch and, when grads is not null, its gradient accumulated into *grads:
 /// every pair forward, cross_entropy with the model's pad_id ignored and `label_smoothing`,
 /// summed and divided by the batch's count, backward. `keep_logits` fills the result's logits.
+/// The pairs run side by side on `threads` OpenMP threads (0: OpenMP's default), their
+/// gradients summed in an order the batch fixes (sequence_shards.hpp): the same bits for any
+/// number of threads. Throws std::invalid_argument for a malformed batch or grads not shaped
+/// like the model; *grads is untouched when it throws.
 template <Real T>
 Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>& model, const Seq2SeqBatch& batch,
                               double label_smoothing,
                               std::type_identity_t<Seq2SeqOf<T>>* grads,
-                              bool keep_logits = false);
+                              bool keep_logits = false, int threads = 0);
+
+/// Greedy decoding of every source row of `src` [B x n_s]: the target starts as `bos`, and
+/// `steps` times the argmax of the logits' last row (the first, on a tie) is appended and fed
+/// back in. Each step runs the whole forward again (no cache of keys and values: the course's
+/// sequences are short). The sources run side by side on `threads` OpenMP threads (0:
+/// default_threads()); each is decoded by one thread alone, so the tokens do not depend on the
+/// count. Returns the decoded tokens [B x steps], `bos` not included. Throws
+/// std::invalid_argument unless 1 <= steps <= max_len and bos is in the vocabulary, or for a
+/// source the forward refuses.
+TokenIds seq2seq_greedy(const Seq2Seq& model, const TokenIds& src, int bos, Index steps,
+                        int threads = 0);
 
 /// Every parameter in PyTorch's named_parameters() order (see train_step.py's keys.txt).
 template <typename L, typename F>

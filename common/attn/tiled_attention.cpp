@@ -5,6 +5,7 @@
 
 #include "attn/aliasing.hpp"
 #include "attn/tile_kernel.hpp"
+#include "attn/threads.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -142,7 +143,7 @@ T scale_of(const TiledAttentionOptions& opts, Index d_k, const char* where) {
 // microseconds, and the training chapter makes thousands of calls on 8 tokens).
 int team_size(int threads, Index tasks, double flops) {
 #ifdef _OPENMP
-  const int wanted = threads > 0 ? threads : flops < 4.0e6 ? 1 : omp_get_max_threads();
+  const int wanted = threads > 0 ? threads : flops < 4.0e6 ? 1 : default_threads();
   return static_cast<int>(std::min<Index>(wanted, tasks));
 #else
   (void)threads;

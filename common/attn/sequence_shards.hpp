@@ -1,0 +1,122 @@
+/// @file
+/// A batch's forward and backward, its sequences side by side on every core, with the same bytes
+/// for any number of threads. Used by the training losses (seq2seq.cpp, attention_only.cpp);
+/// include it only from the library's .cpp files, which compile with OpenMP.
+///
+/// A batch's gradient is a sum over its sequences, and a float sum's rounding depends on its
+/// order. So the order is fixed by the batch, never by the threads:
+///
+///   the B sequences are cut into S = min(B, kGradientShards) runs of consecutive sequences;
+///   shard s is computed by one thread, its sequences in order, into its own zeroed gradient;
+///   the shards' gradients are then added into the caller's, shard 0 first.
+///
+/// The threads decide only who computes a shard, never what is summed in which order: one
+/// thread or sixteen, the caller gets the same bits. (They differ, by rounding, from one serial
+/// sum over all B sequences: that sum groups the terms differently.)
+#pragma once
+
+#include "attn/matrix.hpp"
+#include "attn/parameters.hpp"
+#include "attn/threads.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attn::detail {
+
+/// At most this many shards (and gradient copies) per batch: enough to keep 8 cores busy,
+/// few enough that the copies cost little next to the sequences' forward and backward passes.
+inline constexpr Index kGradientShards = 8;
+
+/// Every tensor of a model as a flat span of its numbers, in for_each_parameter's order.
+template <typename Model>
+std::vector<std::span<typename Model::Scalar>> tensor_spans(Model& model) {
+  std::vector<std::span<typename Model::Scalar>> spans;
+  for_each_parameter(model, "", [&](const std::string&, auto& t, Index) {
+    spans.emplace_back(t.data(), static_cast<std::size_t>(t.size()));
+  });
+  return spans;
+}
+
+/// The shards' gradients and caches, kept between calls by the calling thread: a training step
+/// then allocates nothing for them, and the threads fault no fresh pages (a copy of the model per
+/// shard and call cost the two-core run a third of its speed-up). Rebuilt when the model's
+/// tensor shapes change.
+template <typename Model, typename Cache>
+struct ShardWorkspace {
+  std::vector<std::pair<Index, Index>> shapes;  // the model's tensors', as the buffers were made
+  std::vector<Model> grads;                     // [shards], each shaped like the model
+  std::vector<std::vector<std::span<typename Model::Scalar>>> grad_tensors;  // their numbers
+  std::vector<Cache> caches;                    // [shards]
+
+  void fit(const Model& model, Index shards) {
+    std::vector<std::pair<Index, Index>> now;
+    for_each_parameter(model, "", [&](const std::string&, const auto& t, Index) {
+      now.emplace_back(t.rows(), t.cols());
+    });
+    const auto S = static_cast<std::size_t>(shards);
+    if (now != shapes) {
+      shapes = std::move(now);
+      grads.clear();
+      grad_tensors.clear();
+    }
+    while (grads.size() < S) {
+      grads.push_back(zeros_like(model));
+      grad_tensors.push_back(tensor_spans(grads.back()));
+    }
+    if (caches.size() < S) caches.resize(S);
+  }
+};
+
+/// Calls `one(b, cache, shard_grads)` for every sequence b in [0, B): sequences in order within
+/// a shard, shards on OpenMP threads (`threads`; 0: default_threads()). `cache` is a Cache kept
+/// for the shard's sequences; `shard_grads` is the shard's gradient, or nullptr when `grads` is.
+/// The shards' gradients are added into *grads in shard order. If any call throws, the first
+/// shard's exception (in shard order) is rethrown after every thread has finished, and *grads is
+/// left untouched.
+template <typename Cache, typename Model, typename One>
+void for_each_sequence(Index B, const Model& model, Model* grads, int threads, One&& one) {
+  if (B <= 0) return;
+  const Index shards = std::min(B, kGradientShards);
+  thread_local ShardWorkspace<Model, Cache> kept;
+  // The calling thread's workspace, by reference: inside the parallel region the name `kept`
+  // would mean each worker's own (empty) one.
+  ShardWorkspace<Model, Cache>& work = kept;
+  work.fit(model, shards);
+  std::vector<std::exception_ptr> failed(static_cast<std::size_t>(shards));
+  const int team = threads > 0 ? threads : default_threads();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (team > 1 && shards > 1)
+  for (Index s = 0; s < shards; ++s) {
+    const auto at = static_cast<std::size_t>(s);
+    // An exception must not leave an OpenMP region: it is kept and rethrown below.
+    try {
+      Model* g = nullptr;
+      if (grads) {
+        for (std::span<typename Model::Scalar> t : work.grad_tensors[at]) {
+          std::fill(t.begin(), t.end(), typename Model::Scalar(0));
+        }
+        g = &work.grads[at];
+      }
+      for (Index b = s * B / shards; b < (s + 1) * B / shards; ++b) one(b, work.caches[at], g);
+    } catch (...) {
+      failed[at] = std::current_exception();
+    }
+  }
+  for (const std::exception_ptr& e : failed) {
+    if (e) std::rethrow_exception(e);
+  }
+  if (!grads) return;
+  const auto total = tensor_spans(*grads);
+  for (Index s = 0; s < shards; ++s) {
+    const auto& part = work.grad_tensors[static_cast<std::size_t>(s)];
+    for (std::size_t i = 0; i < total.size(); ++i) {
+      for (std::size_t k = 0; k < total[i].size(); ++k) total[i][k] += part[i][k];
+    }
+  }
+}
+
+}  // namespace attn::detail
