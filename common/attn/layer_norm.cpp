@@ -31,15 +31,18 @@ MatrixOf<T> layer_norm_forward(const LayerNormOf<T>& norm, const InView<T>& x,
     cache->rstd.resize(x.rows());  // [n]
   }
   MatrixOf<T> y(x.rows(), d);  // [n x d]
+  // Whole-row operations, which Eigen vectorises; each entry's arithmetic is the formula's, in
+  // its order: z = (x - mean) * inv_std, then y = z * gamma + beta.
+  const Eigen::RowVectorXd gamma = norm.gamma.template cast<double>();  // [1 x d]
+  const Eigen::RowVectorXd beta = norm.beta.template cast<double>();    // [1 x d]
+  Eigen::RowVectorXd centred(d);                                        // [1 x d]
   for (Index r = 0; r < x.rows(); ++r) {
-    const auto row = x.row(r).template cast<double>();  // [1 x d]
-    const double mean = row.mean();
-    const double var = (row.array() - mean).square().mean();  // biased: divide by d
+    centred = x.row(r).template cast<double>();
+    const double mean = centred.mean();
+    centred.array() -= mean;
+    const double var = centred.array().square().mean();  // biased: divide by d
     const double inv_std = 1.0 / std::sqrt(var + static_cast<double>(norm.eps));
-    for (Index c = 0; c < d; ++c) {
-      const double z = (static_cast<double>(x(r, c)) - mean) * inv_std;
-      y(r, c) = static_cast<T>(z * norm.gamma(c) + norm.beta(c));
-    }
+    y.row(r) = ((centred.array() * inv_std) * gamma.array() + beta.array()).template cast<T>();
     if (cache) {
       cache->mean(r) = mean;
       cache->rstd(r) = inv_std;
@@ -66,20 +69,18 @@ MatrixOf<T> layer_norm_backward(const LayerNormOf<T>& norm, const InView<T>& x,
            ": start them from zeros_like(norm), [1 x " + std::to_string(d) + "] each";
   });
   MatrixOf<T> dx(n, d);  // [n x d]
-  Eigen::RowVectorXd xhat(d), g(d);
+  const Eigen::RowVectorXd gamma = norm.gamma.template cast<double>();  // [1 x d]
+  Eigen::RowVectorXd xhat(d), dyr(d), g(d);                             // [1 x d] each
   for (Index r = 0; r < n; ++r) {
     const double mean = cache.mean(r), rstd = cache.rstd(r);
-    for (Index c = 0; c < d; ++c) {
-      xhat(c) = (static_cast<double>(x(r, c)) - mean) * rstd;
-      g(c) = static_cast<double>(dy(r, c)) * static_cast<double>(norm.gamma(c));
-      grads.gamma(c) += static_cast<T>(static_cast<double>(dy(r, c)) * xhat(c));
-      grads.beta(c) += dy(r, c);
-    }
+    xhat = (x.row(r).template cast<double>().array() - mean) * rstd;
+    dyr = dy.row(r).template cast<double>();
+    g = dyr.cwiseProduct(gamma);
+    grads.gamma += dyr.cwiseProduct(xhat).template cast<T>();
+    grads.beta += dy.row(r);
     const double mean_g = g.mean();
     const double mean_g_xhat = g.dot(xhat) / static_cast<double>(d);
-    for (Index c = 0; c < d; ++c) {
-      dx(r, c) = static_cast<T>(rstd * (g(c) - mean_g - xhat(c) * mean_g_xhat));
-    }
+    dx.row(r) = (rstd * (g.array() - mean_g - xhat.array() * mean_g_xhat)).template cast<T>();
   }
   return dx;
 }
