@@ -457,9 +457,9 @@ TEST(AttentionOnlyThreads, TheShardsSumEverySequenceOnce) {
   }
 }
 
-// A bad token in the 10th of 13 sequences, found on a worker thread: the exception reaches the
-// caller (it must not escape the OpenMP region, which would end the program), and the
-// gradients it was given are untouched, though the other shards finished.
+// A bad token in the 10th of 13 sequences, found by whichever of 2 threads runs its shard: the
+// exception reaches the caller (it must not escape the OpenMP region, which would end the
+// program), and the gradients it was given are untouched, though the other shards finished.
 TEST(AttentionOnlyThreads, AnErrorInOneSequenceLeavesTheGradientsUntouched) {
   const AttentionOnly m = small_model(25);
   attn::AttentionOnlyBatch batch = random_batch(26, 13);
@@ -477,6 +477,8 @@ TEST(AttentionOnlyThreads, AnErrorInOneSequenceLeavesTheGradientsUntouched) {
   EXPECT_NE(message_of([&] { attn::attention_only_loss(m, random_batch(26, 13), &wrong); })
                 .find("attention_only_loss: the gradient of"),
             std::string::npos);
+  EXPECT_EQ(message_of([&] { attn::attention_only_loss(m, random_batch(26, 13), nullptr, false, -1); }),
+            "attention_only_loss: threads is -1: it must be >= 0 (0: default_threads())");
 }
 
 // ---- The parameter walk -------------------------------------------------------------------------

@@ -275,8 +275,10 @@ TEST(Seq2SeqTest, GreedyDecodingIsTheStepByStepLoopOnAnyThreads) {
             "steps - 1 decoded tokens)");
   EXPECT_EQ(message_of([&] { attn::seq2seq_greedy(m, src, 11, 3); }),
             "seq2seq_greedy: bos 11 is outside the vocabulary [0, 11)");
+  EXPECT_EQ(message_of([&] { attn::seq2seq_greedy(m, src, 1, 3, -2); }),
+            "seq2seq_greedy: threads is -2: it must be >= 0 (0: default_threads())");
   attn::TokenIds bad = src;
-  bad(5, 2) = 11;  // found on a worker thread; the error still reaches the caller
+  bad(5, 2) = 11;  // found by whichever thread runs its shard; the error reaches the caller
   EXPECT_NE(message_of([&] { attn::seq2seq_greedy(m, bad, 1, 3, 2); }).find("outside the vocabulary"),
             std::string::npos);
 }

@@ -138,6 +138,7 @@ AttentionOnlyStepOf<T> attention_only_loss(const AttentionOnlyOf<T>& model,
            shape_str(batch.targets) + ": one target per input token, [B x n] both";
   });
   if (grads) check_grads_like(model, *grads, "attention_only_loss");
+  detail::check_threads(threads, "attention_only_loss");
   AttentionOnlyStepOf<T> step;
   step.count = (batch.targets.array() != batch.ignore_id).count();
   const CrossEntropyOptions loss_opts{.ignore_index = batch.ignore_id,

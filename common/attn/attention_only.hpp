@@ -173,10 +173,10 @@ using AttentionOnlyStepD = AttentionOnlyStepOf<double>;
 /// The loss of a batch and, when grads is not null, its gradient accumulated into *grads:
 /// every sequence forward, cross_entropy with the batch's ignore_id (Reduction::sum), summed
 /// and divided by the batch's count, backward. `keep_logits` fills the result's logits.
-/// The sequences run side by side on `threads` OpenMP threads (0: OpenMP's default), their
+/// The sequences run side by side on `threads` OpenMP threads (0: default_threads()), their
 /// gradients summed in an order the batch fixes (sequence_shards.hpp): the same bits for any
-/// number of threads. Throws std::invalid_argument unless inputs and targets have one shape and
-/// grads is shaped like the model; *grads is untouched when it throws.
+/// number of threads. Throws std::invalid_argument unless inputs and targets have one shape,
+/// grads is shaped like the model and threads >= 0; *grads is untouched when it throws.
 template <Real T>
 AttentionOnlyStepOf<T> attention_only_loss(const AttentionOnlyOf<T>& model,
                                            const AttentionOnlyBatch& batch,

@@ -145,4 +145,5 @@
 #include "attn/seq2seq.hpp"
 #include "attn/softmax.hpp"
 #include "attn/softmax_stats.hpp"
+#include "attn/threads.hpp"
 #include "attn/transformer.hpp"

@@ -31,8 +31,10 @@ MatrixOf<T> layer_norm_forward(const LayerNormOf<T>& norm, const InView<T>& x,
     cache->rstd.resize(x.rows());  // [n]
   }
   MatrixOf<T> y(x.rows(), d);  // [n x d]
-  // Whole-row operations, which Eigen vectorises; each entry's arithmetic is the formula's, in
-  // its order: z = (x - mean) * inv_std, then y = z * gamma + beta.
+  // Whole-row operations, which Eigen vectorises. Each entry's arithmetic is the formula's, in
+  // its order: z = (x - mean) * inv_std, then y = z * gamma + beta. The two row sums (mean and
+  // variance, in double) are Eigen's vectorised sums, whose grouping follows the vector width:
+  // they may differ from a left-to-right sum in a double's last bits, far below float's.
   const Eigen::RowVectorXd gamma = norm.gamma.template cast<double>();  // [1 x d]
   const Eigen::RowVectorXd beta = norm.beta.template cast<double>();    // [1 x d]
   Eigen::RowVectorXd centred(d);                                        // [1 x d]

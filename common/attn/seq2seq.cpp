@@ -193,6 +193,7 @@ Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>& model, const Seq2SeqBatch& bat
                    ": one row per pair, tgt_in and tgt_out of one shape";
           });
   if (grads) check_grads_like(model, *grads, "seq2seq_loss");
+  detail::check_threads(threads, "seq2seq_loss");
   Seq2SeqStepOf<T> step;
   step.count = (batch.tgt_out.array() != model.pad_id).count();
   const CrossEntropyOptions loss_opts{.ignore_index = model.pad_id,
@@ -246,6 +247,7 @@ TokenIds seq2seq_greedy(const Seq2Seq& model, const TokenIds& src, int bos, Inde
     return "bos " + std::to_string(bos) + " is outside the vocabulary [0, " +
            str(model.vocab()) + ")";
   });
+  detail::check_threads(threads, "seq2seq_greedy");
   const Index B = src.rows();
   TokenIds out(B, steps);  // [B x steps]
   detail::for_each_sequence<Seq2SeqCache>(

@@ -146,10 +146,10 @@ using Seq2SeqStep = Seq2SeqStepOf<float>;
 /// The loss of a batch and, when grads is not null, its gradient accumulated into *grads:
 /// every pair forward, cross_entropy with the model's pad_id ignored and `label_smoothing`,
 /// summed and divided by the batch's count, backward. `keep_logits` fills the result's logits.
-/// The pairs run side by side on `threads` OpenMP threads (0: OpenMP's default), their
+/// The pairs run side by side on `threads` OpenMP threads (0: default_threads()), their
 /// gradients summed in an order the batch fixes (sequence_shards.hpp): the same bits for any
-/// number of threads. Throws std::invalid_argument for a malformed batch or grads not shaped
-/// like the model; *grads is untouched when it throws.
+/// number of threads. Throws std::invalid_argument for a malformed batch, grads not shaped like
+/// the model, or a negative `threads`; *grads is untouched when it throws.
 template <Real T>
 Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>& model, const Seq2SeqBatch& batch,
                               double label_smoothing,
@@ -162,8 +162,8 @@ Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>& model, const Seq2SeqBatch& bat
 /// sequences are short). The sources run side by side on `threads` OpenMP threads (0:
 /// default_threads()); each is decoded by one thread alone, so the tokens do not depend on the
 /// count. Returns the decoded tokens [B x steps], `bos` not included. Throws
-/// std::invalid_argument unless 1 <= steps <= max_len and bos is in the vocabulary, or for a
-/// source the forward refuses.
+/// std::invalid_argument unless 1 <= steps <= max_len, bos is in the vocabulary and
+/// threads >= 0, or for a source the forward refuses.
 TokenIds seq2seq_greedy(const Seq2Seq& model, const TokenIds& src, int bos, Index steps,
                         int threads = 0);
 

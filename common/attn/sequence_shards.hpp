@@ -53,24 +53,41 @@ struct ShardWorkspace {
   std::vector<std::vector<std::span<typename Model::Scalar>>> grad_tensors;  // their numbers
   std::vector<Cache> caches;                    // [shards]
 
-  void fit(const Model& model, Index shards) {
+  /// Room for `shards` caches and, `with_grads`, as many gradients. `grads` is reserved for
+  /// kGradientShards once, so it never reallocates and the spans into it stay valid; a gradient
+  /// whose spans could not be made is taken back, so the two lists always have one length.
+  void fit(const Model& model, Index shards, bool with_grads) {
     std::vector<std::pair<Index, Index>> now;
     for_each_parameter(model, "", [&](const std::string&, const auto& t, Index) {
       now.emplace_back(t.rows(), t.cols());
     });
-    const auto S = static_cast<std::size_t>(shards);
     if (now != shapes) {
-      shapes = std::move(now);
       grads.clear();
       grad_tensors.clear();
+      shapes = std::move(now);
     }
-    while (grads.size() < S) {
-      grads.push_back(zeros_like(model));
-      grad_tensors.push_back(tensor_spans(grads.back()));
-    }
+    const auto S = static_cast<std::size_t>(shards);
     if (caches.size() < S) caches.resize(S);
+    if (!with_grads) return;
+    grads.reserve(static_cast<std::size_t>(kGradientShards));
+    while (grad_tensors.size() < S) {
+      grads.push_back(zeros_like(model));
+      try {
+        grad_tensors.push_back(tensor_spans(grads.back()));
+      } catch (...) {
+        grads.pop_back();
+        throw;
+      }
+    }
   }
 };
+
+/// Throws std::invalid_argument from `where` for a negative thread count (0 means the default).
+inline void check_threads(int threads, const char* where) {
+  require(threads >= 0, where, [&] {
+    return "threads is " + std::to_string(threads) + ": it must be >= 0 (0: default_threads())";
+  });
+}
 
 /// Calls `one(b, cache, shard_grads)` for every sequence b in [0, B): sequences in order within
 /// a shard, shards on OpenMP threads (`threads`; 0: default_threads()). `cache` is a Cache kept
@@ -86,10 +103,12 @@ void for_each_sequence(Index B, const Model& model, Model* grads, int threads, O
   // The calling thread's workspace, by reference: inside the parallel region the name `kept`
   // would mean each worker's own (empty) one.
   ShardWorkspace<Model, Cache>& work = kept;
-  work.fit(model, shards);
+  work.fit(model, shards, grads != nullptr);
   std::vector<std::exception_ptr> failed(static_cast<std::size_t>(shards));
-  const int team = threads > 0 ? threads : default_threads();
-#pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (team > 1 && shards > 1)
+  // No more threads than shards: a thread without a shard would only be started and joined.
+  const auto team =
+      static_cast<int>(std::min<Index>(threads > 0 ? threads : default_threads(), shards));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (team > 1)
   for (Index s = 0; s < shards; ++s) {
     const auto at = static_cast<std::size_t>(s);
     // An exception must not leave an OpenMP region: it is kept and rethrown below.
