@@ -148,7 +148,7 @@ AttentionOnlyStepOf<T> attention_only_loss(const AttentionOnlyOf<T>& model,
   if (keep_logits) step.logits.resize(static_cast<std::size_t>(B));
   // The sequences side by side; their gradients summed in an order fixed by the batch.
   detail::for_each_sequence<AttentionOnlyCacheOf<T>>(
-      B, model, grads, threads,
+      B, B * n, model, grads, threads,
       [&](Index b, AttentionOnlyCacheOf<T>& cache, AttentionOnlyOf<T>* shard_grads) {
         const auto at = static_cast<std::size_t>(b);
         const std::span<const int> ids(batch.inputs.row(b).data(), static_cast<std::size_t>(n));

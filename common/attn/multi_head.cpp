@@ -2,6 +2,7 @@
 #include "attn/multi_head.hpp"
 
 #include "attn/parameters.hpp"
+#include "attn/threads.hpp"
 #include "attn/tiled_attention.hpp"
 
 #include <cmath>
@@ -26,7 +27,7 @@ bool fits_one_tile(Index n_q, Index n_k) {
 // of multi-head calls on 8 tokens, each far cheaper than that.
 bool worth_threads(Index n_q, Index n_k, Index d_model) {
   return 4.0 * static_cast<double>(n_q) * static_cast<double>(n_k) *
-             static_cast<double>(d_model) >= 4.0e6;
+             static_cast<double>(d_model) >= kThreadedFlops;
 }
 
 // The block of rows [first, first + count) of a PyTorch-layout weight, as its own Linear.

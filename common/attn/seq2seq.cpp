@@ -204,7 +204,7 @@ Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>& model, const Seq2SeqBatch& bat
   if (keep_logits) step.logits.resize(static_cast<std::size_t>(B));
   // The pairs side by side; their gradients summed in an order fixed by the batch.
   detail::for_each_sequence<Seq2SeqCacheOf<T>>(
-      B, model, grads, threads,
+      B, B * (batch.src.cols() + batch.tgt_in.cols()), model, grads, threads,
       [&](Index b, Seq2SeqCacheOf<T>& cache, Seq2SeqOf<T>* shard_grads) {
         const auto at = static_cast<std::size_t>(b);
         const std::span<const int> src(batch.src.row(b).data(),
@@ -250,8 +250,9 @@ TokenIds seq2seq_greedy(const Seq2Seq& model, const TokenIds& src, int bos, Inde
   detail::check_threads(threads, "seq2seq_greedy");
   const Index B = src.rows();
   TokenIds out(B, steps);  // [B x steps]
+  // Step i reads the source and i + 1 target tokens: about B steps (n_s + steps) in all.
   detail::for_each_sequence<Seq2SeqCache>(
-      B, model, static_cast<Seq2Seq*>(nullptr), threads,
+      B, B * steps * (src.cols() + steps), model, static_cast<Seq2Seq*>(nullptr), threads,
       [&](Index b, Seq2SeqCache& cache, Seq2Seq*) {
         const std::span<const int> source(src.row(b).data(), static_cast<std::size_t>(src.cols()));
         std::vector<int> target{bos};

@@ -49,6 +49,7 @@ std::vector<std::span<typename Model::Scalar>> tensor_spans(Model& model) {
 template <typename Model, typename Cache>
 struct ShardWorkspace {
   std::vector<std::pair<Index, Index>> shapes;  // the model's tensors', as the buffers were made
+  Index numbers = 0;                            // the model's parameters, counted
   std::vector<Model> grads;                     // [shards], each shaped like the model
   std::vector<std::vector<std::span<typename Model::Scalar>>> grad_tensors;  // their numbers
   std::vector<Cache> caches;                    // [shards]
@@ -65,6 +66,8 @@ struct ShardWorkspace {
       grads.clear();
       grad_tensors.clear();
       shapes = std::move(now);
+      numbers = 0;
+      for (const auto& [rows, cols] : shapes) numbers += rows * cols;
     }
     const auto S = static_cast<std::size_t>(shards);
     if (caches.size() < S) caches.resize(S);
@@ -90,13 +93,16 @@ inline void check_threads(int threads, const char* where) {
 }
 
 /// Calls `one(b, cache, shard_grads)` for every sequence b in [0, B): sequences in order within
-/// a shard, shards on OpenMP threads (`threads`; 0: default_threads()). `cache` is a Cache kept
+/// a shard, shards on OpenMP threads (`threads`; 0: default_threads(), or one thread when the
+/// batch is too small to be worth a parallel region: `tokens`, the tokens the model reads in
+/// all, times 2 flops per parameter, three times that with gradients, under kThreadedFlops). `cache` is a Cache kept
 /// for the shard's sequences; `shard_grads` is the shard's gradient, or nullptr when `grads` is.
 /// The shards' gradients are added into *grads in shard order. If any call throws, the first
 /// shard's exception (in shard order) is rethrown after every thread has finished, and *grads is
 /// left untouched.
 template <typename Cache, typename Model, typename One>
-void for_each_sequence(Index B, const Model& model, Model* grads, int threads, One&& one) {
+void for_each_sequence(Index B, Index tokens, const Model& model, Model* grads, int threads,
+                       One&& one) {
   if (B <= 0) return;
   const Index shards = std::min(B, kGradientShards);
   thread_local ShardWorkspace<Model, Cache> kept;
@@ -105,9 +111,10 @@ void for_each_sequence(Index B, const Model& model, Model* grads, int threads, O
   ShardWorkspace<Model, Cache>& work = kept;
   work.fit(model, shards, grads != nullptr);
   std::vector<std::exception_ptr> failed(static_cast<std::size_t>(shards));
-  // No more threads than shards: a thread without a shard would only be started and joined.
-  const auto team =
-      static_cast<int>(std::min<Index>(threads > 0 ? threads : default_threads(), shards));
+  // A forward costs about 2 flops per parameter and token, a backward twice that again.
+  const double flops = (grads ? 6.0 : 2.0) * static_cast<double>(tokens) *
+                       static_cast<double>(work.numbers);
+  const int team = team_for(threads, shards, flops);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (team > 1)
   for (Index s = 0; s < shards; ++s) {
     const auto at = static_cast<std::size_t>(s);

@@ -139,12 +139,10 @@ T scale_of(const TiledAttentionOptions& opts, Index d_k, const char* where) {
 }
 
 // OpenMP's team for `tasks` tiles worth `flops` in all: `threads` when the caller set it, else
-// every thread OpenMP offers, but one for a call under ~4 MFLOP (a parallel region costs
-// microseconds, and the training chapter makes thousands of calls on 8 tokens).
+// every thread OpenMP offers, but one for a call under ~4 MFLOP (threads.hpp's team_for).
 int team_size(int threads, Index tasks, double flops) {
 #ifdef _OPENMP
-  const int wanted = threads > 0 ? threads : flops < 4.0e6 ? 1 : default_threads();
-  return static_cast<int>(std::min<Index>(wanted, tasks));
+  return team_for(threads, tasks, flops);
 #else
   (void)threads;
   (void)tasks;
