@@ -493,6 +493,12 @@ TYPED_TEST(BackwardByHand, CrossEntropyOneRow) {
   EXPECT_NEAR(smooth.d_logits(0, 0), 0.15, tol);
   EXPECT_NEAR(smooth.d_logits(0, 1), 0.15, tol);
   EXPECT_NEAR(smooth.d_logits(0, 2), -0.3, tol);
+  // The prediction is the argmax: class 2 here, the target, so the row is correct. On a tie the
+  // first largest logit is the prediction: z = [1, 1, 0] predicts class 0, so target 1 is wrong.
+  EXPECT_EQ(plain.correct, 1);
+  const attn::MatrixOf<T> tie = mat<T>({{1, 1, 0}});
+  EXPECT_EQ(attn::cross_entropy(tie, std::vector<int>{1}).correct, 0);
+  EXPECT_EQ(attn::cross_entropy(tie, std::vector<int>{0}).correct, 1);
 }
 
 TYPED_TEST(BackwardByHand, EmbeddingBackwardSumsRepeatedIdsAndLeavesUnusedRowsZero) {

@@ -157,12 +157,7 @@ AttentionOnlyStepOf<T> attention_only_loss(const AttentionOnlyOf<T>& model,
         const MatrixOf<T>& logits = attention_only_forward(model, ids, &cache);  // [n x V]
         CrossEntropyOf<T> ce = cross_entropy(logits, targets, loss_opts);
         losses[at] = static_cast<double>(ce.loss);
-        for (Index i = 0; i < n; ++i) {
-          const int y = targets[static_cast<std::size_t>(i)];
-          Index best = 0;
-          logits.row(i).maxCoeff(&best);
-          if (y != batch.ignore_id && best == y) ++correct[at];
-        }
+        correct[at] = ce.correct;
         if (keep_logits) step.logits[at] = logits;
         if (shard_grads && step.count > 0) {
           // Each sequence's sum, over the batch's count: the batch mean, sequence by sequence.

@@ -36,7 +36,9 @@ CrossEntropyOf<T> softmax_cross_entropy(const ViewOf<T>& logits, std::span<const
     ++r.count;
     // log p_c = z_c - logsumexp(z), with the maximum taken out first.
     const auto z = logits.row(i).template cast<double>();  // [1 x V]
-    const double max = z.maxCoeff();
+    Index best = 0;
+    const double max = z.maxCoeff(&best);
+    r.correct += best == y;  // the prediction, argmax z, is right
     p = (z.array() - max).exp();
     const double log_sum = max + std::log(p.sum());
     p /= p.sum();                                                // softmax

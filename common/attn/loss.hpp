@@ -45,6 +45,7 @@ struct CrossEntropyOf {
   T loss = 0;            ///< the mean (or the sum) over the counted rows
   MatrixOf<T> d_logits;  ///< [N x V], d loss / d logits; zero rows where the target is ignored
   Index count = 0;       ///< the counted rows (targets other than ignore_index)
+  Index correct = 0;     ///< of those, the rows whose largest logit (the first, on a tie) is y
 };
 using CrossEntropy = CrossEntropyOf<float>;
 using CrossEntropyD = CrossEntropyOf<double>;

@@ -216,12 +216,7 @@ Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>& model, const Seq2SeqBatch& bat
         const MatrixOf<T>& logits = seq2seq_forward(model, src, tgt_in, &cache);  // [n_t x V]
         CrossEntropyOf<T> ce = cross_entropy(logits, tgt_out, loss_opts);
         losses[at] = static_cast<double>(ce.loss);
-        for (Index i = 0; i < logits.rows(); ++i) {
-          const int y = tgt_out[static_cast<std::size_t>(i)];
-          Index best = 0;
-          logits.row(i).maxCoeff(&best);
-          if (y != model.pad_id && best == y) ++correct[at];
-        }
+        correct[at] = ce.correct;
         if (keep_logits) step.logits[at] = logits;
         if (shard_grads && step.count > 0) {
           ce.d_logits *= static_cast<T>(1.0 / static_cast<double>(step.count));
