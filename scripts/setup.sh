@@ -14,6 +14,7 @@ packages=(
   libgtest-dev libbenchmark-dev   # tests and the performance measurements
   gnuplot-nox                     # every figure
   doxygen graphviz libjs-mathjax  # the site, with formulas typeset offline
+  chromium chromium-driver python3-selenium  # the site checked in a real browser (check_site.py)
   python3-numpy                   # the .npy round-trip test proves the format against NumPy itself
   clang                           # the sanitize preset, and scripts/fuzz.sh (libFuzzer: GCC has none)
   libclang-rt-dev                 # clang's ASan/UBSan and libFuzzer runtimes (libclang-rt-14-dev)

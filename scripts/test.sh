@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # README command 2: set up, then every test: unit tests and chapter smoke tests (release), the
 # whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer, 30 s of fuzzing the
-# .npy reader (scripts/fuzz.sh), and the site with Doxygen warnings as errors. .ci/run calls
-# exactly this.
+# .npy reader (scripts/fuzz.sh), the site with Doxygen warnings as errors, and every page of it
+# loaded in headless Chromium (scripts/check_site.py). .ci/run calls exactly this.
 #
 #   scripts/test.sh
 set -euo pipefail
@@ -27,5 +27,11 @@ scripts/fuzz.sh 30
 
 step "Site: Doxygen, warnings are errors"
 quietly build/release/logs/docs.log cmake --build --preset release --target docs
+
+step "Site: every page in headless Chromium at 1280 px"
+# First the check itself: each page of tests/site_defects plants one defect it must report.
+quietly build/release/logs/check_site_self_test.log /usr/bin/python3 scripts/check_site.py \
+  --self-test tests/site_defects --mathjax build/release/docs/html/mathjax
+/usr/bin/python3 scripts/check_site.py build/release/docs/html
 
 step "All tests passed"

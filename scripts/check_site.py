@@ -1,0 +1,282 @@
+#!/usr/bin/python3
+"""Loads every page of the built site in headless Chromium, as a reader's browser would, and fails
+on what a reader would see broken:
+
+  - TeX left raw after MathJax ran (\\( ... \\), \\f$, $...$, a \\command in the text), a MathJax
+    error, or a page still showing "Processing math";
+  - an image that does not load, or a figure without alt text;
+  - a local link to a file that does not exist, to an anchor its page does not have, or to a file
+    outside the site (file:// links are the reader's own disk, not the course);
+  - a page, or anything in its text column, wider than the window at 1280 px.
+
+    scripts/check_site.py build/release/docs/html        check the site (exit 1 on a defect)
+    scripts/check_site.py --self-test DIR                 prove the check fails: DIR's pages each
+                                                          plant one defect (tests/site_defects)
+
+Pages are shared between two browsers (the machine's two cores). Needs Debian's chromium,
+chromium-driver and python3-selenium (scripts/setup.sh installs them).
+"""
+import argparse
+import concurrent.futures
+import os
+import pathlib
+import shutil
+import sys
+import tempfile
+import time
+import urllib.parse
+
+from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
+from selenium.webdriver.chrome.service import Service
+
+WIDTH, HEIGHT = 1280, 900
+
+# Runs in the page once MathJax has finished its first typesetting (or at once when the page has
+# no MathJax). Returns the page's problems, its links and the ids its anchors can point at.
+PAGE_CHECK = r"""
+const done = arguments[arguments.length - 1];
+function check() {
+  const problems = [];
+  const say = (what) => { if (problems.length < 20) problems.push(what); };
+  const excerpt = (s) => s.replace(/\s+/g, ' ').trim().slice(0, 80);
+
+  // Text a reader sees, outside code: where raw TeX would show.
+  const skip = 'script, style, pre, code, div.fragment, .MathJax_Preview, #MathJax_Message, ' +
+               'noscript, div.memproto, #MSearchResultsWindow';
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  let text = '';
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (!n.parentElement || n.parentElement.closest(skip)) continue;
+    text += n.nodeValue + '\n';
+  }
+  const rawTex = [/\\[()\[\]]/, /\\f[$\[\]]/, /\$\$/, /\$[^$\s][^$\n]*[^$\s\\]\$/,
+                  /\\(frac|mathrm|mathbf|sqrt|top|cdot|sum|left|right|begin|end|text)\b/];
+  for (const re of rawTex) {
+    const m = text.match(re);
+    if (m) {
+      const at = Math.max(0, m.index - 30);
+      say('raw TeX left after MathJax: "' + excerpt(text.slice(at, m.index + 50)) + '"');
+    }
+  }
+  for (const e of document.querySelectorAll('.MathJax_Error, .merror, .mjx-merror'))
+    say('MathJax error: "' + excerpt(e.textContent) + '"');
+  const message = document.getElementById('MathJax_Message');
+  if (message && message.offsetParent !== null && message.textContent.trim())
+    say('MathJax still says "' + excerpt(message.textContent) + '"');
+  // Markdown Doxygen did not convert: **bold** or a `code span` shown with its marks.
+  for (const re of [/\*\*\S[^*\n]*\*\*/, /`[^`\s][^`\n]*`/]) {
+    const m = text.match(re);
+    if (m) say('Markdown left raw: "' + excerpt(m[0]) + '"');
+  }
+  if (/Processing math/.test(document.body.innerText))
+    say('"Processing math" on the page');
+
+  // Images: loaded, and figures described.
+  for (const img of document.images) {
+    const src = img.getAttribute('src') || '';
+    if (!img.complete || img.naturalWidth === 0) say('image does not load: ' + src);
+    if (img.closest('div.image') && !(img.getAttribute('alt') || '').trim())
+      say('figure without alt text: ' + src);
+  }
+
+  // Width: the page, the scrolling text column, and what sits in it.
+  if (document.documentElement.scrollWidth > window.innerWidth + 1)
+    say('page is ' + document.documentElement.scrollWidth + ' px wide in a ' +
+        window.innerWidth + ' px window');
+  const column = document.getElementById('doc-content');
+  if (column && column.scrollWidth > column.clientWidth + 1)
+    say('text column scrolls sideways: ' + column.scrollWidth + ' px of content in ' +
+        column.clientWidth + ' px');
+  const contents = document.querySelector('div.contents');
+  if (contents) {
+    const right = Math.min(contents.getBoundingClientRect().right,
+                           column ? column.getBoundingClientRect().right : window.innerWidth);
+    const wide = 'img, table, div.fragment, pre, .MathJax_Display, .MathJax, h1, h2, h3, p';
+    for (const e of contents.querySelectorAll(wide)) {
+      // A box that scrolls on purpose (overflow-x: auto) may hold something wider than itself.
+      let scroller = null;
+      for (let a = e.parentElement; a && a !== contents; a = a.parentElement) {
+        const o = getComputedStyle(a).overflowX;
+        if (o === 'auto' || o === 'scroll') { scroller = a; break; }
+      }
+      if (scroller) continue;
+      const r = e.getBoundingClientRect();
+      if (r.width > 0 && r.right > right + 1) {
+        say('wider than the text column (' + Math.round(r.right - right) + ' px past it): <' +
+            e.tagName.toLowerCase() + '> "' + excerpt(e.textContent || e.getAttribute('src') || '') + '"');
+      }
+      const o = getComputedStyle(e).overflowX;
+      if ((o === 'auto' || o === 'scroll' || o === 'hidden') && e.scrollWidth > e.clientWidth + 1 &&
+          e.matches('.MathJax_Display, p, h1, h2, h3')) {
+        say('cut off or scrolling: <' + e.tagName.toLowerCase() + '> "' + excerpt(e.textContent) + '"');
+      }
+    }
+  }
+
+  const links = Array.from(document.querySelectorAll('a[href]'), a => a.href);
+  const ids = Array.from(document.querySelectorAll('[id], a[name]'), e => e.id || e.getAttribute('name'));
+  done({problems, links, ids});
+}
+// MathJax 2 posts "End" once its first typesetting is over; then whatever it queued has run.
+const started = Date.now();
+function whenTypeset() {
+  const posted = window.MathJax && MathJax.Hub && MathJax.Hub.Startup.signal.posted;
+  if (posted && posted.includes('End')) MathJax.Hub.Queue(check);
+  else if (Date.now() - started > 45000) done({problems: ['MathJax never finished'], links: [], ids: []});
+  else setTimeout(whenTypeset, 50);
+}
+const hasMath = arguments[0];  // else the checker kept MathJax from loading: nothing to typeset
+if (!hasMath) {
+  check();
+} else if (window.MathJax) {
+  whenTypeset();
+} else {
+  done({problems: ['MathJax did not load'], links: [], ids: []});
+}
+"""
+
+
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = '/usr/bin/chromium'
+    for flag in ('--headless=new', f'--window-size={WIDTH},{HEIGHT}', '--disable-gpu',
+                 '--hide-scrollbars', '--allow-file-access-from-files', '--disable-extensions',
+                 '--force-device-scale-factor=1'):
+        options.add_argument(flag)
+    if os.geteuid() == 0:  # Chromium refuses to start its sandbox as root (CI runs as root)
+        options.add_argument('--no-sandbox')
+    driver = webdriver.Chrome(service=Service('/usr/bin/chromedriver'), options=options)
+    driver.set_script_timeout(60)
+    driver.set_page_load_timeout(60)
+    return driver
+
+
+def visit(pages):
+    """Loads each page in one browser; returns {page: result}."""
+    results = {}
+    driver = browser()
+    driver.execute_cdp_cmd('Network.enable', {})
+    blocked = False
+    try:
+        for page in pages:
+            # Doxygen puts MathJax on every page; starting it on the pages without a formula
+            # (nearly all the reference pages) would double the check's time for nothing.
+            html = page.read_bytes()
+            has_math = b'\\(' in html or b'\\[' in html
+            if blocked == has_math:
+                blocked = not has_math
+                driver.execute_cdp_cmd('Network.setBlockedURLs',
+                                       {'urls': ['*/MathJax.js*'] if blocked else []})
+            try:
+                driver.get(page.as_uri())
+                results[page] = driver.execute_async_script(PAGE_CHECK, has_math)
+            except WebDriverException as e:
+                results[page] = {'problems': ['the browser failed: ' + e.msg.splitlines()[0]],
+                                 'links': [], 'ids': []}
+    finally:
+        driver.quit()
+    return results
+
+
+def check(site, pages):
+    """Returns {page: [problem, ...]} for every page with a problem."""
+    halves = [pages[0::2], pages[1::2]]
+    results = {}
+    with concurrent.futures.ThreadPoolExecutor(len(halves)) as pool:
+        for part in pool.map(visit, halves):
+            results.update(part)
+
+    ids = {page.resolve(): set(r['ids']) for page, r in results.items()}
+    found = {page: list(r['problems']) for page, r in results.items()}
+    site = site.resolve()
+    for page, r in results.items():
+        for href in sorted(set(r['links'])):
+            url = urllib.parse.urlsplit(href)
+            if url.scheme != 'file':
+                continue
+            target = pathlib.Path(urllib.parse.unquote(url.path))
+            if target == page.resolve() and not url.fragment:
+                continue
+            if site not in target.parents:
+                found[page].append(f'link to a file outside the site: {href}')
+            elif not target.is_file():
+                found[page].append(f'broken link: {target.relative_to(site)}')
+            elif url.fragment and target.suffix == '.html':
+                known = ids.get(target)
+                if known is None:
+                    known = ids[target] = set()  # a page of the site this run did not load
+                    continue
+                if urllib.parse.unquote(url.fragment) not in known:
+                    found[page].append(f'link to a missing anchor: {target.name}#{url.fragment}')
+    return {page: p for page, p in found.items() if p}
+
+
+def report(site, found):
+    for page in sorted(found):
+        print(f'  {page.relative_to(site)}:')
+        for problem in found[page]:
+            print(f'    {problem}')
+
+
+def self_test(defects, mathjax):
+    """Each page of DEFECTS names the problem it plants in its <title>: the check must report
+    every one, and nothing on the page that plants none."""
+    with tempfile.TemporaryDirectory() as tmp:
+        site = pathlib.Path(tmp).resolve()
+        for f in defects.iterdir():
+            shutil.copy(f, site / f.name)
+        (site / 'mathjax').symlink_to(mathjax.resolve())
+        pages = sorted(site.glob('*.html'))
+        found = check(site, pages)
+        failed = False
+        for page in pages:
+            expect = page.read_text().split('<title>')[1].split('</title>')[0].strip()
+            got = found.get(page, [])
+            if expect == 'clean':
+                ok = not got
+            else:
+                ok = any(expect in p for p in got)
+            print(f'  {"ok  " if ok else "MISS"} {page.name}: expected "{expect}", got {got or "nothing"}')
+            failed |= not ok
+        return 1 if failed else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('site', type=pathlib.Path, help='the html folder, or with --self-test the '
+                        'folder of planted defects')
+    parser.add_argument('--self-test', action='store_true',
+                        help='check the planted defects of SITE are each found')
+    parser.add_argument('--mathjax', type=pathlib.Path,
+                        help='with --self-test: the MathJax folder the pages load')
+    args = parser.parse_args()
+    if not args.site.is_dir():
+        parser.error(f'{args.site} is not a folder')
+
+    t0 = time.monotonic()
+    if args.self_test:
+        if not args.mathjax or not (args.mathjax / 'MathJax.js').is_file():
+            parser.error('--self-test needs --mathjax DIR holding MathJax.js')
+        code = self_test(args.site, args.mathjax)
+        print(f'check_site: the planted defects {"were all found" if code == 0 else "were NOT all found"}'
+              f' ({time.monotonic() - t0:.0f} s)')
+        return code
+
+    args.site = args.site.resolve()
+    pages = sorted(args.site.glob('*.html'))
+    if not pages:
+        parser.error(f'no .html pages in {args.site}')
+    found = check(args.site, pages)
+    elapsed = time.monotonic() - t0
+    if found:
+        report(args.site, found)
+        n = sum(len(p) for p in found.values())
+        print(f'check_site: {n} problem(s) on {len(found)} of {len(pages)} pages ({elapsed:.0f} s)')
+        return 1
+    print(f'check_site: {len(pages)} pages load cleanly in Chromium at {WIDTH} px ({elapsed:.0f} s)')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
