@@ -13,12 +13,29 @@
 #   [t](../../common/attn/a.hpp)    ->       [t](@ref a.hpp)   (also common/course/)
 #   [t](../../README.md)            ->       [t](@ref index)
 #   [t](docs/glossary.md)           ->       [t](@ref glossary)            (pages of docs/)
+#   [t](docs/sources.md#note-001)   ->       [t](@ref note-001)            (their sections)
 #
 # Code blocks and `code spans` pass through untouched. Only perl-base (Essential on Debian).
 use strict;
 use warnings;
 
-my $path = shift @ARGV or die "usage: md_filter.pl FILE\n";
+# md_filter.pl --check FILE...: runs the filter over every page and fails on the first that it
+# refuses. The `docs` target runs this before Doxygen, because Doxygen ignores a filter's exit
+# status and would publish the page cut short where the filter stopped.
+if (@ARGV && $ARGV[0] eq '--check') {
+  shift @ARGV;
+  die "usage: md_filter.pl --check FILE...\n" unless @ARGV;
+  for my $page (@ARGV) {
+    open(my $saved, '>&', \*STDOUT) or die "md_filter.pl: cannot dup stdout: $!\n";
+    open(STDOUT, '>', '/dev/null') or die "md_filter.pl: cannot open /dev/null: $!\n";
+    my $status = system($^X, $0, $page);
+    open(STDOUT, '>&', $saved) or die "md_filter.pl: cannot restore stdout: $!\n";
+    exit 1 if $status != 0;
+  }
+  exit 0;
+}
+
+my $path = shift @ARGV or die "usage: md_filter.pl FILE | --check FILE...\n";
 open(my $in, '<:raw', $path) or die "md_filter.pl: cannot read $path: $!\n";
 
 # The folder of a chapter page, "chapters/02_attention_by_hand", for its snippets and label.
@@ -37,6 +54,8 @@ sub link_target {
     && $target !~ m{^https?:};
   return '@ref index' if $target =~ m{^(?:\.\./)*README\.md$};
   return '@ref ' . $1 if $target =~ m{(?:^|/)common/(?:attn|course)/([A-Za-z0-9_]+\.hpp)$};
+  # A section of a page of docs/: its heading carries GitHub's anchor as its label (below).
+  return '@ref ' . $1 if $target =~ m{^(?:(?:\.\./)*docs/)?[a-z_]+\.md#([a-z0-9-]+)$};
   return '@ref ' . $1 if $target =~ m{(?:^|/)docs/([a-z_]+)\.md$} || $target =~ m{^([a-z_]+)\.md$};
   return $target;
 }
@@ -93,6 +112,15 @@ while (my $line = <$in>) {
     my ($caption, $file) = ($1, $2);
     $caption =~ s/"/\\"/g;
     print "\\image html $file \"" . inline($caption) . "\"\n";
+    next;
+  }
+  # A section of a page of docs/ gets the anchor GitHub gives its heading ("## Note 001" ->
+  # note-001) as its label, so [t](docs/sources.md#note-001) lands there on both.
+  if (defined $docs_page && $line =~ /^(##+)\s+(.*?)\s*$/) {
+    my ($hashes, $heading) = ($1, $2);
+    (my $anchor = lc $heading) =~ s/[^a-z0-9 _-]//g;
+    $anchor =~ s/ /-/g;
+    print "$hashes " . inline($heading) . " {#$anchor}\n";
     next;
   }
   if ($line =~ /^\s*<!--\s*snippet:\s*(\S+)\s+(\S+)\s*-->\s*$/) {
