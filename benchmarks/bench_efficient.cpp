@@ -6,7 +6,7 @@
 // peak_ratio should read ~1.00: a check of the measurement).
 //
 // d = 64, float32, Q, K, V [n x d] of N(0, 1), buffers kept across calls (and touched once
-// before the clock starts: fresh memory costs ~2.5 ms per MiB, DESIGN.md), n in {256, 1024,
+// before the clock starts: fresh memory costs ~2.5 ms per MiB, measured), n in {256, 1024,
 // 4096} unless said. Flops are counted as the two products Q K^T and P V, 2 n^2 d each:
 // 4 n^2 d per call for EVERY variant, so a masked variant that skips work reads as faster:
 //   BM_PeakFMA        the peak kernel itself; FLOP/s = 2 x lanes x FMAs

@@ -73,6 +73,30 @@ TEST(Chapter, StepsAreNumberedBannersInOrder) {
             "\n== 2. Second " + std::string(88 - 13, '=') + "\n");
 }
 
+// A reader who never saw the lecture notes is told where they are explained: under the opening
+// line, wrapped like any narration, and at the end of --help.
+TEST(Chapter, CitedNotesPointToTheSourcesPageInTheOpeningAndInHelp) {
+  std::ostringstream text;
+  course::Chapter ch("09_test", "A test chapter", 7, text);
+  ch.cites("notes 001 and 004");
+  Ran r = run(ch, text, {"--no-plots"}, [&] { ch.intro("seed {}", ch.seed()); });
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_GE(lines.size(), 3u) << r.out;
+  EXPECT_EQ(lines[0], "09 . A test chapter (seed 7)");
+  EXPECT_EQ(lines[1].rfind("  Lecture notes 001 and 004: the course's sources", 0), 0u) << lines[1];
+  for (const std::string& line : lines) EXPECT_LE(line.size(), course::Chapter::kWidth) << line;
+  EXPECT_NE(r.out.find("docs/sources.md"), std::string::npos) << r.out;
+
+  std::ostringstream help_text;
+  course::Chapter help_ch("09_test", "A test chapter", 7, help_text);
+  help_ch.cites("notes 001 and 004");
+  r = run(help_ch, help_text, {"--help"}, [] {});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Lecture notes 001 and 004"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("docs/sources.md"), std::string::npos) << r.out;
+}
+
 TEST(Chapter, NoticesAndProseWrapAtOneHundredColumnsWithoutSplittingWordsOrShapes) {
   std::ostringstream text;
   course::Chapter ch("09_test", "A test chapter", 7, text);

@@ -353,6 +353,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
 
 int main(int argc, char** argv) {
   course::Chapter ch("01_rnn", "The RNN recurrence", 2026);
+  ch.cites("notes 000 and 004");
   Knobs k;
   ch.option("--input-size", k.I, "I, features per input x<t>")->check(CLI::Range(1, 64));
   ch.option("--hidden", k.H, "H, size of the hidden state a<t>")->check(CLI::Range(1, 256));

@@ -287,6 +287,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
 
 int main(int argc, char** argv) {
   course::Chapter ch("02_attention_by_hand", "Attention by hand, one vector at a time", 2026);
+  ch.cites("notes 000, 002 and 004");
   Knobs k;
   ch.flag("--scale", k.scale, "divide every score by sqrt(d_k) (the notes do not)");
   ch.flag("--random-weights", k.random_weights,

@@ -403,6 +403,7 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
 
 int main(int argc, char** argv) {
   course::Chapter ch("04_softmax_scaling", "Softmax and scaling", 2026);
+  ch.cites("notes 001, 003 and 004");
   Knobs knob;
   ch.option("--samples", knob.samples, "samples in note 001's experiment (sections 1-3)")
       ->check(CLI::Range(10, 200000));

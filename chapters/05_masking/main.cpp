@@ -498,6 +498,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
 
 int main(int argc, char** argv) {
   course::Chapter ch("05_masking", "Masks", 2026);
+  ch.cites("notes 001, 002, 003 and 004");
   Knobs k;
   ch.option("--mask", k.mask,
             "mask of the note-001 batch: none, pad, causal (pad + causal) or window (pad + window)")

@@ -296,6 +296,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
 
 int main(int argc, char** argv) {
   course::Chapter ch("06_multi_head", "Multi-head attention", 2026);
+  ch.cites("notes 001, 002 and 003");
   Knobs k;
   ch.option("--heads", k.heads, "number of heads H (must divide d_model)")
       ->check(CLI::Range(1, 64));

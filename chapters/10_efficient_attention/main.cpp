@@ -278,7 +278,7 @@ void tiled_forward(course::Chapter& ch, const Knobs& k, const Example& e) {
   ch.dump("K", e.K);
   ch.dump("V", e.V);
 
-  // The first query tile, step by step: the lecture's version of the library's loop.
+  // The first query tile, step by step: a teaching version of the library's loop.
   const Matrix Qi = e.Q.topRows(Bq);  // [B_q x d], query tile 1
   QueryTileState st{Vector::Constant(Bq, -kInf), Vector::Zero(Bq), Matrix::Zero(Bq, d)};
   for (Index k0 = 0; k0 < n; k0 += Bk) {

@@ -59,7 +59,7 @@ Index weights_into(const ViewOf<T>& Q, const ViewOf<T>& K, MatrixOf<T>& W,
 
   // ---- one row at a time: scale, mask, softmax --------------------------------------------------
   // A row is contiguous in row-major storage and small enough to stay in L1 across the
-  // passes; this is ~2x faster than chained rowwise() expressions (DESIGN.md). The scale is
+  // passes; this is ~2x faster than chained rowwise() expressions (measured). The scale is
   // applied to the finished dot product, as the column form does, so both round alike.
   const auto cols = static_cast<std::size_t>(n_k);
   Index empty_rows = 0;

@@ -2,19 +2,20 @@
 /// Scaled dot-product attention in the row convention (tokens are rows), the paper's and
 /// PyTorch's form, which the library speaks from chapter 04 on:
 ///
-///   weights = softmax(Q K^T / sqrt(d_k))   [n_q x n_k], every row sums to 1
-///   out     = weights V                    [n_q x d_v]
+///     weights = softmax(Q K^T / sqrt(d_k))   [n_q x n_k], every row sums to 1
+///     out     = weights V                    [n_q x d_v]
 ///
-///   Q [n_q x d_k]   one query per row
-///   K [n_k x d_k]   one key per row
-///   V [n_k x d_v]   one value per row (d_v may differ from d_k)
+///     Q [n_q x d_k]   one query per row
+///     K [n_k x d_k]   one key per row
+///     V [n_k x d_v]   one value per row (d_v may differ from d_k)
 ///
 /// It is the transpose of the notes' column form (column_attention.hpp): out = Y^T and
 /// weights = A'^T when both scale alike; chapter 03 checks this to the last bit.
 ///
-/// Speed (DESIGN.md): two GEMMs through Eigen with noalias(), the scores scaled and
-/// softmaxed one contiguous row at a time in the weights buffer itself (no temporaries), and
-/// attention_into() for callers that run many times and want to keep that buffer.
+/// Speed (chapters 03 and 10 measure it): two GEMMs through Eigen with noalias(), the scores
+/// scaled and softmaxed one contiguous row at a time in the weights buffer itself (no
+/// temporaries), and attention_into() for callers that run many times and want to keep that
+/// buffer.
 ///
 /// Inputs are Eigen::Ref views, so a head's column block of a bigger projection
 /// (Q.middleCols(h * d_k, d_k), chapter 06) is used in place, without a copy.
@@ -143,11 +144,11 @@ using AttentionGradsD = AttentionGradsOf<double>;
 /// The backward pass of out = P V, P = softmax(S), S = mask(Q K^T * scale), given
 /// d_out = dL/d(out) [n_q x d_v] and the forward's weights P (its cache; the same options):
 ///
-///   dV = P^T d_out                          [n_k x d_v]
-///   dP = d_out V^T                          [n_q x n_k]
-///   dS = P * (dP - rowsum(P * dP))          [n_q x n_k], elementwise; the row sum broadcast
-///   dQ = scale dS K                         [n_q x d_k]
-///   dK = scale dS^T Q                       [n_k x d_k]
+///     dV = P^T d_out                          [n_k x d_v]
+///     dP = d_out V^T                          [n_q x n_k]
+///     dS = P * (dP - rowsum(P * dP))          [n_q x n_k], elementwise; the row sum broadcast
+///     dQ = scale dS K                         [n_q x d_k]
+///     dK = scale dS^T Q                       [n_k x d_k]
 ///
 /// The third line is the softmax's Jacobian, diag(p) - p p^T for a row p, applied to the row
 /// dP without ever forming the [n_k x n_k] Jacobian: O(n_q n_k), not O(n_q n_k^2). Two GEMMs

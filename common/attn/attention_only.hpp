@@ -4,10 +4,10 @@
 /// induction heads"): a random segment, then the same segment again, and the model must predict
 /// each token of the second copy from the first.
 ///
-///   x      = tok_embed[ids] sqrt(E) + pos_embed[:n]          [n x E]
-///   x      = x + MHA_l(LN_l(x), causal)   for l = 0 .. L-1    [n x E]  pre-norm residual
-///   logits = LN_final(x) W_unembed^T + b_unembed              [n x V]
-///   loss   = cross_entropy(logits, targets, ignore id), the mean over the counted targets
+///     x      = tok_embed[ids] sqrt(E) + pos_embed[:n]          [n x E]
+///     x      = x + MHA_l(LN_l(x), causal)   for l = 0 .. L-1    [n x E]  pre-norm residual
+///     logits = LN_final(x) W_unembed^T + b_unembed              [n x V]
+///     loss   = cross_entropy(logits, targets, ignore id), the mean over the counted targets
 ///
 /// **No feed-forward network.** Every layer is one causal multi-head self-attention on a
 /// residual stream, so everything the model computes is attention patterns and the linear maps
@@ -33,13 +33,13 @@
 ///
 /// **Parameter names** are those of the PyTorch module the replay script builds:
 ///
-///   pos_embed                 [T x E]    nn.Parameter, registered on the model itself
-///   tok_embed.weight          [V x E]    nn.Embedding
-///   layers.N.norm.weight/bias [E]        nn.LayerNorm (gamma 1, beta 0)
-///   layers.N.attn.in_proj_weight [3E x E], in_proj_bias [3E], out_proj.weight [E x E],
-///                  out_proj.bias [E]     nn.MultiheadAttention(E, H, batch_first=True)
-///   norm.weight/bias          [E]        the final nn.LayerNorm
-///   unembed.weight [V x E], unembed.bias [V]   nn.Linear(E, V)
+///     pos_embed                 [T x E]    nn.Parameter, registered on the model itself
+///     tok_embed.weight          [V x E]    nn.Embedding
+///     layers.N.norm.weight/bias [E]        nn.LayerNorm (gamma 1, beta 0)
+///     layers.N.attn.in_proj_weight [3E x E], in_proj_bias [3E], out_proj.weight [E x E],
+///                    out_proj.bias [E]     nn.MultiheadAttention(E, H, batch_first=True)
+///     norm.weight/bias          [E]        the final nn.LayerNorm
+///     unembed.weight [V x E], unembed.bias [V]   nn.Linear(E, V)
 ///
 /// listed in that order by for_each_parameter, which is PyTorch's named_parameters() order:
 /// a module yields its own parameters before its submodules', so pos_embed, a Parameter of the

@@ -1,9 +1,9 @@
 /// @file
 /// A batch of equally shaped matrices, laid out exactly like a C-contiguous PyTorch tensor.
 ///
-///   Batch X(B, n, d)        PyTorch: x = torch.empty(B, n, d)
-///   X[b]                    x[b]           a [n x d] view, no copy
-///   X.data()                x.view(B * n, d)
+///     Batch X(B, n, d)        PyTorch: x = torch.empty(B, n, d)
+///     X[b]                    x[b]           a [n x d] view, no copy
+///     X.data()                x.view(B * n, d)
 ///
 /// The B matrices are stacked as one row-major [B*n x d] matrix, so element (b, i, c) sits at
 /// offset (b*n + i)*d + c, the same as PyTorch's strides (n*d, d, 1). A .npy file of shape

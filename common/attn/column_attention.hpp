@@ -1,13 +1,13 @@
 /// @file
 /// Self-attention in the column convention of notes 000 and 002: tokens are columns.
 ///
-///   X  [d_in x n]   column i is the input vector x^i
-///   Q = W_q X       [d_k x n]   column i is q^i = W_q x^i
-///   K = W_k X       [d_k x n]
-///   V = W_v X       [d_v x n]
-///   A = K^T Q       [n x n]     A(j, i) = alpha_{i,j} = k^j . q^i   (column i: query i)
-///   A' = softmax(A) per column  so every column sums to 1
-///   Y = V A'        [d_v x n]   column i is y^i = sum_j alpha'_{i,j} v^j
+///     X  [d_in x n]   column i is the input vector x^i
+///     Q = W_q X       [d_k x n]   column i is q^i = W_q x^i
+///     K = W_k X       [d_k x n]
+///     V = W_v X       [d_v x n]
+///     A = K^T Q       [n x n]     A(j, i) = alpha_{i,j} = k^j . q^i   (column i: query i)
+///     A' = softmax(A) per column  so every column sums to 1
+///     Y = V A'        [d_v x n]   column i is y^i = sum_j alpha'_{i,j} v^j
 ///
 /// Two ways to compute the same thing: `*_loops` one vector at a time, as chapter 02 does it by
 /// hand, and the matrix products of chapter 03. They agree exactly on small integers and to
@@ -46,9 +46,9 @@ struct ColumnAttention {
 
 /// The worked example of chapters 02 and 03. W_q and X are note 000's:
 ///
-///   W_q = [1 0 0; 0 0 1]          x^1 = (1,0,2), x^2 = (3,2,1), x^3 = (3,0,0), x^4 = (2,9,6)
-///   W_k = [0 -1/2 0; 1/2 1/4 0]   chosen so the weights are neither uniform nor one-hot
-///   W_v = [1 0 0; 0 1 0]          v^i = the first two features of x^i
+///     W_q = [1 0 0; 0 0 1]          x^1 = (1,0,2), x^2 = (3,2,1), x^3 = (3,0,0), x^4 = (2,9,6)
+///     W_k = [0 -1/2 0; 1/2 1/4 0]   chosen so the weights are neither uniform nor one-hot
+///     W_v = [1 0 0; 0 1 0]          v^i = the first two features of x^i
 ///
 /// W_k and W_v are the course's (the note gives none); every entry is a multiple of 1/4, so
 /// all products and sums up to the scores are exact in float.

@@ -1,8 +1,8 @@
 /// @file
 /// Token embeddings: a learned table with one row per vocabulary entry, looked up by id.
 ///
-///   table [vocab x d_model]     torch.nn.Embedding(vocab, d_model).weight
-///   embed(table, ids [B x n])   -> [B, n, d_model], row (b, i) = table row ids(b, i)
+///     table [vocab x d_model]     torch.nn.Embedding(vocab, d_model).weight
+///     embed(table, ids [B x n])   -> [B, n, d_model], row (b, i) = table row ids(b, i)
 #pragma once
 
 #include "attn/batch.hpp"

@@ -1,7 +1,7 @@
 /// @file
 /// The position-wise feed-forward network (ffn) of the transformer block:
 ///
-///   FFN(x) = ReLU(x W_1^T + b_1) W_2^T + b_2      x [n x d_model] -> [n x d_model]
+///     FFN(x) = ReLU(x W_1^T + b_1) W_2^T + b_2      x [n x d_model] -> [n x d_model]
 ///
 /// W_1 [d_ff x d_model] widens every token to d_ff features (the paper: 2048 for 512), W_2
 /// [d_model x d_ff] brings it back. "Position-wise": each row (token) is transformed alone,

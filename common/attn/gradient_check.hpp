@@ -10,7 +10,7 @@
 /// A backward pass maps dL/d(out) to the gradients of the inputs and the parameters, for any
 /// scalar L. The check makes one:
 ///
-///   L = sum(out * R)   (elementwise, summed), R a fixed random matrix of the output's shape
+///     L = sum(out * R)   (elementwise, summed), R a fixed random matrix of the output's shape
 ///
 /// so dL/d(out) = R is what the backward pass is handed, and no direction of the output is
 /// left out (a backward pass fed all ones would never see a transposed output). Softmax
@@ -24,8 +24,8 @@
 /// For each tensor (every parameter of parameters(layer), every input matrix) and each of its
 /// entries e, with everything else fixed:
 ///
-///   h_e     = h max(1, |e|)                                 the step, relative for |e| > 1
-///   numeric = (L(e + h_e) - L(e - h_e)) / ((e + h_e) - (e - h_e))
+///     h_e     = h max(1, |e|)                                 the step, relative for |e| > 1
+///     numeric = (L(e + h_e) - L(e - h_e)) / ((e + h_e) - (e - h_e))
 ///
 /// and e is put back bit for bit afterwards (assigned, not "subtracted back"). The denominator
 /// is the difference of the two values actually stored, not 2 h_e: e + h_e rounds, and dividing
@@ -55,9 +55,9 @@
 ///
 /// ## The error of a tensor
 ///
-///   max_abs_error = max over its entries |analytic - numeric|
-///   scale         = max over its entries |numeric|
-///   relative      = max_abs_error / max(scale, floor)
+///     max_abs_error = max over its entries |analytic - numeric|
+///     scale         = max over its entries |numeric|
+///     relative      = max_abs_error / max(scale, floor)
 ///
 /// An entry-wise relative error |a - n| / |n| is meaningless where the gradient is exactly 0,
 /// and it is, by design, in many places: a key blocked by a mask, a query with no allowed key,
@@ -91,10 +91,10 @@
 ///
 /// ## Use
 ///
-///   GradientReport report{"linear", {}};
-///   report.add(check_tensor("x", x, dx, loss));            // perturbs x in place, restores it
-///   check_parameters(report, layer_d, grads, loss);       // every tensor of parameters(layer_d)
-///   report.worst();                                       // <= 1e-6, or a backward pass is wrong
+///     GradientReport report{"linear", {}};
+///     report.add(check_tensor("x", x, dx, loss));            // perturbs x in place, restores it
+///     check_parameters(report, layer_d, grads, loss);       // every tensor of parameters(layer_d)
+///     report.worst();                                       // <= 1e-6, or a backward pass is wrong
 ///
 /// where `loss` is a std::function<double()> that runs the forward on the current values
 /// (layer_d and x, captured by reference) and returns L. check_all_layers(seed) does this for
@@ -207,11 +207,11 @@ void check_parameters(GradientReport& report, Layer& layer, const Layer& grads,
 /// Every layer of the course on small random cases drawn from `seed`, each checked in full
 /// (every parameter, every input), one report per line of the training chapter's table:
 ///
-///   linear; layer norm; feed-forward; embedding; attention with a causal mask; attention with
-///   padding and a query that may attend to nothing (n_q != n_k, d_v != d_k); multi-head
-///   self-attention (causal); multi-head cross-attention (padding, separate key and value);
-///   encoder layer post- and pre-norm (padding); decoder layer post- and pre-norm (causal
-///   self-attention, padded memory); softmax cross-entropy (an ignored id, label smoothing 0.1).
+/// linear; layer norm; feed-forward; embedding; attention with a causal mask; attention with
+/// padding and a query that may attend to nothing (n_q != n_k, d_v != d_k); multi-head
+/// self-attention (causal); multi-head cross-attention (padding, separate key and value);
+/// encoder layer post- and pre-norm (padding); decoder layer post- and pre-norm (causal
+/// self-attention, padded memory); softmax cross-entropy (an ignored id, label smoothing 0.1).
 ///
 /// Sizes: n = 5 (4 queries over 6 keys for cross-attention), d_model = 8, 2 heads, d_ff = 16,
 /// a vocabulary of 7. The layers come from the float *_init functions and cast<double>; every

@@ -1,9 +1,9 @@
 /// @file
 /// Layer normalisation exactly as torch.nn.LayerNorm(d) defines it, over each row (token):
 ///
-///   mean = (1/d) sum_c x_c
-///   var  = (1/d) sum_c (x_c - mean)^2          the biased variance: 1/d, not 1/(d-1)
-///   y_c  = (x_c - mean) / sqrt(var + eps) * gamma_c + beta_c,   eps = 1e-5 inside the root
+///     mean = (1/d) sum_c x_c
+///     var  = (1/d) sum_c (x_c - mean)^2          the biased variance: 1/d, not 1/(d-1)
+///     y_c  = (x_c - mean) / sqrt(var + eps) * gamma_c + beta_c,   eps = 1e-5 inside the root
 ///
 /// gamma (PyTorch's `weight`) starts at 1 and beta (`bias`) at 0, so a fresh layer only
 /// standardises. The mean and variance are accumulated in double and the result rounded once
@@ -54,9 +54,9 @@ MatrixOf<T> layer_norm_forward(const LayerNormOf<T>& norm, const InView<T>& x,
 /// The backward pass, from the forward's cache (required: the statistics it used). Per row,
 /// with xhat = (x - mean) rstd the normalised row and g = dy * gamma (elementwise):
 ///
-///   dx     = rstd (g - mean(g) - xhat mean(g * xhat))     [n x d]   returned
-///   dgamma += sum over rows of dy * xhat                  [1 x d]   into grads.gamma
-///   dbeta  += sum over rows of dy                         [1 x d]   into grads.beta
+///     dx     = rstd (g - mean(g) - xhat mean(g * xhat))     [n x d]   returned
+///     dgamma += sum over rows of dy * xhat                  [1 x d]   into grads.gamma
+///     dbeta  += sum over rows of dy                         [1 x d]   into grads.beta
 ///
 /// The first line is the derivative through the mean (the - mean(g) term) and through the
 /// variance (the xhat term) of the row; it is PyTorch's layer_norm_backward. Computed in

@@ -1,9 +1,9 @@
 /// @file
 /// A fully connected layer as torch.nn.Linear stores and computes it.
 ///
-///   weight [out x in]   (PyTorch's layout: one row per output feature)
-///   bias   [1 x out]    (empty: no bias)
-///   y = x W^T + b       x [n x in] -> y [n x out], one token per row
+///     weight [out x in]   (PyTorch's layout: one row per output feature)
+///     bias   [1 x out]    (empty: no bias)
+///     y = x W^T + b       x [n x in] -> y [n x out], one token per row
 ///
 /// Keeping PyTorch's [out x in] layout means a state_dict loads without a transpose; the
 /// product uses W^T as a view, so nothing is copied either way.
@@ -40,9 +40,9 @@ MatrixOf<T> linear_forward(const LinearOf<T>& layer, const InView<T>& x);
 
 /// The backward pass of y = x W^T + b, given dy = dL/dy [n x out]:
 ///
-///   dx = dy W        [n x in]     returned
-///   dW += dy^T x     [out x in]   into grads.weight
-///   db += sum_rows dy [1 x out]   into grads.bias (when the layer has a bias)
+///     dx = dy W        [n x in]     returned
+///     dW += dy^T x     [out x in]   into grads.weight
+///     db += sum_rows dy [1 x out]   into grads.bias (when the layer has a bias)
 ///
 /// grads has the layer's shapes (zeros_like(layer) before the first call); accumulating lets a
 /// layer used on several sequences, or shared, sum its contributions (attn.hpp).

@@ -4,8 +4,8 @@
 ///
 /// For a row of logits z [V] with target y, p = softmax(z) and log p_c = z_c - logsumexp(z):
 ///
-///   loss_row = (1 - eps) (-log p_y) + (eps / V) sum_c (-log p_c)
-///   d loss_row / d z = p - (1 - eps) onehot(y) - eps / V
+///     loss_row = (1 - eps) (-log p_y) + (eps / V) sum_c (-log p_c)
+///     d loss_row / d z = p - (1 - eps) onehot(y) - eps / V
 ///
 /// eps is the label smoothing (the paper trains with 0.1): the target is the mixture
 /// (1 - eps) onehot(y) + eps / V, every class (the target and the padding id included) getting

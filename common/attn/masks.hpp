@@ -19,11 +19,11 @@
 /// **Masks cannot dangle.** Functions read masks through views (MaskView for one sequence,
 /// BatchMaskView for a batch or a stack), and a view can only be made of a mask that has a name:
 ///
-///   const AllowedMask causal = causal_mask(4);
-///   attention(Q, K, V, {.allowed = causal});                      // compiles, reads `causal`
-///   const AttentionOptions o{.allowed = causal_mask(4)};          // does not compile
-///   std::optional<MaskView> m = causal_mask(4);                   // does not compile
-///   MaskView row0 = padding_masks(ids)[0];                        // does not compile
+///     const AllowedMask causal = causal_mask(4);
+///     attention(Q, K, V, {.allowed = causal});                      // compiles, reads `causal`
+///     const AttentionOptions o{.allowed = causal_mask(4)};          // does not compile
+///     std::optional<MaskView> m = causal_mask(4);                   // does not compile
+///     MaskView row0 = padding_masks(ids)[0];                        // does not compile
 ///
 /// The last three kept a view of a temporary that was destroyed at the end of the statement,
 /// and the next call read freed memory (AddressSanitizer: heap-use-after-free; a release build

@@ -1,9 +1,9 @@
 /// @file
 /// Multi-head attention, as torch.nn.MultiheadAttention computes it (batch_first):
 ///
-///   Q = query W_Q^T + b_Q,  K = key W_K^T + b_K,  V = value W_V^T + b_V     [n x d_model]
-///   head_h = softmax(mask(Q_h K_h^T / sqrt(d_k))) V_h                        [n_q x d_k]
-///   out    = Concat(head_1 .. head_H) W_O^T + b_O                           [n_q x d_model]
+///     Q = query W_Q^T + b_Q,  K = key W_K^T + b_K,  V = value W_V^T + b_V     [n x d_model]
+///     head_h = softmax(mask(Q_h K_h^T / sqrt(d_k))) V_h                        [n_q x d_k]
+///     out    = Concat(head_1 .. head_H) W_O^T + b_O                           [n_q x d_model]
 ///
 /// with d_k = d_model / H and Q_h the columns [h d_k, (h+1) d_k) of Q.
 ///
@@ -148,10 +148,10 @@ struct MultiHeadInputGradsOf {
 /// The backward pass, given d_out [n_q x d_model] and the forward's result (its cache), the
 /// same inputs and options:
 ///
-///   d_concat = d_out W_O                      (and W_O's, b_O's gradients)    [n_q x d_model]
-///   head h:  attention_backward on Q_h, K_h, V_h with its weights and the columns of d_concat
-///            -> the columns h of dQ, dK, dV                                   [n x d_model]
-///   d_query = dQ W_Q,  d_key = dK W_K,  d_value = dV W_V    (and their weights' gradients)
+///     d_concat = d_out W_O                      (and W_O's, b_O's gradients)    [n_q x d_model]
+///     head h:  attention_backward on Q_h, K_h, V_h with its weights and the columns of d_concat
+///              -> the columns h of dQ, dK, dV                                   [n x d_model]
+///     d_query = dQ W_Q,  d_key = dK W_K,  d_value = dV W_V    (and their weights' gradients)
 ///
 /// Splitting into heads and concatenating were views of columns, so their backward is writing
 /// each head's gradient into its own columns: nothing to add up. Parameter gradients are

@@ -6,13 +6,13 @@
 /// d = sum_j exp(x_j - m), then each exp(x_j - m) / d. The first two passes fold into one by
 /// keeping a running maximum and rescaling the running sum whenever the maximum grows:
 ///
-///   m_j = max(m_{j-1}, x_j)
-///   d_j = d_{j-1} exp(m_{j-1} - m_j) + exp(x_j - m_j)          m_0 = -inf, d_0 = 0
+///     m_j = max(m_{j-1}, x_j)
+///     d_j = d_{j-1} exp(m_{j-1} - m_j) + exp(x_j - m_j)          m_0 = -inf, d_0 = 0
 ///
 /// Two states over disjoint parts of a row merge the same way, so the parts can be summed in
 /// any order and in parallel (the merge is commutative and, up to rounding, associative):
 ///
-///   m = max(m_a, m_b),   d = d_a exp(m_a - m) + d_b exp(m_b - m)
+///     m = max(m_a, m_b),   d = d_a exp(m_a - m) + d_b exp(m_b - m)
 ///
 /// The row's log-sum-exp is m + log d, all the backward pass of tiled attention keeps of a row.
 ///

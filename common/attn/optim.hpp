@@ -2,10 +2,10 @@
 /// The training loop's last three pieces, exactly as PyTorch 1.13 defines them: the Adam / AdamW
 /// optimiser, gradient clipping by the global norm, and the two learning-rate schedules.
 ///
-///   AdamOf<T> opt({.lr = ..., .betas = {0.9, 0.98}, .eps = 1e-9, ...});    state for one model
-///   opt.set_lr(warmup_inverse_sqrt_lr(step, d_model, warmup));            the schedule, per step
-///   clip_grad_norm(attn::parameters(grads), 1.0);                          before the update
-///   opt.step(attn::parameters(model), attn::parameters(grads));           p <- p - update
+///     AdamOf<T> opt({.lr = ..., .betas = {0.9, 0.98}, .eps = 1e-9, ...});    state for one model
+///     opt.set_lr(warmup_inverse_sqrt_lr(step, d_model, warmup));            the schedule, per step
+///     clip_grad_norm(attn::parameters(grads), 1.0);                          before the update
+///     opt.step(attn::parameters(model), attn::parameters(grads));           p <- p - update
 ///
 /// Both lists are what attn::parameters() makes (parameters.hpp): the model's and its gradient
 /// holder's tensors by state_dict key, in named_parameters() order.
@@ -15,12 +15,12 @@
 /// Per parameter entry p with gradient g, at step t = 1, 2, ... (amsgrad = False,
 /// maximize = False, the single-tensor "for" path that 1.13 takes by default):
 ///
-///   Adam (L2):        g  = g + wd p                            grad.add(param, alpha=wd)
-///   AdamW (decoupled): p = p (1 - lr wd)                        param.mul_(1 - lr * wd)
-///   m   = beta1 m + (1 - beta1) g                               exp_avg
-///   v   = beta2 v + (1 - beta2) g^2                             exp_avg_sq
-///   bc1 = 1 - beta1^t,  bc2 = 1 - beta2^t                       bias corrections
-///   p   = p - (lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps)
+///     Adam (L2):        g  = g + wd p                            grad.add(param, alpha=wd)
+///     AdamW (decoupled): p = p (1 - lr wd)                        param.mul_(1 - lr * wd)
+///     m   = beta1 m + (1 - beta1) g                               exp_avg
+///     v   = beta2 v + (1 - beta2) g^2                             exp_avg_sq
+///     bc1 = 1 - beta1^t,  bc2 = 1 - beta2^t                       bias corrections
+///     p   = p - (lr / bc1) m / (sqrt(v) / sqrt(bc2) + eps)
 ///
 /// m and v start at 0 and so are biased towards 0 in the first steps; dividing by bc1 and bc2
 /// removes that bias (the Adam paper, section 3). On step 1, m / bc1 = g and v / bc2 = g^2, so
@@ -46,11 +46,11 @@
 /// and 1 - lr wd are computed in double and each rounded to T where torch hands it to a kernel
 /// as a scalar; then every entry goes through the kernels' own arithmetic:
 ///
-///   g = fma(p, T(wd), g)                        add(alpha): Vectorized fmadd, one rounding
-///   m = fma(g, T(1 - beta1), m * T(beta1))      mul_ then add_(alpha)
-///   v = fma(T(1 - beta2) * g, g, v * T(beta2))  mul_ then addcmul_: (value * g) * g + v
-///   d = sqrt(v) / T(sqrt(bc2)) + T(eps)         sqrt, div by a scalar (a true division), add_
-///   p = p + (T(-lr / bc1) * m) / d              addcdiv_: (value * m) / d + p
+///     g = fma(p, T(wd), g)                        add(alpha): Vectorized fmadd, one rounding
+///     m = fma(g, T(1 - beta1), m * T(beta1))      mul_ then add_(alpha)
+///     v = fma(T(1 - beta2) * g, g, v * T(beta2))  mul_ then addcmul_: (value * g) * g + v
+///     d = sqrt(v) / T(sqrt(bc2)) + T(eps)         sqrt, div by a scalar (a true division), add_
+///     p = p + (T(-lr / bc1) * m) / d              addcdiv_: (value * m) / d + p
 ///
 /// The two fused multiply-adds are what torch's CPU kernels compute on any x86-64 machine with
 /// AVX2 (their vector loop calls fmadd, and the scalar tail is compiled with FMA contraction):
@@ -76,9 +76,9 @@
 ///
 /// ## clip_grad_norm (torch.nn.utils.clip_grad_norm_, norm_type = 2)
 ///
-///   total = sqrt(sum over every entry of every gradient of g^2)    one vector, all tensors
-///   coef  = min(1, max_norm / (total + 1e-6))
-///   g     = g * coef                                              every gradient, always
+///     total = sqrt(sum over every entry of every gradient of g^2)    one vector, all tensors
+///     coef  = min(1, max_norm / (total + 1e-6))
+///     g     = g * coef                                              every gradient, always
 ///
 /// Clipping the norm of the whole gradient, not of each tensor, keeps its direction: a step
 /// that would be too long is shortened, not turned. The 1e-6 keeps the division finite for a
@@ -199,7 +199,7 @@ T clip_grad_norm(const std::vector<Parameter<T>>& grads, double max_norm);
 
 /// The paper's schedule (Attention Is All You Need, section 5.3), times `factor`:
 ///
-///   lr(step) = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
+///     lr(step) = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
 ///
 /// linear growth for the first `warmup` steps, up to factor / sqrt(d_model * warmup) at
 /// step = warmup, then decay as 1 / sqrt(step). PyTorch: LambdaLR(Adam(lr=1.0), lambda e:
@@ -214,18 +214,18 @@ double warmup_inverse_sqrt_lr(std::int64_t step, Index d_model, std::int64_t war
 
 /// Linear warm-up, then a cosine decay:
 ///
-///   step <= warmup:           lr = base_lr * step / warmup          base_lr / warmup, ..., base_lr
-///   warmup < step < total:    lr = min_lr + (base_lr - min_lr) (1 + cos(pi k / K)) / 2
-///                                  with k = step - warmup, K = total_steps - warmup
-///   step >= total_steps:      lr = min_lr
+///     step <= warmup:           lr = base_lr * step / warmup          base_lr / warmup, ..., base_lr
+///     warmup < step < total:    lr = min_lr + (base_lr - min_lr) (1 + cos(pi k / K)) / 2
+///                                    with k = step - warmup, K = total_steps - warmup
+///     step >= total_steps:      lr = min_lr
 ///
 /// The peak base_lr is reached at step = warmup and min_lr at step = total_steps. PyTorch,
 /// with Adam(lr=base_lr), stepping the scheduler after each optimizer step:
 ///
-///   SequentialLR(opt, [LinearLR(opt, start_factor=1/warmup, end_factor=1,
-///                               total_iters=warmup - 1),
-///                      CosineAnnealingLR(opt, T_max=total_steps - warmup, eta_min=min_lr)],
-///                milestones=[warmup - 1])
+///     SequentialLR(opt, [LinearLR(opt, start_factor=1/warmup, end_factor=1,
+///                                 total_iters=warmup - 1),
+///                        CosineAnnealingLR(opt, T_max=total_steps - warmup, eta_min=min_lr)],
+///                  milestones=[warmup - 1])
 ///
 /// gives the same lrs for steps 1 .. total_steps to within 3e-16 relative (its LinearLR and
 /// CosineAnnealingLR update the lr recursively, lr_e from lr_{e-1}, and round differently from

@@ -2,10 +2,10 @@
 /// Every parameter tensor of a layer, by its PyTorch state_dict key: what an optimiser, a
 /// gradient check, a checkpoint and a comparison with PyTorch all walk.
 ///
-///   for_each_parameter(layer, "encoder.layers.0.", f)   calls f(key, tensor, first) per tensor
-///   parameters(layer, prefix)                           the same as a list of Parameter views
-///   zeros_like(layer)                                   a gradient holder: the layer's shapes, 0
-///   cast<double>(layer)                                 the same layer in another precision
+///     for_each_parameter(layer, "encoder.layers.0.", f)   calls f(key, tensor, first) per tensor
+///     parameters(layer, prefix)                           the same as a list of Parameter views
+///     zeros_like(layer)                                   a gradient holder: the layer's shapes, 0
+///     cast<double>(layer)                                 the same layer in another precision
 ///
 /// The order is PyTorch's named_parameters() order, so two walks over a layer and its
 /// gradients (zeros_like(layer), filled by the backward passes) meet the same tensors in step.

@@ -1,8 +1,8 @@
 /// @file
 /// The sinusoidal position vectors of "Attention Is All You Need" (chapter 07 explains them):
 ///
-///   PE(pos, 2i)   = sin(omega_i pos)
-///   PE(pos, 2i+1) = cos(omega_i pos),    omega_i = 10000^(-2i / d_model),  i = 0 .. d_model/2 - 1
+///     PE(pos, 2i)   = sin(omega_i pos)
+///     PE(pos, 2i+1) = cos(omega_i pos),    omega_i = 10000^(-2i / d_model),  i = 0 .. d_model/2 - 1
 ///
 /// Each pair of columns (2i, 2i+1) is a point on a circle turning at its own frequency, from
 /// one radian per position (i = 0) down to almost 1/10000 of that.
@@ -11,8 +11,8 @@
 /// sin(a + b) = sin a cos b + cos a sin b and cos(a + b) = cos a cos b - sin a sin b, with
 /// a = omega_i pos and b = omega_i k,
 ///
-///   [ PE(pos+k, 2i)   ]   [  cos(omega_i k)   sin(omega_i k) ] [ PE(pos, 2i)   ]
-///   [ PE(pos+k, 2i+1) ] = [ -sin(omega_i k)   cos(omega_i k) ] [ PE(pos, 2i+1) ]
+///     [ PE(pos+k, 2i)   ]   [  cos(omega_i k)   sin(omega_i k) ] [ PE(pos, 2i)   ]
+///     [ PE(pos+k, 2i+1) ] = [ -sin(omega_i k)   cos(omega_i k) ] [ PE(pos, 2i+1) ]
 ///
 /// and the 2 x 2 matrix holds PE(k, 2i+1) on the diagonal and +-PE(k, 2i) off it.
 /// relative_rotation() stacks these blocks into R(k) [d_model x d_model].
@@ -46,13 +46,13 @@ VectorD sinusoidal_frequencies(Index d_model);
 
 /// R(k) [d_model x d_model], the rotation that moves every position by k:
 ///
-///   PE(pos + k)^T = R(k) PE(pos)^T   for every pos    (PE(pos) as a column vector)
+///     PE(pos + k)^T = R(k) PE(pos)^T   for every pos    (PE(pos) as a column vector)
 ///
 /// or, with tokens as rows, PE(pos + k) = PE(pos) R(k)^T. Block-diagonal, one 2 x 2 block per
 /// pair i, read off the position vector of k itself (computed in double, as the table is):
 ///
-///   rows/columns 2i, 2i+1:  [[ PE(k, 2i+1),  PE(k, 2i)   ],
-///                            [ -PE(k, 2i),   PE(k, 2i+1) ]]
+///     rows/columns 2i, 2i+1:  [[ PE(k, 2i+1),  PE(k, 2i)   ],
+///                              [ -PE(k, 2i),   PE(k, 2i+1) ]]
 ///
 /// Any integer k, negative too (R(-k) = R(k)^T, the inverse). Orthogonal with determinant 1.
 /// In the plane of a pair drawn as (x, y) = (sin, cos) it turns clockwise by omega_i k; with

@@ -2,13 +2,13 @@
 /// A whole encoder-decoder transformer for sequence-to-sequence tasks, forward and backward:
 /// the model the training chapter teaches to reverse sequences.
 ///
-///   x      = src_embed[src] sqrt(E) + PE                  [n_s x E]
-///   memory = encoder layers (source padding masked), then encoder_norm (pre-norm only)
-///   y      = tgt_embed[tgt_in] sqrt(E) + PE               [n_t x E]
-///   y      = decoder layers (causal + target padding; cross: source padding),
-///            then decoder_norm (pre-norm only)
-///   logits = y W_gen^T + b_gen                            [n_t x V]
-///   loss   = cross_entropy(logits, tgt_out, ignore PAD, label smoothing)
+///     x      = src_embed[src] sqrt(E) + PE                  [n_s x E]
+///     memory = encoder layers (source padding masked), then encoder_norm (pre-norm only)
+///     y      = tgt_embed[tgt_in] sqrt(E) + PE               [n_t x E]
+///     y      = decoder layers (causal + target padding; cross: source padding),
+///              then decoder_norm (pre-norm only)
+///     logits = y W_gen^T + b_gen                            [n_t x V]
+///     loss   = cross_entropy(logits, tgt_out, ignore PAD, label smoothing)
 ///
 /// The paper multiplies the embeddings by sqrt(E) (section 3.4) before adding the position
 /// vectors, whose entries lie in [-1, 1]. Pre-norm stacks end in a

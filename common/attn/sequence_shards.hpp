@@ -6,9 +6,9 @@
 /// A batch's gradient is a sum over its sequences, and a float sum's rounding depends on its
 /// order. So the order is fixed by the batch, never by the threads:
 ///
-///   the B sequences are cut into S = min(B, kGradientShards) runs of consecutive sequences;
-///   shard s is computed by one thread, its sequences in order, into its own zeroed gradient;
-///   the shards' gradients are then added into the caller's, shard 0 first.
+///     the B sequences are cut into S = min(B, kGradientShards) runs of consecutive sequences;
+///     shard s is computed by one thread, its sequences in order, into its own zeroed gradient;
+///     the shards' gradients are then added into the caller's, shard 0 first.
 ///
 /// The threads decide only who computes a shard, never what is summed in which order: one
 /// thread or sixteen, the caller gets the same bits. (They differ, by rounding, from one serial

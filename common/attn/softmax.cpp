@@ -12,9 +12,9 @@ namespace attn {
 
 namespace {
 
-// The softmax is most of attention's time at n = 1024 (DESIGN.md: 71%) when each exponential
-// is a scalar call to expf and the sum is serial, which GCC vectorises neither of without
-// -ffast-math. Eigen's vectorised exp (its packet math, Eigen::internal: the same function
+// The softmax is most of attention's time at n = 1024 (71%, measured with perf) when each
+// exponential is a scalar call to expf and the sum is serial, which GCC vectorises neither of
+// without -ffast-math. Eigen's vectorised exp (its packet math, Eigen::internal: the same function
 // that array().exp() calls) takes the softmax of a 1024-wide row from 5.4 to 1.0 ns an entry
 // (AMD EPYC, AVX2, 2026-11), within 2 units of float's roundoff (2^-24) of the exact value
 // (measured over every float in [ln FLT_MIN, 0]; glibc's expf is within 1). Its last bit

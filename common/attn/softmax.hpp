@@ -1,7 +1,7 @@
 /// @file
 /// Numerically stable softmax, along rows or along columns.
 ///
-///   softmax(z)_j = exp(z_j - m) / sum_k exp(z_k - m),   m = max_k z_k
+///     softmax(z)_j = exp(z_j - m) / sum_k exp(z_k - m),   m = max_k z_k
 ///
 /// Subtracting the maximum changes nothing mathematically (the factor exp(-m) cancels) but
 /// keeps every exponent <= 0, so nothing overflows: exp(400) is inf in float, exp(0) is 1.

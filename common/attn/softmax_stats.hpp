@@ -1,15 +1,15 @@
 /// @file
 /// What a row of softmax weights looks like, and how much gradient it lets through.
 ///
-///   entropy    H(p) = -sum_j p_j ln p_j        in nats: 0 for one-hot, ln n for uniform
-///   Jacobian   J = d softmax(z) / dz = diag(p) - p p^T      [n x n], symmetric
+///     entropy    H(p) = -sum_j p_j ln p_j        in nats: 0 for one-hot, ln n for uniform
+///     Jacobian   J = d softmax(z) / dz = diag(p) - p p^T      [n x n], symmetric
 ///
 /// The backward pass of a softmax multiplies the incoming gradient by J: dL/dz = J dL/dp.
 /// When p is nearly one-hot, every entry of J is nearly 0 (J_jj = p_j (1 - p_j) and
 /// J_ij = -p_i p_j), so almost nothing reaches the logits. Chapter 04 measures this with
 /// softmax_jacobian_norm(), which is bounded by the largest weight p_max:
 ///
-///   p_max (1 - p_max)  <=  ||J||_F  <=  2 (1 - p_max)
+///     p_max (1 - p_max)  <=  ||J||_F  <=  2 (1 - p_max)
 ///
 /// Below them, the summaries chapter 04 tabulates: one row's statistics (weight_stats), totals
 /// over many rows (WeightRowsTally), and the plain statistics those tables need (two_largest,

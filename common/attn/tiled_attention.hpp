@@ -5,15 +5,15 @@
 ///
 /// Forward, for each tile of B_q query rows (the rows of one tile belong to one thread):
 ///
-///   m = -inf, l = 0, O = 0                          [B_q], [B_q], [B_q x d_v]
-///   for each tile of B_k keys (K_j [B_k x d_k], V_j [B_k x d_v]):
-///     S     = Q_i K_j^T * scale, masked               [B_q x B_k]
-///     m_new = max(m, rowmax(S))
-///     P     = exp(S - m_new)                          [B_q x B_k], blocked entries exactly 0
-///     l     = l exp(m - m_new) + rowsum(P)
-///     O     = O exp(m - m_new) + P V_j                 unnormalised, rescaled as m grows
-///     m     = m_new
-///   out_i = O / l, and L_i = m + log l                 L: the row's log-sum-exp, kept
+///     m = -inf, l = 0, O = 0                          [B_q], [B_q], [B_q x d_v]
+///     for each tile of B_k keys (K_j [B_k x d_k], V_j [B_k x d_v]):
+///       S     = Q_i K_j^T * scale, masked               [B_q x B_k]
+///       m_new = max(m, rowmax(S))
+///       P     = exp(S - m_new)                          [B_q x B_k], blocked entries exactly 0
+///       l     = l exp(m - m_new) + rowsum(P)
+///       O     = O exp(m - m_new) + P V_j                 unnormalised, rescaled as m grows
+///       m     = m_new
+///     out_i = O / l, and L_i = m + log l                 L: the row's log-sum-exp, kept
 ///
 /// Backward (FlashAttention's, from L instead of the weights): with D = rowsum(d_out * out),
 ///   P = exp(S - L), dV += P^T dO, dP = dO V^T, dS = P * (dP - D), dQ += scale dS K,

@@ -220,8 +220,8 @@ MatrixOf<T> decoder_layer_forward(const DecoderLayerOf<T>& layer, const InView<T
 /// [n x d_model]: returns dL/dx and accumulates every parameter's gradient into grads. Each
 /// residual step is undone in reverse order (attn.hpp's SublayerCache):
 ///
-///   post-norm, out = LN(x + f(x)):   d_sum = LN'(d_out);   dx = d_sum + f'(d_sum)
-///   pre-norm,  out = x + f(LN(x)):   dx = d_out + LN'(f'(d_out))
+///     post-norm, out = LN(x + f(x)):   d_sum = LN'(d_out);   dx = d_sum + f'(d_sum)
+///     pre-norm,  out = x + f(LN(x)):   dx = d_out + LN'(f'(d_out))
 ///
 /// the residual's "+ x" passing d_out (or d_sum) straight through. In self-attention x is the
 /// query, the key and the value, so f' is the sum of multi_head_backward's three gradients.

@@ -60,6 +60,13 @@ Chapter::Chapter(std::string name, std::string title, std::uint64_t default_seed
 
 Chapter::~Chapter() = default;
 
+void Chapter::cites(const std::string& notes) {
+  cites_ = "Lecture " + notes + ": the course's sources; what each note is, and where the "
+           "course uses it, is on the sources page (docs/sources.md in the repository, "
+           "\"The lecture notes\" on the site).";
+  cli_.app().footer(cites_);
+}
+
 void Chapter::require_knobs(std::function<std::string()> rule) { cli_.add_rule(std::move(rule)); }
 
 namespace {
@@ -139,6 +146,7 @@ void Chapter::write_intro(const std::string& details) {
   std::string line = number_of(name_) + " . " + title_;
   if (!details.empty()) line += " (" + details + ")";
   write_wrapped("", "  ", line);
+  if (!cites_.empty()) write_wrapped("  ", "  ", cites_);
 }
 
 void Chapter::pause() {

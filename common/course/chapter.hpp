@@ -101,6 +101,10 @@ class Chapter {
   /// A rule that involves several knobs (heads must divide d_model), checked right after
   /// parsing and before any folder is made: return the problem, or "" when the knobs agree.
   void require_knobs(std::function<std::string()> rule);
+  /// The lecture notes the chapter takes facts from, as its narration names them ("notes 001,
+  /// 003 and 004"). A reader who never saw them learns what they are from the line this adds
+  /// under the opening line and at the end of --help: the sources page, docs/sources.md.
+  void cites(const std::string& notes);
   /// The CLI11 application, for anything the two helpers above do not cover.
   CLI::App& app() { return cli_.app(); }
 
@@ -191,7 +195,7 @@ class Chapter {
       return fmt::format("{}", value);
   }
 
-  std::string name_, title_;
+  std::string name_, title_, cites_;
   std::vector<std::pair<std::string, std::function<std::string()>>> knob_values_;
   std::ostream& out_;
   ChapterCli cli_;

@@ -2,16 +2,16 @@
 /// --save DIR and --load DIR: a trained model's parameters as .npy files named by their PyTorch
 /// state_dict keys, with a manifest, read back all or nothing.
 ///
-///   course::save_checkpoint(dir, source, model, [&](course::Dumper& d) {
-///     d("eval_src", src);                          // extra arrays: written before the manifest
-///   });
-///   course::load_checkpoint(dir, "09_training", model);  // CheckpointError: print it, exit 2
+///     course::save_checkpoint(dir, source, model, [&](course::Dumper& d) {
+///       d("eval_src", src);                          // extra arrays: written before the manifest
+///     });
+///     course::load_checkpoint(dir, "09_training", model);  // CheckpointError: print it, exit 2
 ///
-///   >>> import json, numpy as np, torch
-///   >>> m = json.load(open("ckpt/manifest.json"))
-///   >>> sd = {a["state_dict_key"]: torch.from_numpy(np.load("ckpt/" + a["file"]))
-///   ...       for a in m["arrays"] if "state_dict_key" in a}
-///   >>> model.load_state_dict(sd)                  # scripts/check_training_checkpoint.py
+///     >>> import json, numpy as np, torch
+///     >>> m = json.load(open("ckpt/manifest.json"))
+///     >>> sd = {a["state_dict_key"]: torch.from_numpy(np.load("ckpt/" + a["file"]))
+///     ...       for a in m["arrays"] if "state_dict_key" in a}
+///     >>> model.load_state_dict(sd)                  # scripts/check_training_checkpoint.py
 ///
 /// A checkpoint folder is a dump folder (dump.hpp) written by a course::Dumper, so it follows the
 /// dump's rules: the arrays first, each through an AtomicFile (never half-written), listed in the

@@ -1,11 +1,11 @@
 /// @file
 /// The options every chapter shares, on top of CLI11.
 ///
-///   --help          usage, exit 0
-///   --seed N        the random seed (each chapter has a fixed default)
-///   --out DIR       where figures go (default: default_plots_dir())
-///   --no-plots      draw nothing
-///   --dump DIR      write the chapter's named intermediates as .npy files into DIR
+///     --help          usage, exit 0
+///     --seed N        the random seed (each chapter has a fixed default)
+///     --out DIR       where figures go (default: default_plots_dir())
+///     --no-plots      draw nothing
+///     --dump DIR      write the chapter's named intermediates as .npy files into DIR
 ///
 /// A bad option, a bad value or an unusable folder prints the problem and the usage to stderr
 /// and ends the program with exit code 2, before any work is done and before --help: a command

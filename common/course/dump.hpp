@@ -1,9 +1,9 @@
 /// @file
 /// --dump DIR: the chapter's intermediates as .npy files, and a manifest that says what they are.
 ///
-///   >>> import json, numpy as np
-///   >>> manifest = json.load(open("dump/manifest.json"))
-///   >>> W = np.load("dump/W_ax.npy")
+///     >>> import json, numpy as np
+///     >>> manifest = json.load(open("dump/manifest.json"))
+///     >>> W = np.load("dump/W_ax.npy")
 ///
 /// A dump folder holds one complete run, and says so:
 ///   - manifest.json is written last, after every array: the chapter, its seed, every option
@@ -139,7 +139,7 @@ std::vector<StateDictTensor> state_dict_layout(const std::vector<attn::Parameter
 /// with '.' as '_', the key is in the manifest, and the order is the list's (named_parameters
 /// order for attn::parameters). The one way the course writes a model's parameters:
 ///
-///   course::dump_parameters(ch.dumper(), attn::parameters(std::as_const(model)));
+///     course::dump_parameters(ch.dumper(), attn::parameters(std::as_const(model)));
 ///
 /// Nothing when the dumper is disabled.
 void dump_parameters(Dumper& dump, const std::vector<attn::Parameter<const float>>& params);

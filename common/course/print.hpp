@@ -1,10 +1,10 @@
 /// @file
 /// Matrices as the course prints them, a shape header then fixed-precision rows.
 ///
-///   Q [4 x 2]
-///     1.0000   2.0000
-///     3.0000   1.0000
-///     ...
+///     Q [4 x 2]
+///       1.0000   2.0000
+///       3.0000   1.0000
+///       ...
 ///
 /// Big matrices are shown compactly: the first and last few rows and columns, with "..."
 /// standing in for the rest, so a [5 x 512] activation fits on a terminal line.
@@ -59,7 +59,7 @@ std::string format_matrix(std::string_view name, const MatrixD& m, const PrintOp
 
 /// A step's banner, as course::Chapter::step prints it (88 columns, or the title's width):
 ///
-///   == 2. Scores: alpha_ij = q_i . k_j =============================================
+///     == 2. Scores: alpha_ij = q_i . k_j =============================================
 void banner(std::ostream& os, std::string_view title);
 
 /// Prints format_matrix(name, m, opts) to `os`. Accepts any Eigen matrix or expression; it

@@ -1,7 +1,7 @@
 /// @file
 /// The progress of a training run, on standard error:
 ///
-///   training: reversal  step  240/800  loss 0.0881  accuracy 0.998  61.2k tokens/s
+///     training: reversal  step  240/800  loss 0.0881  accuracy 0.998  61.2k tokens/s
 ///
 /// On a terminal the line is redrawn in place (a carriage return) after every step; anywhere else (a log file,
 /// a pipe, CI) it is printed as a plain line every `every` steps and at the last one, so a log
