@@ -202,8 +202,11 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   ch.prose("Note 004's sentence \"<begin> I am dog <end>\", positions 0 to 4, with d_model 8 so "
            "that every number fits. Pair i turns at omega_i radians per position:");
   ch.say("omega_i = 10000^(-2i/8) = 10^-i for i = 0..3: {:g}", fmt::join(omega8, ", "));
+  // Five decimals here and in the rotation below: cos 0.01 = 0.999950000 is 0.99994999 in
+  // float and 0.99995000 in double, which four decimals would print as 0.9999 and 1.0000.
   ch.show("PE", pe8,
-          {.row_labels = {"<begin>  0", "I        1", "am       2", "dog      3", "<end>    4"},
+          {.precision = 5,
+           .row_labels = {"<begin>  0", "I        1", "am       2", "dog      3", "<end>    4"},
            .col_labels = {"sin i=0", "cos i=0", "sin i=1", "cos i=1", "sin i=2", "cos i=2",
                           "sin i=3", "cos i=3"}});
   ch.notice("PE(0) = [0, 1, 0, 1, ...]: sin 0 = 0 and cos 0 = 1 in every pair.");
@@ -275,7 +278,7 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   MatrixD moved_rows(3, d8);  // [3 x 8]: PE(1), R(2) PE(1), PE(3)
   moved_rows << pe8d.row(1), moved.transpose(), pe8d.row(3);
   ch.show("\"I\" moved by 2", moved_rows,
-          {.row_labels = {"PE(1) \"I\"", "R(2) PE(1)", "PE(3) \"dog\""}});
+          {.precision = 5, .row_labels = {"PE(1) \"I\"", "R(2) PE(1)", "PE(3) \"dog\""}});
   const MatrixD R1 = attn::relative_rotation(1, d8);  // [8 x 8]
   // Tokens are rows: the same map is a product with R(1)^T on the right, for all rows at once.
   ch.say("max |R(2) PE(\"I\") - PE(\"dog\")| = {:.1e};  rows: max |PE[0:4] R(1)^T - PE[1:5]| "
@@ -460,6 +463,7 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
 
 int main(int argc, char** argv) {
   course::Chapter ch("07_positional_encoding", "Positional encoding", 2026);
+  ch.cites("notes 002, 003 and 004");
   Knobs knob;
   ch.option("--d-model", knob.d_model,
             "features per position; even, since columns come in (sin, cos) pairs")

@@ -152,7 +152,9 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.notice("the FFN {} each token to d_ff = {} and back, one token at a time; tokens meet only in "
             "attention.", F > E ? "widens" : F < E ? "narrows" : "maps", F);
 
-  ch.step("The decoder: causal self-attention, cross-attention, feed-forward");
+  ch.step("The decoder: {} x ({})", L,
+          post ? "causal self-attn, Add & Norm, cross-attn, Add & Norm, FFN, Add & Norm"
+               : "Norm, causal self-attn, add; Norm, cross-attn, add; Norm, FFN, add");
   std::vector<attn::DecoderLayer> decoder;
   for (Index l = 0; l < L; ++l) decoder.push_back(attn::decoder_layer_init(rng, E, H, F, norm));
   attn::DecoderCache dec_cache;  // dec_cache.at(b, layer)
@@ -280,7 +282,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   }
   ch.plot().lines(
       "08_rnn_vs_attention", {rnn_ops, attn_ops, scores_ops},
-      {.title = "Multiply-adds per layer, d_model = 512: the n^2 term takes over at n = d",
+      {.title = "Multiply-adds per layer (d = 512): the n^2 part passes the RNN at n = d, "
+                "the projections at n = 2d",
        .xlabel = "sequence length n", .ylabel = "multiply-adds", .logx = true, .logy = true});
   ch.notice("attention needs 1 step and a path of length 1 between any two tokens; the RNN needs "
             "n of each (chapter 01 measured what n steps do to d a<T>/d x<1>: it decays "
@@ -391,6 +394,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
 
 int main(int argc, char** argv) {
   course::Chapter ch("08_transformer_block", "The transformer block", 2026);
+  ch.cites("notes 001, 002 and 003");
   Knobs k;
   ch.option("--layers", k.layers, "encoder and decoder layers each")->check(CLI::Range(1, 12));
   ch.option("--heads", k.heads, "heads per attention (must divide d_model)")
