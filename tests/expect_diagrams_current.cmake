@@ -13,6 +13,7 @@ if(NOT sources)
 endif()
 execute_process(COMMAND ${DOT} -V ERROR_VARIABLE version RESULT_VARIABLE code)  # on stderr
 string(STRIP "${version}" version)
+string(REGEX REPLACE "^dot - " "" version "${version}")  # "graphviz version 2.43.0 (0)"
 file(REMOVE_RECURSE ${DIR})
 file(MAKE_DIRECTORY ${DIR})
 set(stale "")
