@@ -8,6 +8,7 @@
 #   $x^2$                           ->       \f$x^2\f$                     (inline formula)
 #   ```math ... ```                 ->       \f[ ... \f]                   (display formula)
 #   ![caption](../../plots/a.png)   ->       \image html a.png "caption"   (copied from plots/)
+#   ![c](../../docs/diagrams/b.svg) ->       \image html b.svg "c"         (rendered by dot)
 #   <!-- snippet: main.cpp step -->  ->      \snippet{lineno} chapters/NN_x/main.cpp step
 #   [t](../03_x/README.md)          ->       [t](@ref ch03)
 #   [t](../../common/attn/a.hpp)    ->       [t](@ref a.hpp)   (also common/course/)
@@ -107,9 +108,11 @@ while (my $line = <$in>) {
     next;
   }
   # A figure of plots/ (or its copy in docs/figures/, which the README uses so that GitHub shows
-  # it): the site copies the file from plots/, where the chapters drew it.
-  if ($line =~ /^\s*!\[([^\]]*)\]\((?:[^)]*\/)?(?:plots|docs\/figures)\/([A-Za-z0-9_.-]+\.png)\)\s*$/) {
-    my ($caption, $file) = ($1, $2);
+  # it): the site copies the file from plots/, where the chapters drew it. A diagram of
+  # docs/diagrams/: the site takes the .svg that dot rendered from its .dot into the build
+  # (IMAGE_PATH), not the copy committed beside the source for GitHub.
+  if ($line =~ /^\s*!\[([^\]]*)\]\((?:[^)]*\/)?(?:(?:plots|docs\/figures)\/([A-Za-z0-9_.-]+\.png)|docs\/diagrams\/([A-Za-z0-9_.-]+\.svg))\)\s*$/) {
+    my ($caption, $file) = ($1, $2 // $3);
     $caption =~ s/"/\\"/g;
     print "\\image html $file \"" . inline($caption) . "\"\n";
     next;
