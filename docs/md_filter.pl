@@ -134,12 +134,14 @@ while (my $line = <$in>) {
   }
   # A collapsed answer: Doxygen 1.9 turns a bare <details> into a box per paragraph, so the
   # tags pass through as raw HTML and the Markdown between them is rendered as usual.
-  if ($line =~ /^\s*<details>\s*<summary>(.*)<\/summary>\s*$/) {
-    print "\\htmlonly[block]<details><summary>" . $1 . "</summary>\\endhtmlonly\n";
+  # The line keeps its indentation, so an answer inside a numbered exercise stays in its item
+  # and the list keeps counting.
+  if ($line =~ /^(\s*)<details>\s*<summary>(.*)<\/summary>\s*$/) {
+    print "$1\\htmlonly[block]<details><summary>" . $2 . "</summary>\\endhtmlonly\n";
     next;
   }
-  if ($line =~ /^\s*<\/details>\s*$/) {
-    print "\\htmlonly[block]</details>\\endhtmlonly\n";
+  if ($line =~ /^(\s*)<\/details>\s*$/) {
+    print "$1\\htmlonly[block]</details>\\endhtmlonly\n";
     next;
   }
   if ($line =~ /(?:^|\s)(\*\*|__)\$/) {  # Doxygen does not embolden text that opens with a formula

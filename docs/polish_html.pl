@@ -5,7 +5,9 @@
 #   <img src="a.png" alt=""/>            ->  <a href="a.png" title="open at full size">
 #   <div class="caption">Caption</div>        <img src="a.png" alt="Caption"/></a>
 #                                             (a figure's caption becomes its alt text, and a
-#                                             click opens the figure at full size)
+#                                             click opens the figure at full size; a diagram's
+#                                             .svg, which Doxygen embeds as an <object>, becomes
+#                                             an <img> the same way)
 #   ( \(x\)                              ->  (\(x\)     (Doxygen puts a space between an opening
 #                                                        bracket and an inline formula)
 #   a class's summary link to a section the page does not have: removed
@@ -38,7 +40,7 @@ for my $page (@pages) {
   my $html = do { local $/; <$in> };
   close $in;
 
-  $figures += $html =~ s{<div class="image">\s*<img src="([^"]+)" alt=""/>\s*<div class="caption">\s*(.*?)</div>}
+  $figures += $html =~ s{<div class="image">\s*(?|<img src="([^"]+)" alt=""/>|<object type="image/svg\+xml" data="([^"]+)"[^>]*></object>)\s*<div class="caption">\s*(.*?)</div>}
     {'<div class="image"><a href="' . $1 . '" title="open at full size"><img src="' . $1
       . '" alt="' . plain($2) . '"/></a>' . "\n" . '<div class="caption">' . "\n"
       . $2 . '</div>'}gse;

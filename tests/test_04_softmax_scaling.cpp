@@ -321,6 +321,26 @@ TEST(Chapter04, SmallStdDoesNotOverflow) {
   EXPECT_TRUE(contains(r.out, "uniform     0.001000"));  // 1/N
 }
 
+// Just below the std at which the largest a_j passes ln(FLT_MAX) = 88.72, no single exp(a_j)
+// overflows, but their sum can: the naive weights are then x / inf = 0, every one of them, and
+// the notice must say it was the sum (it used to claim the naive formula survived).
+TEST(Chapter04, NaiveSumOverflowsBeforeAnyTermDoes) {
+  const fs::path dir = chapter.scratch("sum_overflow");
+  const Output r = chapter.run("--no-plots --std 22.64 --dump '" + (dir / "d").string() + "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  // The premise, in double from the dumped samples: no term overflows, the sum does.
+  const MatrixD a = load(dir / "d", "a");  // [1 x 20000]
+  const double ln_max = std::log(double{std::numeric_limits<float>::max()});
+  ASSERT_LT(a.maxCoeff(), ln_max) << "this std must leave every exp(a_j) finite in float";
+  ASSERT_GT(a.array().exp().sum(), double{std::numeric_limits<float>::max()})
+      << "this std must make the sum overflow float";
+  const std::string text = attn_test::unwrapped(r.out);
+  EXPECT_TRUE(contains(text, "naive  softmax(a): 0 NaN, 20000 zeros, 0 other weights")) << text;
+  EXPECT_TRUE(contains(text, "the sum of the exp(a_j) does overflow")) << text;
+  EXPECT_FALSE(contains(text, "even the naive formula survives")) << text;
+  fs::remove_all(dir);
+}
+
 TEST(Chapter04, TwoRunsPrintIdenticalBytes) {
   chapter.expect_two_identical_runs("--no-plots", 4000u);
   chapter.expect_two_identical_runs("--no-plots --samples 500 --std 3 --d-k 7 --no-scale --seed 9",

@@ -176,6 +176,9 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   if (overflowing > 0) {
     ch.notice("one exp(a_j) = inf makes the sum inf, and every weight inf / inf = NaN or x / inf "
               "= 0.");
+  } else if (zero_a == N) {  // every term finite, their sum past float's largest value
+    ch.notice("with std {:g} no a_j reaches 88.72, but the sum of the exp(a_j) does overflow: "
+              "it is inf, and every weight x / inf = 0.", knob.std);
   } else if (nan_a == 0) {
     ch.notice("with std {:g} no a_j reaches 88.72, so even the naive formula survives; try "
               "--std 100.", knob.std);
