@@ -1,6 +1,6 @@
 # cmake -DSRC=/usr/share/javascript/mathjax -DDST=<html>/mathjax -P copy_mathjax.cmake
 #
-# Copies only what Doxygen's MathJax 2 configuration loads (TeX input, HTML-CSS output with
+# Copies only what Doxygen's MathJax 2 configuration loads (TeX input, CommonHTML output with
 # the TeX web fonts, the AMS extensions): ~2.6 MB instead of Debian's 54 MB. Symlinks are
 # resolved, so the copy works after the site is moved or served from another machine.
 set(parts
@@ -8,13 +8,8 @@ set(parts
   extensions
   jax/input/TeX
   jax/element
-  jax/output/HTML-CSS/autoload
-  jax/output/HTML-CSS/config.js
-  jax/output/HTML-CSS/jax.js
-  jax/output/HTML-CSS/imageFonts.js
-  jax/output/HTML-CSS/fonts/TeX
+  jax/output/CommonHTML
   fonts/HTML-CSS/TeX/woff
-  fonts/HTML-CSS/TeX/otf
   localization/en)
 foreach(part IN LISTS parts)
   if(NOT EXISTS ${SRC}/${part})

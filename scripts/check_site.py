@@ -13,13 +13,15 @@ on what a reader would see broken:
     scripts/check_site.py --self-test DIR                 prove the check fails: DIR's pages each
                                                           plant one defect (tests/site_defects)
 
-Pages are shared between two browsers (the machine's two cores). Needs Debian's chromium,
-chromium-driver and python3-selenium (scripts/setup.sh installs them).
+Pages are shared between two browsers, one per core. Needs Debian's chromium, chromium-driver and
+python3-selenium (scripts/setup.sh installs them).
 """
 import argparse
 import concurrent.futures
+import html
 import os
 import pathlib
+import re
 import shutil
 import sys
 import tempfile
@@ -33,7 +35,7 @@ from selenium.webdriver.chrome.service import Service
 WIDTH, HEIGHT = 1280, 900
 
 # Runs in the page once MathJax has finished its first typesetting (or at once when the page has
-# no MathJax). Returns the page's problems, its links and the ids its anchors can point at.
+# no MathJax). Returns the page's problems and its links.
 PAGE_CHECK = r"""
 const done = arguments[arguments.length - 1];
 function check() {
@@ -72,7 +74,7 @@ function check() {
   if (/Processing math/.test(document.body.innerText))
     say('"Processing math" on the page');
 
-  // Images: loaded, and figures described.
+  // Images: loaded (waited for above), and figures described.
   for (const img of document.images) {
     const src = img.getAttribute('src') || '';
     if (!img.complete || img.naturalWidth === 0) say('image does not load: ' + src);
@@ -92,7 +94,7 @@ function check() {
   if (contents) {
     const right = Math.min(contents.getBoundingClientRect().right,
                            column ? column.getBoundingClientRect().right : window.innerWidth);
-    const wide = 'img, table, div.fragment, pre, .MathJax_Display, .MathJax, h1, h2, h3, p';
+    const wide = 'img, table, div.fragment, pre, .MJXc-display, .mjx-chtml, h1, h2, h3, p';
     for (const e of contents.querySelectorAll(wide)) {
       // A box that scrolls on purpose (overflow-x: auto) may hold something wider than itself.
       let scroller = null;
@@ -108,31 +110,39 @@ function check() {
       }
       const o = getComputedStyle(e).overflowX;
       if ((o === 'auto' || o === 'scroll' || o === 'hidden') && e.scrollWidth > e.clientWidth + 1 &&
-          e.matches('.MathJax_Display, p, h1, h2, h3')) {
+          e.matches('.MJXc-display, p, h1, h2, h3')) {
         say('cut off or scrolling: <' + e.tagName.toLowerCase() + '> "' + excerpt(e.textContent) + '"');
       }
     }
   }
 
   const links = Array.from(document.querySelectorAll('a[href]'), a => a.href);
-  const ids = Array.from(document.querySelectorAll('[id], a[name]'), e => e.id || e.getAttribute('name'));
-  done({problems, links, ids});
+  done({problems, links});
+}
+// Images the page's scripts add late (the search box's icons) may still be on their way.
+function whenImagesSettle() {
+  const waiting = Array.from(document.images, img => img.complete ? null : new Promise(settled => {
+    img.addEventListener('load', settled);
+    img.addEventListener('error', settled);
+    setTimeout(settled, 5000);
+  })).filter(p => p);
+  Promise.all(waiting).then(check);
 }
 // MathJax 2 posts "End" once its first typesetting is over; then whatever it queued has run.
 const started = Date.now();
 function whenTypeset() {
   const posted = window.MathJax && MathJax.Hub && MathJax.Hub.Startup.signal.posted;
-  if (posted && posted.includes('End')) MathJax.Hub.Queue(check);
-  else if (Date.now() - started > 45000) done({problems: ['MathJax never finished'], links: [], ids: []});
+  if (posted && posted.includes('End')) MathJax.Hub.Queue(whenImagesSettle);
+  else if (Date.now() - started > 45000) done({problems: ['MathJax never finished'], links: []});
   else setTimeout(whenTypeset, 50);
 }
 const hasMath = arguments[0];  // else the checker kept MathJax from loading: nothing to typeset
 if (!hasMath) {
-  check();
+  whenImagesSettle();
 } else if (window.MathJax) {
   whenTypeset();
 } else {
-  done({problems: ['MathJax did not load'], links: [], ids: []});
+  done({problems: ['MathJax did not load'], links: []});
 }
 """
 
@@ -152,42 +162,81 @@ def browser():
     return driver
 
 
+# The sidebar's tree and the search index are the same data on every page: the main page loads
+# them, the others skip them (a third of a reference page's load).
+SHARED_DATA = ['*/navtreedata.js', '*/navtreeindex*.js', '*/search/searchdata.js']
+
+
 def visit(pages):
     """Loads each page in one browser; returns {page: result}."""
     results = {}
     driver = browser()
     driver.execute_cdp_cmd('Network.enable', {})
-    blocked = False
+    blocked = None
     try:
         for page in pages:
             # Doxygen puts MathJax on every page; starting it on the pages without a formula
             # (nearly all the reference pages) would double the check's time for nothing.
             html = page.read_bytes()
             has_math = b'\\(' in html or b'\\[' in html
-            if blocked == has_math:
-                blocked = not has_math
-                driver.execute_cdp_cmd('Network.setBlockedURLs',
-                                       {'urls': ['*/MathJax.js*'] if blocked else []})
+            block = ([] if page.name == 'index.html' else SHARED_DATA) + \
+                    ([] if has_math else ['*/MathJax.js*'])
+            if block != blocked:
+                blocked = block
+                driver.execute_cdp_cmd('Network.setBlockedURLs', {'urls': block})
             try:
                 driver.get(page.as_uri())
                 results[page] = driver.execute_async_script(PAGE_CHECK, has_math)
             except WebDriverException as e:
                 results[page] = {'problems': ['the browser failed: ' + e.msg.splitlines()[0]],
-                                 'links': [], 'ids': []}
+                                 'links': []}
     finally:
         driver.quit()
     return results
 
 
+BROWSERS = 2  # one per core
+
+# Doxygen's generated listings are links and code in Doxygen's own fixed layout, nothing the course
+# wrote: every member of a class, the alphabetical indexes of functions and namespace members, the
+# headers' source listings, the folder pages and the file entries of the Markdown pages. They are
+# over half the site's pages; their links are checked from the HTML, without a browser, which
+# keeps the check within a minute. Every other page (the course's pages, and the reference pages
+# of namespaces, classes and headers, which carry the headers' own documentation) is loaded.
+LISTING = re.compile(r'(-members\.html|^functions(_\w+)?\.html|^namespacemembers(_\w+)?\.html'
+                     r'|_source\.html|^dir_\w+\.html|_8md\.html)$')
+
+HREF = re.compile(r'<a\b[^>]*?\bhref="([^"]*)"')
+ANCHOR = re.compile(r'\b(?:id|name)="([^"]+)"')
+
+
+def anchors_of(page, cache={}):
+    """The ids and names a page's links can point at, read from its HTML."""
+    if page not in cache:
+        cache[page] = set(ANCHOR.findall(page.read_text(errors='replace')))
+    return cache[page]
+
+
+def static_links(page):
+    """A listing page's links, resolved as the browser would."""
+    links = []
+    for href in HREF.findall(page.read_text(errors='replace')):
+        href = html.unescape(href)
+        if href.startswith(('javascript:', 'mailto:')):
+            continue
+        links.append(urllib.parse.urljoin(page.as_uri(), href))
+    return links
+
+
 def check(site, pages):
     """Returns {page: [problem, ...]} for every page with a problem."""
-    halves = [pages[0::2], pages[1::2]]
-    results = {}
-    with concurrent.futures.ThreadPoolExecutor(len(halves)) as pool:
-        for part in pool.map(visit, halves):
+    loaded = [p for p in pages if not LISTING.search(p.name)]
+    shares = [loaded[i::BROWSERS] for i in range(BROWSERS)]
+    results = {p: {'problems': [], 'links': static_links(p)} for p in pages if LISTING.search(p.name)}
+    with concurrent.futures.ThreadPoolExecutor(len(shares)) as pool:
+        for part in pool.map(visit, shares):
             results.update(part)
 
-    ids = {page.resolve(): set(r['ids']) for page, r in results.items()}
     found = {page: list(r['problems']) for page, r in results.items()}
     site = site.resolve()
     for page, r in results.items():
@@ -202,13 +251,9 @@ def check(site, pages):
                 found[page].append(f'link to a file outside the site: {href}')
             elif not target.is_file():
                 found[page].append(f'broken link: {target.relative_to(site)}')
-            elif url.fragment and target.suffix == '.html':
-                known = ids.get(target)
-                if known is None:
-                    known = ids[target] = set()  # a page of the site this run did not load
-                    continue
-                if urllib.parse.unquote(url.fragment) not in known:
-                    found[page].append(f'link to a missing anchor: {target.name}#{url.fragment}')
+            elif url.fragment and target.suffix == '.html' and \
+                    urllib.parse.unquote(url.fragment) not in anchors_of(target):
+                found[page].append(f'link to a missing anchor: {target.name}#{url.fragment}')
     return {page: p for page, p in found.items() if p}
 
 
