@@ -567,8 +567,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  course::Chapter ch("09_training", "Attention learns: training with hand-written backward passes",
-                     2026);
+  course::Chapter ch("09_training", "Attention learns: training, backward passes by hand", 2026);
   Knobs k;
   ch.option("--task", k.task, "reversal, induction or both")
       ->check(CLI::IsMember({"both", "reversal", "induction"}));
