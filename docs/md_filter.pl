@@ -148,6 +148,10 @@ while (my $line = <$in>) {
     die "md_filter.pl: $path:$.: bold text may not start with a \$formula\$ (Doxygen then prints "
       . "the asterisks); start it with a word: $line";
   }
+  if ($line =~ /\*\*[^*\s][^*]*(?<![\\])\$[^*]*\*\*/) {  # nor one with a formula inside
+    die "md_filter.pl: $path:$.: bold text may not hold a \$formula\$ (Doxygen then prints the "
+      . "asterisks); write the formula outside the bold words: $line";
+  }
   my $out = inline($line);
   # A $ left over (not \f$, not \$, not in a code span) is half a formula: GitHub would join
   # it with the next line's, Doxygen would print TeX. Inline formulas stay on one line.
