@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes the .npy reader (attn::parse_npy) with libFuzzer under ASan + UBSan for SECONDS.
 #
-#   scripts/fuzz.sh          30 s: the short run that scripts/test.sh does every time
+#   scripts/fuzz.sh          30 s: the short run (scripts/test.sh runs `fuzz.sh 15` every time)
 #   scripts/fuzz.sh 600      the longer run: after any change to common/course/npy.cpp, and before
 #                            a release (repeat it; each run starts from what the last one found)
 #

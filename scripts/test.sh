@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # README command 2: set up, then every test: unit tests and chapter smoke tests (release), the
-# whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer, 30 s of fuzzing the
+# whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer, 15 s of fuzzing the
 # .npy reader (scripts/fuzz.sh), the site with Doxygen warnings as errors, and every page of it
 # loaded in headless Chromium (scripts/check_site.py). .ci/run calls exactly this.
 #
@@ -22,8 +22,8 @@ quietly build/sanitize/logs/configure.log cmake --preset sanitize
 quietly build/sanitize/logs/build.log cmake --build --preset sanitize -j "$jobs"
 ctest --preset sanitize -j "$jobs"
 
-step "Fuzz the .npy reader (libFuzzer, 30 s)"
-scripts/fuzz.sh 30
+step "Fuzz the .npy reader (libFuzzer, 15 s)"
+scripts/fuzz.sh 15
 
 step "Site: Doxygen, warnings are errors"
 quietly build/release/logs/docs.log cmake --build --preset release --target docs
