@@ -15,6 +15,12 @@
 #                                             which Doxygen 1.9.4 ignores MATHJAX_FORMAT = chtml
 #                                             for: chapters 04, 07, 09 and 10 typeset in 5.2-5.8 s
 #                                             instead of 6.4-6.6 s, with the same TeX fonts)
+#   glossary_8md.html, README_8md.html, ...  removed: the "File Reference" page EXTRACT_ALL
+#                                             makes for every Markdown file, empty (the text is
+#                                             on the file's own page, glossary.html, ch01.html)
+#                                             and reached only by the search box and by words
+#                                             that name the file ("docs/glossary.md"): those
+#                                             links become plain text, those search entries go
 #
 # Only perl-base (Essential on Debian).
 use strict;
@@ -37,12 +43,39 @@ sub plain {
   return $html;
 }
 
-my ($figures, $spaces, $dead) = (0, 0, 0);
+sub slurp {
+  my ($path) = @_;
+  open(my $in, '<:raw', $path) or die "polish_html.pl: cannot read $path: $!\n";
+  my $text = do { local $/; <$in> };
+  close $in;
+  return $text;
+}
+
+# Written next to the file and renamed over it: a failure never leaves half a file.
+sub spew {
+  my ($path, $text) = @_;
+  open(my $out, '>:raw', "$path.tmp") or die "polish_html.pl: cannot write $path.tmp: $!\n";
+  print $out $text or die "polish_html.pl: cannot write $path.tmp: $!\n";
+  close $out or die "polish_html.pl: cannot write $path.tmp: $!\n";
+  rename "$path.tmp", $path or die "polish_html.pl: cannot replace $path: $!\n";
+}
+
+# The Markdown files' "File Reference" pages (Doxygen writes "x.md" as x_8md.html). Each must be
+# empty: what a Markdown page says is on its own page, and a file page with something on it
+# (a function documented from a .md) would be lost with it.
+my %gone;
+for my $page (grep { /_8md\.html$/ } @pages) {
+  my ($contents) = slurp("$dir/$page") =~ m{<div class="contents">(.*?)</div><!-- contents -->}s;
+  die "polish_html.pl: $page is not the empty page of a Markdown file; document code in a "
+    . "header, not in a .md\n" unless defined $contents && $contents !~ /\S/;
+  $gone{$page} = 1;
+}
+@pages = grep { !$gone{$_} } @pages;
+
+my ($figures, $spaces, $dead, $unlinked) = (0, 0, 0, 0);
 for my $page (@pages) {
   my $path = "$dir/$page";
-  open(my $in, '<:raw', $path) or die "polish_html.pl: cannot read $path: $!\n";
-  my $html = do { local $/; <$in> };
-  close $in;
+  my $html = slurp($path);
 
   $figures += $html =~ s{<div class="image">\s*(?|<img src="([^"]+)" alt=""/>|<object type="image/svg\+xml" data="([^"]+)"[^>]*></object>)\s*<div class="caption">\s*(.*?)</div>}
     {'<div class="image"><a href="' . $1 . '" title="open at full size"><img src="' . $1
@@ -60,11 +93,39 @@ for my $page (@pages) {
     $bar
   }se;
 
-  # Written next to the page and renamed over it: a failure never leaves half a page.
-  open(my $out, '>:raw', "$path.tmp") or die "polish_html.pl: cannot write $path.tmp: $!\n";
-  print $out $html or die "polish_html.pl: cannot write $path.tmp: $!\n";
-  close $out or die "polish_html.pl: cannot write $path.tmp: $!\n";
-  rename "$path.tmp", $path or die "polish_html.pl: cannot replace $path: $!\n";
+  # A word that names a Markdown file ("docs/sources.md") links its removed page: plain text.
+  $html =~ s{<a\b[^>]*\bhref="([^"#]*)(?:#[^"]*)?"[^>]*>(.*?)</a>}{
+    $gone{$1} ? do { ++$unlinked; $2 } : $&
+  }gse;
+
+  spew($path, $html);
+}
+
+# The search box's entries for the removed pages: each entry is a line
+#   ['key',['Name',['../page.html',1,'scope'],['../other.html',1,'scope']]]
+# of a search/<kind>_<n>.js list; a removed page's target goes, and the entry when none is left.
+# (A list left with no entry stays, an empty result for its letter.)
+my $searched = 0;
+opendir(my $sh, "$dir/search") or die "polish_html.pl: cannot read $dir/search: $!\n";
+for my $list (sort grep { /^\w+_\w+\.js$/ && $_ ne 'searchdata.js' } readdir $sh) {
+  my $path = "$dir/search/$list";
+  my $js = slurp($path);
+  my ($head, $body, $tail) = $js =~ /\A(var searchData=\s*\[\n)(.*?)\n?(\];\s*)\z/s
+    or die "polish_html.pl: $path is not a search list\n";
+  my @entries = grep {
+    my $kept = s{,\['\.\./([^'#]*)[^']*',\d+,'(?:[^'\\]|\\.)*'\]}{ $gone{$1} ? '' : $& }ger;
+    $searched += $kept ne $_;
+    $_ = $kept;
+    $kept =~ /,\['\.\.\//;
+  } split /(?<=\]),\n/, $body;
+  spew($path, $head . join(",\n", @entries) . "\n" . $tail);
+}
+closedir $sh;
+
+for my $page (sort keys %gone) {
+  unlink "$dir/$page" or die "polish_html.pl: cannot remove $dir/$page: $!\n";
 }
 print "polish_html.pl: ", scalar(@pages), " pages, $figures figures given alt text and a link, ",
-  "$spaces spaces before formulas removed, $dead links to missing sections removed\n";
+  "$spaces spaces before formulas removed, $dead links to missing sections removed, ",
+  scalar(keys %gone), " empty pages of Markdown files removed with $unlinked links and ",
+  "$searched search entries to them\n";

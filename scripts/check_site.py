@@ -7,7 +7,9 @@ on what a reader would see broken:
   - an image that does not load, or a figure without alt text;
   - a local link to a file that does not exist, to an anchor its page does not have, or to a file
     outside the site (file:// links are the reader's own disk, not the course);
-  - a page, or anything in its text column, wider than the window at 1280 px.
+  - a page, or anything in its text column, wider than the window at 1280 px;
+  - a page with nothing under its title (Doxygen writes one for every file and folder it reads),
+    or a folder's page that does not say what the folder holds (a \\dir comment).
 
     scripts/check_site.py build/release/docs/html        check the site (exit 1 on a defect)
     scripts/check_site.py --self-test DIR                 prove the check fails: DIR's pages each
@@ -119,6 +121,16 @@ function check() {
     }
   }
 
+  // Every page a link leads to holds something, and a folder's page says what the folder is for:
+  // with EXTRACT_ALL Doxygen gives every folder an input file sits in a page and a place in the
+  // Files tree (build/ once did, for the generated gallery), and every Markdown file an empty page.
+  if (contents && !contents.textContent.trim() && !contents.querySelector('img, object, svg'))
+    say('empty page: nothing under its title');
+  const title = document.querySelector('div.headertitle div.title');
+  if (title && / Directory Reference$/.test(title.textContent.trim()) && !document.getElementById('details'))
+    say('folder page without a description (a \\dir comment saying what "' +
+        title.textContent.trim().replace(/ Directory Reference$/, '') + '" holds)');
+
   const links = Array.from(document.querySelectorAll('a[href]'), a => a.href);
   done({problems, links});
 }
@@ -201,13 +213,13 @@ def visit(pages):
 BROWSERS = 2  # one per core
 
 # Doxygen's generated listings are links and code in Doxygen's own fixed layout, nothing the course
-# wrote: every member of a class, the alphabetical indexes of functions and namespace members, the
-# headers' source listings, the folder pages and the file entries of the Markdown pages. They are
-# over half the site's pages; their links are checked from the HTML, without a browser, which
-# keeps the check within a minute. Every other page (the course's pages, and the reference pages
-# of namespaces, classes and headers, which carry the headers' own documentation) is loaded.
+# wrote: every member of a class, the alphabetical indexes of functions and namespace members and
+# the headers' source listings. They are over half the site's pages; their links are checked from
+# the HTML, without a browser, which keeps the check within a minute. Every other page (the
+# course's pages, and the reference pages of namespaces, classes, headers and folders, which carry
+# the headers' own documentation) is loaded.
 LISTING = re.compile(r'(-members\.html|^functions(_\w+)?\.html|^namespacemembers(_\w+)?\.html'
-                     r'|_source\.html|^dir_\w+\.html|_8md\.html)$')
+                     r'|_source\.html)$')
 
 HREF = re.compile(r'<a\b[^>]*?\bhref="([^"]*)"')
 ANCHOR = re.compile(r'\b(?:id|name)="([^"]+)"')

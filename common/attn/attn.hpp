@@ -147,3 +147,8 @@
 #include "attn/softmax_stats.hpp"
 #include "attn/threads.hpp"
 #include "attn/transformer.hpp"
+
+/// @dir common/attn
+/// The math library, namespace attn: tensors, softmax, attention and masks, every layer of the
+/// transformer with its backward pass, the RNN and the notes' column form, on Eigen alone.
+/// attn.hpp includes all of it and sets out the conventions every layer follows.

@@ -207,3 +207,8 @@ class Chapter {
 };
 
 }  // namespace course
+
+/// @dir common/course
+/// How a chapter talks, namespace course: its command line, narration, printed matrices,
+/// figures, dumps, checkpoints and .npy files. It builds on attn, never the other way round;
+/// chapter.hpp is where every chapter's main.cpp starts.
