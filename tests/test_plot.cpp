@@ -143,12 +143,12 @@ TEST_F(PlotTest, HeatmapWritesDataAndScriptWithRelativeNames) {
   ASSERT_TRUE(fs::exists(fig.dat));
   ASSERT_TRUE(fs::exists(fig.gp));
 
-  // One line per cell: 3 rows x 4 columns.
+  // One line per cell: 3 rows x 4 columns, numbered from 1 like the course's text.
   const auto rows = data_rows(fig.dat);
   ASSERT_EQ(rows.size(), 12u);
-  EXPECT_EQ(rows.front(), "0 0 0");       // column 0, row 0
-  EXPECT_EQ(rows[1], "1 0 0.1");           // shortest round-trip text of 0.1f
-  EXPECT_EQ(rows.back(), "3 2 -0.25");     // column 3, row 2
+  EXPECT_EQ(rows.front(), "1 1 0");       // column 1, row 1: m(0, 0)
+  EXPECT_EQ(rows[1], "2 1 0.1");           // shortest round-trip text of 0.1f
+  EXPECT_EQ(rows.back(), "4 3 -0.25");     // column 4, row 3: m(2, 3)
   EXPECT_NE(slurp(fig.dat).find("# column row value"), std::string::npos) << "a column header";
 
   const std::string gp = slurp(fig.gp);
@@ -159,10 +159,12 @@ TEST_F(PlotTest, HeatmapWritesDataAndScriptWithRelativeNames) {
   EXPECT_EQ(gp.find(dir_.string()), std::string::npos) << "the script must use relative names";
   EXPECT_NE(gp.find("pngcairo size 640,480"), std::string::npos);
   EXPECT_NE(gp.find("noenhanced"), std::string::npos);
-  EXPECT_NE(gp.find("set yrange [2.5:-0.5]"), std::string::npos) << "row 0 at the top";
+  EXPECT_NE(gp.find("set xrange [0.5:4.5]"), std::string::npos) << "columns 1..4";
+  EXPECT_NE(gp.find("set yrange [3.5:0.5]"), std::string::npos) << "row 1 at the top";
   // The user's quote is escaped for gnuplot's double-quoted strings.
   EXPECT_NE(gp.find("\"Weights \\\"A'\\\" (row 0 on top)\""), std::string::npos);
-  EXPECT_NE(gp.find("\"q^1\" 0, \"q_2\" 1, \"q3\" 2, \"q4\" 3"), std::string::npos);
+  EXPECT_NE(gp.find("\"q^1\" 1, \"q_2\" 2, \"q3\" 3, \"q4\" 4"), std::string::npos);
+  EXPECT_EQ(gp.find("blocked"), std::string::npos) << "no mask, no hatching and no key";
   EXPECT_NE(gp.find("sprintf(\"%.2f\", $3)"), std::string::npos) << "values with 2 digits";
 }
 
@@ -191,14 +193,85 @@ TEST_F(PlotTest, HeatmapWithoutOptionsAndWithMaskedCellsRenders) {
   EXPECT_TRUE(fig.rendered);
   const auto rows = data_rows(fig.dat);
   ASSERT_EQ(rows.size(), 6u);
-  EXPECT_EQ(rows[1], "1 0 -inf");
-  EXPECT_EQ(rows[3], "0 1 nan");
+  EXPECT_EQ(rows[1], "2 1 -inf");
+  EXPECT_EQ(rows[3], "1 2 nan");
   // The colour range comes from the finite values only.
   const std::string gp = slurp(fig.gp);
   EXPECT_NE(gp.find("cmin = -3\ncmax = 2\n"), std::string::npos) << gp;
   const PngSize size = png_size(fig.png);
   EXPECT_EQ(size.width, 800u);  // the HeatmapOptions defaults
   EXPECT_EQ(size.height, 640u);
+}
+
+// Indices for a quantity that starts at 0 (the position pos of PE): first_index = 0.
+TEST_F(PlotTest, HeatmapNumbersFromZeroWhenAsked) {
+  course::Plotter plot(dir_, true, "/nonexistent/attn-gnuplot");
+  course::HeatmapOptions o;
+  o.first_index = 0;
+  testing::internal::CaptureStdout();
+  const course::Figure fig = plot.heatmap("zero", sample_3x4(), o);
+  testing::internal::GetCapturedStdout();
+  EXPECT_EQ(data_rows(fig.dat).front(), "0 0 0");
+  const std::string gp = slurp(fig.gp);
+  EXPECT_NE(gp.find("set xtics 0, 1, 3\n"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("set yrange [2.5:-0.5]"), std::string::npos) << gp;
+}
+
+// A mask's blocked cells: a fourth .dat column (0 = blocked), hatched grey cells without a
+// value, and a key. Without the mask a blocked weight of exactly 0 and a real 0.0037 both
+// print "0.00"; with it the blocked one carries no number at all.
+TEST_F(PlotTest, HeatmapHatchesBlockedCellsAndKeysThem) {
+  Matrix w(2, 3);  // [2 x 3] weights; key 3 is padding, so column 3 is blocked
+  w << 0.9963f, 0.0037f, 0.0f,  //
+      0.5f, 0.5f, 0.0f;
+  attn::AllowedMask allowed(2, 3);
+  allowed << true, true, false,  //
+      true, true, false;
+  course::HeatmapOptions o;
+  o.show_values = true;
+  o.allowed = allowed;
+  course::Plotter files_only(dir_, true, "/nonexistent/attn-gnuplot");
+  testing::internal::CaptureStdout();
+  const course::Figure fig = files_only.heatmap("blocked", w, o);
+  testing::internal::GetCapturedStdout();
+  const auto rows = data_rows(fig.dat);
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(rows[1], "2 1 0.0037 1");  // a small weight, allowed
+  EXPECT_EQ(rows[2], "3 1 0 0");       // a blocked one
+  const std::string gp = slurp(fig.gp);
+  // Allowed cells are coloured and labelled; blocked ones neither, but hatched.
+  EXPECT_NE(gp.find("using ($4 != 0 ? $1 : NaN):2:(half_w):(half_h):(finite($3) ? $3 : NaN)"),
+            std::string::npos) << gp;
+  EXPECT_NE(gp.find("using ($4 != 0 ? $1 : NaN):2:(sprintf("), std::string::npos) << gp;
+  EXPECT_NE(gp.find("using ($4 != 0 ? NaN : $1):2:(0.5):(0.5)"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("fillstyle pattern"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("set label 1 \"blocked\""), std::string::npos) << gp;
+
+  // A grid with one masked panel gets the same, for that panel only.
+  testing::internal::CaptureStdout();
+  files_only.heatmap_grid("grid", {{w, "padded", {}, {}, allowed}, {w, "unmasked"}}, {});
+  testing::internal::GetCapturedStdout();
+  const std::string grid = slurp(dir_ / "grid.gp");
+  const std::size_t panel1 = grid.find("# Panel 1");
+  ASSERT_NE(panel1, std::string::npos);
+  EXPECT_LT(grid.find("fillstyle pattern"), panel1) << "the hatching is panel 0's";
+  EXPECT_EQ(grid.find("$4", panel1), std::string::npos) << "panel 1 has no mask column";
+
+  // A mask of the wrong shape is refused, naming both shapes.
+  o.allowed = attn::AllowedMask::Constant(3, 2, true);
+  try {
+    files_only.heatmap("bad", w, o);
+    ADD_FAILURE() << "a [3 x 2] mask for a [2 x 3] matrix was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "Plotter::heatmap: mask [3 x 2] for a matrix [2 x 3] (the same shape, "
+                           "or empty for no mask)");
+  }
+
+  if (!course::Plotter::gnuplot_available()) GTEST_SKIP() << "gnuplot is not on PATH";
+  course::Plotter plot(dir_);
+  o.allowed = allowed;
+  EXPECT_TRUE(plot.heatmap("blocked", w, o).rendered);
+  EXPECT_EQ(png_size(fig.png).height, 640u) << "the key's strip comes out of the cells";
 }
 
 TEST_F(PlotTest, OneByOneHeatmapRenders) {
@@ -215,6 +288,36 @@ TEST_F(PlotTest, OneByOneHeatmapRenders) {
 }
 
 // ---- Grid ---------------------------------------------------------------------------------------
+
+// The width of the PNG a script asks for ("pngcairo size W,H").
+int script_width(const std::string& gp) {
+  const std::size_t at = gp.find("pngcairo size ");
+  return at == std::string::npos ? -1 : std::stoi(gp.substr(at + 14));
+}
+
+// Eight 320-px panels in four columns would be about 1,700 px wide, shown at half size on a page:
+// the squares shrink until the grid fits max_width_px (900 by default), and token labels wider
+// than their cells are turned so that they cannot overlap.
+TEST_F(PlotTest, GridShrinksToFitThePageAndTurnsWideLabels) {
+  std::vector<course::HeatmapPanel> panels;
+  const std::vector<std::string> tokens = {"<bos>", "5", "2", "<pad>", "<pad>"};
+  for (int h = 0; h < 8; ++h)
+    panels.push_back({Matrix::Constant(5, 5, 0.2f), "head " + std::to_string(h + 1), tokens, tokens});
+  course::Plotter plot(dir_, true, "/nonexistent/attn-gnuplot");
+  testing::internal::CaptureStdout();
+  plot.heatmap_grid("wide", panels, {.columns = 4, .cmin = 0.0, .cmax = 1.0, .panel_px = 320});
+  plot.heatmap_grid("narrow", panels,
+                    {.columns = 4, .cmin = 0.0, .cmax = 1.0, .panel_px = 320, .max_width_px = 2000});
+  testing::internal::GetCapturedStdout();
+  const std::string wide = slurp(dir_ / "wide.gp"), narrow = slurp(dir_ / "narrow.gp");
+  EXPECT_LE(script_width(wide), 900) << wide;
+  EXPECT_GT(script_width(wide), 800) << "it fills the width it has";
+  EXPECT_GT(script_width(narrow), 1500) << "with room, the panels keep their 320 px";
+  // 5 columns in a square of at most ~180 px: 36-px cells, too narrow for "<pad>" (35 px) with
+  // its margin, so the labels are turned.
+  EXPECT_NE(wide.find("set xtics rotate by 45 right"), std::string::npos);
+  EXPECT_EQ(narrow.find("set xtics rotate by 45 right"), std::string::npos) << "64-px cells";
+}
 
 TEST_F(PlotTest, GridWritesOneBlockPerPanelAndRenders) {
   std::vector<course::HeatmapPanel> panels;

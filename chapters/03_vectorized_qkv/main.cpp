@@ -168,11 +168,9 @@ void lesson(course::Chapter& ch, const Knobs& k) {
             k.scale ? fmt::format("1/sqrt({}) in both", d_k) : "unscaled in both; try --scale");
   ch.notice("from chapter 04 on the library speaks rows, like the paper and PyTorch.");
   ch.plot().heatmap_grid("03_weights",
-                         {{A_prime, "column form: A' (column i = query i)"},
-                          {row.weights, "row form: weights = A'^T (row i = query i)"}},
+                         {{A_prime, "column form: A' (a column per query)", q_i, k_j},
+                          {row.weights, "row form: A'^T (a row per query)", k_j, q_i}},
                          {.title = "The same weights in both conventions",
-                          .xlabel = "column (from 0)",
-                          .ylabel = "row (from 0)",
                           .columns = 2,
                           .cmin = 0.0,
                           .cmax = 1.0,
@@ -291,25 +289,31 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.notice("800 tokens: 800 x 800 = 640,000 weights (note 000). Twice the tokens, 4x the memory.");
   ch.notice("65,536 tokens: 65536^2 x 4 B = 16 GiB, for one head of one layer. Later chapters "
             "compute attention without ever storing this matrix (online softmax, tiles).");
+  // Memory in GiB (2^30 bytes), as the table prints it; the GPU's 80 GB are decimal bytes.
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   course::Series f32{.label = "float32 (4 bytes per weight)"};
   course::Series f16{.label = "float16 (2 bytes per weight)"};
   for (int p = 6; p <= 19; ++p) {  // n = 64 .. 524,288
-    const double tokens = std::ldexp(1.0, p), mib = tokens * tokens / (1024.0 * 1024.0);
+    const double tokens = std::ldexp(1.0, p);
     f32.x.push_back(tokens);
-    f32.y.push_back(4.0 * mib);
+    f32.y.push_back(4.0 * tokens * tokens / kGiB);
     f16.x.push_back(tokens);
-    f16.y.push_back(2.0 * mib);
+    f16.y.push_back(2.0 * tokens * tokens / kGiB);
   }
-  const double gpu_mib = 80e9 / (1024.0 * 1024.0);
+  const double gpu_gib = 80e9 / kGiB, note_gib = 4.0 * 800.0 * 800.0 / kGiB;
   ch.plot().lines("03_attention_memory",
                   {f32, f16,
-                   {.label = "80 GB, the memory of one large GPU", .x = {64.0, 524288.0},
-                    .y = {gpu_mib, gpu_mib}, .points = false, .dashed = true},
-                   {.label = "note 000: n = 800, 640,000 weights, 2.44 MiB", .x = {800.0},
-                    .y = {4.0 * 800.0 * 800.0 / (1024.0 * 1024.0)}}},
+                   {.label = fmt::format("80 GB = {:.1f} GiB, the memory of one large GPU", gpu_gib),
+                    .x = {64.0, 524288.0}, .y = {gpu_gib, gpu_gib}, .points = false,
+                    .dashed = true},
+                   // A dashed stalk from the bottom of the axis (1e-6 GiB) up to the point on
+                   // the float32 line, which a marker alone would hide in.
+                   {.label = "note 000: n = 800, 640,000 weights, 2.44 MiB = 0.0024 GiB",
+                    .x = {800.0, 800.0}, .y = {1e-6, note_gib}, .points = false,
+                    .dashed = true}},
                   {.title = "Memory of one n x n attention matrix (one head, one layer)",
                    .xlabel = "sequence length n (tokens)",
-                   .ylabel = "MiB",
+                   .ylabel = "GiB (2^30 bytes)",
                    .logx = true,
                    .logy = true});
 

@@ -378,9 +378,11 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
        course::curve_for_log_y("2 (1 - mean largest weight), a bound on the mean", sigmas,
                                2.0 * (1.0 - jacobian.col(1).array()),
                                {.points = false, .dashed = true}),
+       // Markers only: they are a second measurement of the median curve, and fall on it.
        course::curve_for_log_y("median ||J||_F of section 6's rows softmax(Q K^T), d_k = 1..1024, "
-                               "at sigma = sqrt(d_k)", saturation.col(0).cwiseSqrt(),
-                               saturation.col(3))},
+                               "at sigma = sqrt(d_k): on the median's curve",
+                               saturation.col(0).cwiseSqrt(), saturation.col(3),
+                               {.line = false})},
       {.title = "Softmax's gradient vanishes as its logits spread out (64 logits)",
        .xlabel = "sigma, the spread of the logits", .ylabel = "||J||_F = ||diag(p) - p p^T||_F",
        .logx = true, .logy = true});

@@ -311,16 +311,16 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.dump("scale", Matrix(Matrix::Constant(1, 1, scale)));  // [1 x 1], for replaying the dump
   ch.dump("weights", r.weights);
   ch.dump("out", r.out);
-  std::vector<course::HeatmapPanel> batch_panels;
+  std::vector<course::HeatmapPanel> batch_panels;  // one [n x n] panel per sentence
   for (Index b = 0; b < B && b < 8; ++b) {
-    batch_panels.push_back(
-        {Matrix(r.weights[b]),
-         fmt::format("sentence {}: [{}]", b + 1, fmt::join(course::token_labels(ids, b), " "))});
+    const std::vector<std::string> tokens = course::token_labels(ids, b);
+    batch_panels.push_back({Matrix(r.weights[b]), fmt::format("sentence {}", b + 1), tokens,
+                            tokens, attn::AllowedMask(allowed[b])});
   }
   ch.plot().heatmap_grid("05_batch_weights", batch_panels,
                          {.title = (k.ids == Knobs{}.ids ? "Note 001's batch" : "The --ids batch") +
                                    std::string(": weights[b] with the ") + k.mask + " mask",
-                          .xlabel = "key j (len_k)", .ylabel = "query i (len_q)", .columns = 2,
+                          .xlabel = "key (token id)", .ylabel = "query (token id)", .columns = 2,
                           .cmin = 0.0, .cmax = 1.0, .show_values = n <= 8, .panel_px = 340});
 
   ch.step("Sidebar: the masked_fill that did nothing");
@@ -468,11 +468,12 @@ void lesson(course::Chapter& ch, const Knobs& k) {
     const attn::AttentionResult a = attn::attention(Qf, Kf, Vf, {.allowed = mask});
     ch.say("{:<22} largest weight {:.3f}, weights exactly 0: {:2} of {}", title,
            a.weights.maxCoeff(), (a.weights.array() == 0.0f).count(), nf * nf);
-    panels.push_back({a.weights, title});
+    panels.push_back({a.weights, title, {}, {}, mask});
   }
+  // Two by two, so the figure reads at the width of a page (four in a row made it 1390 px).
   ch.plot().heatmap_grid("05_masks", panels,
-                         {.title = "The same scores under four masks (weights, blocked = 0)",
-                          .xlabel = "key j", .ylabel = "query i", .columns = 4, .cmin = 0.0,
+                         {.title = "The same scores under four masks (weights; blocked keys hatched)",
+                          .xlabel = "key j", .ylabel = "query i", .columns = 2, .cmin = 0.0,
                           .cmax = 1.0, .panel_px = 260});
   ch.notice("a mask only removes keys; the softmax hands their share to the keys left.");
 

@@ -86,17 +86,19 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const attn::MultiHeadAttention mha = attn::multi_head_init(rng, E, H);  // W_* [E x E]
   ch.say("W_Q, W_K, W_V, W_O are each {}, initialised as nn.MultiheadAttention does.",
          course::shape(mha.q_proj.weight));
-  ch.say("Rows [{0}h, {0}(h+1)) of W_Q are head h's own {1} projection: {2} of them stacked.",
+  ch.say("Rows [{0}(h-1), {0}h) of W_Q are head h's own {1} projection (h = 1..{2}), stacked.",
          d_k, course::shape(mha.q_proj.weight.middleRows(0, d_k)), H);
   const attn::MultiHeadResult s1 = attn::multi_head_forward(mha, X[0], X[0], X[0]);  // sentence 1
-  ch.show(fmt::format("Q for sentence 1 (head h = columns {0}h..{0}h+{1})", d_k, d_k - 1), s1.Q,
+  ch.show(fmt::format("Q for sentence 1 (head h = columns {0}(h-1)..{0}h-1)", d_k), s1.Q,
           {.max_cols = 6, .row_labels = words});
-  const Index h = H > 1 ? 1 : 0;  // heads count from 0: head 1 is the second (head 0 if alone)
+  // The second head (the first if alone). The course counts heads from 1, like head_1..head_h
+  // in the paper; in the code h is an offset from 0, so head h + 1 is printed.
+  const Index h = H > 1 ? 1 : 0;
   // [head_view]
   const auto Q_h = s1.Q.middleCols(h * d_k, d_k);  // head h's queries [n x d_k]: a view, no copy
   // [head_view]
   ch.prose("head {}'s Q_h is Q.middleCols({}, {}): it starts {} floats into Q's buffer and steps "
-           "{} per row, the same memory PyTorch reshapes:", h, h * d_k, d_k,
+           "{} per row, the same memory PyTorch reshapes:", h + 1, h * d_k, d_k,
            Q_h.data() - s1.Q.data(), Q_h.outerStride());
   ch.say("  {} -> .view{} -> .transpose(1, 2) -> {}", torch_shape({B, s1.Q.rows(), s1.Q.cols()}),
          torch_shape({B, n, H, Q_h.cols()}), torch_shape({B, H, n, Q_h.cols()}));
@@ -135,14 +137,14 @@ void lesson(course::Chapter& ch, const Knobs& k) {
       attn::multi_head_forward(mha, X, X, X, opts);
   // [forward]
   for (Index h = 0; h < std::min<Index>(H, 2); ++h) {
-    ch.show(fmt::format("sentence 1, head {} weights", h), r.head_weights(0, h),
+    ch.show(fmt::format("sentence 1, head {} weights", h + 1), r.head_weights(0, h),
             {.row_labels = words, .col_labels = words});
   }
   double spread = 0.0;  // how different the heads are: largest weight gap between two heads
   for (Index h = 1; h < H; ++h) {
     spread = std::max(spread, attn::max_abs_diff(r.head_weights(0, h), r.head_weights(0, 0)));
   }
-  ch.say("weights {}; the largest gap between a head's weights and head 0's: {:.3f}",
+  ch.say("weights {}; the largest gap between a head's weights and head 1's: {:.3f}",
          torch_shape({r.out.batch(), r.heads, r.weights.rows(), r.weights.cols()}), spread);
   ch.notice("each head scores every token against every token, from its own {} dimension{} only.",
             d_k, d_k == 1 ? "" : "s");
@@ -165,14 +167,16 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   for (Index b = 0; b < B; ++b) {
     std::vector<course::HeatmapPanel> panels;
     for (Index h = 0; h < H && h < 16; ++h) {
-      panels.push_back({Matrix(r.head_weights(b, h)), fmt::format("head {}", h)});
+      const std::vector<std::string> tokens = course::token_labels(ids, b);
+      panels.push_back({Matrix(r.head_weights(b, h)), fmt::format("head {}", h + 1), tokens,
+                        tokens, attn::AllowedMask(allowed[b])});
     }
     ch.plot().heatmap_grid(
         fmt::format("06_heads_sentence{}", b + 1), panels,
-        {.title = fmt::format("Sentence {}: each head's weights ({} mask, d_k = {})", b + 1,
-                              k.mask, d_k),
-         .xlabel = "key j",
-         .ylabel = "query i",
+        // The token ids on the axes say which is which; no axis titles, so the panels get
+        // the room.
+        {.title = fmt::format("Sentence {}: each head's weights, rows = queries, columns = keys "
+                              "({} mask, d_k = {})", b + 1, k.mask, d_k),
          .columns = 4,
          .cmin = 0.0,
          .cmax = 1.0,
@@ -210,7 +214,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
     const auto [m1, s1v] = mean_std(sum);
     const auto [m2, s2v] = mean_std(y[0].row(i));
     const double mean_y = std::abs(m2) < 5e-7 ? 0.0 : m2;  // print rounding noise as 0
-    ch.say("  token {} {:26.4f} {:15.4f} {:12.6f} {:10.6f}", i, m1, s1v, mean_y, s2v);
+    ch.say("  token {} {:26.4f} {:15.4f} {:12.6f} {:10.6f}", i + 1, m1, s1v, mean_y, s2v);
     least_std = std::min(least_std, s2v);
   }
   if (E == 1) {  // one feature: x - mean(x) = 0, so the normalised token is 0 and y = beta

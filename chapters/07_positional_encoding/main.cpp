@@ -187,10 +187,12 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   ch.dump("out_man_bites_dog_pe", bp.r.out);
   ch.plot().heatmap_grid(
       "07_permutation",
-      {{a.r.weights, "no PE: dog bites man"}, {b.r.weights, "no PE: man bites dog"},
-       {ap.r.weights, "with PE: dog bites man"}, {bp.r.weights, "with PE: man bites dog"}},
+      {{a.r.weights, "no PE: dog bites man", words_a, words_a},
+       {b.r.weights, "no PE: man bites dog", words_b, words_b},
+       {ap.r.weights, "with PE: dog bites man", words_a, words_a},
+       {bp.r.weights, "with PE: man bites dog", words_b, words_b}},
       {.title = "Attention weights; rows = queries, columns = keys, in sentence order",
-       .xlabel = "key j", .ylabel = "query i", .columns = 2, .cmin = 0.0, .cmax = 1.0,
+       .xlabel = "key", .ylabel = "query", .columns = 2, .cmin = 0.0, .cmax = 1.0,
        .show_values = true, .panel_px = 300});
 
   ch.step("PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)");
@@ -247,7 +249,9 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   ch.plot().heatmap("07_encoding", pe,
                     {.title = fmt::format("Sinusoidal position vectors PE {}", course::shape(pe)),
                      .xlabel = "feature (columns 2i, 2i+1 = sin, cos of pair i)",
-                     .ylabel = "position pos", .cmin = -1.0, .cmax = 1.0, .width_px = 900,
+                     .ylabel = "position pos",
+                     .first_index = 0,  // pos and the feature column count from 0 in the formula
+                     .cmin = -1.0, .cmax = 1.0, .width_px = 900,
                      .height_px = 640});
   const std::vector<double> positions =  // 0..P-1
       values_of(Eigen::VectorXd::LinSpaced(P, 0, P - 1));

@@ -181,7 +181,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
              {add, at(&Dec::sublayer3, &Sub::output)}});
   }
   const Matrix& cross_w = dec_cache.at(0, L - 1).multihead_attn.weights[0];  // [n_t x n_s]
-  ch.show("cross-attention weights, last layer, head 0, sentence 1 (target x source)", cross_w,
+  ch.show("cross-attention weights, last layer, head 1, sentence 1 (target x source)", cross_w,
           {.row_labels = course::token_labels(tgt, 0, kTargetNames),
            .col_labels = course::token_labels(src, 0)});
   ch.notice("queries come from the target, keys and values from the encoder: each target "
@@ -299,7 +299,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   std::vector<std::string> named;
   for (const auto& [a, b] : edges) {
     adjacency(a, b) = adjacency(b, a) = true;  // undirected edges
-    named.push_back(fmt::format("{}-{}", a, b));
+    named.push_back(fmt::format("{}-{}", a + 1, b + 1));  // nodes count from 1, like tokens
   }
   ch.say("edges: {}, plus a self-loop at every node", fmt::join(named, " "));
   const Matrix features = attn::random_normal(rng, nodes, 8);  // [6 x 8], one row per node
@@ -308,7 +308,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
                                                   {.allowed = adjacency});  // weights [6 x 6]
   // [graph]
   std::vector<std::string> node;
-  for (Index i = 0; i < nodes; ++i) node.push_back(fmt::format("{}", i));
+  for (Index i = 0; i < nodes; ++i) node.push_back(fmt::format("{}", i + 1));
   ch.show("weights (row = node, column = neighbour)", g.weights,
           {.row_labels = node, .col_labels = node});
   const float off_edge = attn::largest_blocked(g.weights, adjacency);
@@ -321,41 +321,47 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.notice("L layers reach L hops; with a full mask it is an ordinary transformer on a complete "
             "graph.");
   ch.plot().heatmap("08_graph_attention", g.weights,
-                    {.title = "Attention on a 6-node graph (blocked = no edge)",
-                     .xlabel = "neighbour j", .ylabel = "node i", .show_values = true,
-                     .cmin = 0.0, .cmax = 1.0, .width_px = 620, .height_px = 540});
+                    {.title = "Attention on a 6-node graph (hatched: no edge)",
+                     .xlabel = "neighbour j", .ylabel = "node i", .allowed = adjacency,
+                     .show_values = true, .cmin = 0.0, .cmax = 1.0, .width_px = 620,
+                     .height_px = 560});
 
-  // The model's attention, per layer (up to 4) and head (up to 8), from the caches.
+  // The model's attention, per layer (up to 4) and head (up to 8), from the caches, with the
+  // tokens on the axes and each mask's blocked cells hatched.
+  const std::vector<std::string> src_tokens = course::token_labels(src, 0),
+                                 tgt_tokens = course::token_labels(tgt, 1, kTargetNames),
+                                 cross_tokens = course::token_labels(tgt, 0, kTargetNames);
   std::vector<course::HeatmapPanel> enc, dec, crs;
   for (Index l = 0; l < L && l < 4; ++l) {
     const auto& e = enc_cache.at(0, l).self_attn.weights;       // per head [n_s x n_s]
     const auto& s = dec_cache.at(1, l).self_attn.weights;       // per head [n_t x n_t]
     const auto& c = dec_cache.at(0, l).multihead_attn.weights;  // per head [n_t x n_s]
     for (std::size_t h = 0; h < e.size() && h < 8; ++h) {
-      const std::string t = fmt::format("layer {}, head {}", l + 1, h);
-      enc.push_back({e[h], t});
-      dec.push_back({s[h], t});
-      crs.push_back({c[h], t});
+      const std::string t = fmt::format("layer {}, head {}", l + 1, h + 1);
+      enc.push_back({e[h], t, src_tokens, src_tokens, AllowedMask(src_mask[0])});
+      dec.push_back({s[h], t, tgt_tokens, tgt_tokens, AllowedMask(tgt_mask[1])});
+      crs.push_back({c[h], t, src_tokens, cross_tokens, AllowedMask(cross_mask[0])});
     }
   }
   const int heads_shown = static_cast<int>(std::min<Index>(H, 8));  // a panel column per head
-  const auto grid = [&](std::string title, std::string x, std::string y) {
-    return course::GridOptions{.title = std::move(title), .xlabel = std::move(x),
-                               .ylabel = std::move(y), .columns = heads_shown, .cmin = 0.0,
+  // The tokens on the axes say which is which; no axis titles, so the panels get the room.
+  const auto grid = [&](std::string title) {
+    return course::GridOptions{.title = std::move(title), .columns = heads_shown, .cmin = 0.0,
                                .cmax = 1.0, .panel_px = 200};
   };
   ch.plot().heatmap_grid("08_encoder_attention", enc,
                          grid(src_pads.empty()
-                                  ? std::string("Encoder self-attention, sentence 1 (no padding)")
+                                  ? std::string("Encoder self-attention, sentence 1 (no "
+                                                "padding); rows = queries, columns = keys")
                                   : fmt::format("Encoder self-attention, sentence 1 (source "
-                                                "positions {} are padding)", src_pads),
-                              "source key", "source query"));
+                                                "positions {} are padding); rows = queries, "
+                                                "columns = keys", src_pads)));
   ch.plot().heatmap_grid("08_decoder_self_attention", dec,
-                         grid("Decoder causal self-attention, sentence 2", "target key",
-                              "target query"));
+                         grid("Decoder causal self-attention, sentence 2; rows = queries, "
+                              "columns = keys"));
   ch.plot().heatmap_grid("08_cross_attention", crs,
-                         grid("Cross-attention, sentence 1: target positions x source positions",
-                              "source position", "target position"));
+                         grid("Cross-attention, sentence 1: target tokens (rows) read source "
+                              "tokens (columns)"));
 
   // Everything PyTorch needs to replay the model (scripts/check_transformer_dump.py): each
   // parameter under the state_dict key of nn.ModuleDict({"encoder": nn.TransformerEncoder,

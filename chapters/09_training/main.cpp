@@ -401,12 +401,14 @@ void induction(course::Chapter& ch, const Knobs& k) {
   const Index last = k.layers - 1;
   const std::vector<Index> snapshot_steps = {100, 200, 300, steps};
   std::vector<course::HeatmapPanel> frames;
+  // The model is causal: the figures hatch the keys after each query.
+  const attn::AllowedMask causal = attn::causal_mask(std::ssize(ex_tokens));  // [T x T]
   const auto snapshot = [&](Index step) {
     if (!frames.empty() && frames.back().title == fmt::format("step {}", step)) return;
     attn::AttentionOnlyCache cache;
     attn::attention_only_forward<float>(model, ex.ids, &cache, attn::NeedWeights::yes);
     frames.push_back({cache.layers[static_cast<std::size_t>(last)].attn.weights.front(),
-                      fmt::format("step {}", step), ex_tokens, ex_tokens});
+                      fmt::format("step {}", step), ex_tokens, ex_tokens, causal});
   };
   const Schedule schedule{.steps = steps, .peak_lr = k.lr,
                           .warmup = std::min<Index>(100, steps)};
@@ -472,7 +474,8 @@ void induction(course::Chapter& ch, const Knobs& k) {
   for (std::size_t l = 0; l < cache.layers.size(); ++l) {
     for (std::size_t hd = 0; hd < cache.layers[l].attn.weights.size(); ++hd) {
       heads.push_back({cache.layers[l].attn.weights[hd],
-                       fmt::format("layer {} head {}", l + 1, hd + 1), ex_tokens, ex_tokens});
+                       fmt::format("layer {} head {}", l + 1, hd + 1), ex_tokens, ex_tokens,
+                       causal});
     }
   }
   ch.plot().heatmap_grid("09_induction_heads", heads,

@@ -54,7 +54,7 @@
 /// `parameters(layer)` (parameters.hpp) lists every tensor with its state_dict key, in PyTorch's
 /// named_parameters() order; the optimiser (optim.hpp), the gradient clipping, the gradient
 /// check and the checkpoints walk a model and its gradients side by side with it.
-
+///
 /// ## Options and masks
 ///
 /// What a forward may be asked to do differently is in its options struct, passed by

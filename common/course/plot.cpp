@@ -154,6 +154,18 @@ void check_precision(std::string_view where, int p) {
     invalid(where, "value_precision must be in [0, 9], got " + std::to_string(p));
 }
 
+void check_first_index(std::string_view where, int first) {
+  if (first != 0 && first != 1) invalid(where, "first_index must be 0 or 1, got " + std::to_string(first));
+}
+
+// A mask must be empty (no mask) or have the matrix's shape.
+void check_mask(std::string_view where, const std::string& what, const attn::AllowedMask& allowed,
+                const Matrix& m) {
+  if (allowed.size() != 0 && (allowed.rows() != m.rows() || allowed.cols() != m.cols()))
+    invalid(where, what + "mask " + shape_str(allowed.rows(), allowed.cols()) + " for a matrix " +
+                       shape_str(m) + " (the same shape, or empty for no mask)");
+}
+
 void check_limit(std::string_view where, const char* what, const std::optional<double>& v) {
   if (v && !std::isfinite(*v)) invalid(where, std::string(what) + " must be finite");
 }
@@ -259,40 +271,94 @@ std::string cell_functions_section() {
   return s;
 }
 
+// Blocked cells (a mask's false entries): light grey under dark-grey diagonal hatching, two
+// colours viridis never takes, so "blocked" cannot be read as "a small weight".
+constexpr const char* kBlockedFill = "#e3e3e3";
+constexpr const char* kBlockedHatch = "#8c8c8c";
+constexpr double kBlockedKeyPx = 24;
+constexpr int kMinPanelPx = 100;  // a grid's squares shrink to fit a page, but not below this  // the strip at the bottom that holds the "blocked" key
+
 // The plot command of one heat map: boxes (not `with image`, which needs at least 2 x 2 cells)
 // and, when wanted, the value of each cell on top. Each box reaches one pixel past its cell
 // (cell_w x cell_h pixels): neighbours overlap, so no anti-aliased seam shows between them.
+// With a mask, the .dat has a fourth column (1 allowed, 0 blocked): allowed cells are coloured
+// and labelled, blocked ones hatched and left without a value.
 std::string cell_plot(const std::string& block, double cell_w, double cell_h, int value_font,
-                      int precision) {
+                      int precision, bool masked) {
   std::string s = "# Boxes reach half a cell plus one pixel from their centre: neighbours overlap\n"
                   "# by a pixel, so no anti-aliased seam shows between them.\n";
   s += "half_w = " + fixed(0.5 + 1.0 / cell_w, 4) + "; half_h = " + fixed(0.5 + 1.0 / cell_h, 4) +
        "\n";
-  s += "plot datafile" + block +
-       " using 1:2:(half_w):(half_h):(finite($3) ? $3 : NaN) \\\n"
-                  "       with boxxyerror fillstyle solid 1.0 noborder fillcolor palette notitle";
+  // x of an allowed cell (NaN, which gnuplot skips, for a blocked one), and the reverse.
+  const std::string x_allowed = masked ? "($4 != 0 ? $1 : NaN)" : "1";
+  if (masked)
+    s += "# Column 4 is the mask: blocked cells (0) get no colour and no value, but grey\n"
+         "# hatching instead.\n";
+  s += "plot datafile" + block + " using " + x_allowed +
+       ":2:(half_w):(half_h):(finite($3) ? $3 : NaN) \\\n"
+       "       with boxxyerror fillstyle solid 1.0 noborder fillcolor palette notitle";
+  if (masked) {
+    s += ", \\\n     datafile" + block +
+         " using ($4 != 0 ? NaN : $1):2:(half_w):(half_h) \\\n"
+         "       with boxxyerror fillstyle solid 1.0 noborder fillcolor rgb \"" + kBlockedFill +
+         "\" notitle";
+    s += ", \\\n     datafile" + block +
+         " using ($4 != 0 ? NaN : $1):2:(0.5):(0.5) \\\n"
+         "       with boxxyerror fillstyle pattern 5 transparent noborder linecolor rgb \"" +
+         kBlockedHatch + "\" notitle";
+  }
   if (value_font > 0) {
-    s += ", \\\n     datafile" + block + " using 1:2:(sprintf(\"%." + std::to_string(precision) +
-         "f\", $3)):(ink($3)) \\\n       with labels font \",";
+    s += ", \\\n     datafile" + block + " using " + x_allowed + ":2:(sprintf(\"%." +
+         std::to_string(precision) + "f\", $3)):(ink($3)) \\\n       with labels font \",";
     s += std::to_string(value_font) + "\" textcolor rgb variable notitle";
   }
   return s + "\n";
 }
 
-// Tics of one heat-map axis: the given labels at 0, 1, 2, ... or integer indices.
-std::string cell_tics(char axis, const std::vector<std::string>& labels, Index n) {
+// The "blocked" key: a hatched swatch and the word, in a strip along the bottom-right corner of
+// a W x H pixel figure.
+std::string blocked_key(double W, double H) {
+  const double x0 = W - 96, x1 = W - 80, y0 = 7, y1 = kBlockedKeyPx - 7;
+  const std::string rect = "rect from screen " + frac(x0, W) + ", screen " + frac(y0, H) +
+                           " to screen " + frac(x1, W) + ", screen " + frac(y1, H);
+  std::string s = "# Key: what a hatched cell means.\n";
+  s += "set object 1 " + rect + " fillcolor rgb \"" + kBlockedFill +
+       "\" fillstyle solid 1.0 noborder front\n";
+  s += "set object 2 " + rect + " fillcolor rgb \"" + kBlockedHatch +
+       "\" fillstyle pattern 5 transparent border linecolor rgb \"" + kBlockedHatch + "\" front\n";
+  s += "set label 1 \"blocked\" at screen " + frac(x1 + 6, W) + ", screen " +
+       frac((y0 + y1) / 2, H) + " left front\n";
+  return s;
+}
+
+// Tics of one heat-map axis: the given labels, or the numbers first, first + 1, ... at the
+// cells (the data's coordinates are those numbers).
+std::string cell_tics(char axis, const std::vector<std::string>& labels, Index n, int first) {
   std::string s = "set " + std::string(1, axis) + "tics ";
   if (!labels.empty()) {
     s += "(";
     for (std::size_t i = 0; i < labels.size(); ++i) {
-      s += quote(labels[i]) + " " + std::to_string(i);
+      s += quote(labels[i]) + " " + std::to_string(static_cast<Index>(i) + first);
       if (i + 1 < labels.size()) s += (i + 1) % 6 == 0 ? ", \\\n    " : ", ";
     }
     return s + ")\n";
   }
-  // Every index while they fit; beyond 24 let gnuplot choose round steps.
-  if (n <= 24) return s + "0, 1, " + std::to_string(n - 1) + "\n";
+  // Every number while they fit; beyond 24 let gnuplot choose round steps.
+  if (n <= 24)
+    return s + std::to_string(first) + ", 1, " + std::to_string(first + n - 1) + "\n";
   return s + "autofreq\nset format " + std::string(1, axis) + " \"%.0f\"\n";
+}
+
+// The range of one heat-map axis, half a cell beyond the first and last numbers.
+std::string cell_range(Index n, int first) {
+  return num(static_cast<double>(first) - 0.5) + ":" +
+         num(static_cast<double>(first + n) - 0.5);
+}
+
+// The same from the last number down to the first: the y axis, whose first row is on top.
+std::string cell_range_reversed(Index n, int first) {
+  return num(static_cast<double>(first + n) - 0.5) + ":" +
+         num(static_cast<double>(first) - 0.5);
 }
 
 // The widest value text a cell may hold ("-0.25", "-inf").
@@ -311,13 +377,31 @@ int value_font_for(double cell_w, double cell_h, int chars) {
   return f >= 6 ? f : 0;
 }
 
-// The .dat block of one matrix: one line per cell, rows in order, a blank line between rows.
-void matrix_block(std::string& dat, const Matrix& m) {
+// Whether a mask blocks anything (an empty mask, or one that allows every cell, is drawn as
+// no mask: no hatching, no fourth column, no key).
+bool blocks_any(const attn::AllowedMask& allowed) {
+  return allowed.size() != 0 && !allowed.all();
+}
+
+// The .dat block of one matrix: one line per cell, rows in order, a blank line between rows;
+// column and row numbered from `first`, and with a mask a fourth column, 1 allowed, 0 blocked.
+void matrix_block(std::string& dat, const Matrix& m, const attn::AllowedMask& allowed, int first) {
   for (Index r = 0; r < m.rows(); ++r) {
-    for (Index c = 0; c < m.cols(); ++c)
-      dat += std::to_string(c) + " " + std::to_string(r) + " " + num(m(r, c)) + "\n";
+    for (Index c = 0; c < m.cols(); ++c) {
+      dat += std::to_string(c + first) + " " + std::to_string(r + first) + " " + num(m(r, c));
+      if (blocks_any(allowed)) dat += allowed(r, c) ? " 1" : " 0";
+      dat += "\n";
+    }
     if (r + 1 < m.rows()) dat += "\n";
   }
+}
+
+// The .dat header line of a heat map.
+std::string cells_header(bool masked, int first) {
+  return "# column row value" + std::string(masked ? " allowed" : "") +
+         "   (one line per cell, numbered from " + std::to_string(first) +
+         "; the first row is drawn at the top" + (masked ? "; allowed 0 = blocked by the mask" : "") +
+         ")\n";
 }
 
 // A log axis over [lo, hi] (both > 0): labels as 1e-06 ... 1e+06 rather than gnuplot's long
@@ -597,16 +681,22 @@ Figure Plotter::heatmap(const std::string& name, const Matrix& values,
   if (!opts.ytics.empty() && static_cast<Index>(opts.ytics.size()) != values.rows())
     invalid(where, std::to_string(opts.ytics.size()) + " ytics for a matrix " +
                        shape_str(values) + " (one per row)");
+  check_first_index(where, opts.first_index);
+  check_mask(where, "", opts.allowed, values);
   const Range cr = colour_range(where, values, opts.cmin, opts.cmax);
   if (!enabled_) return {};
 
   // Layout in pixels: margins for the text around the cells, the rest for the cells.
   const double W = opts.width_px, H = opts.height_px;
   const Index rows = values.rows(), cols = values.cols();
-  const int ytic_chars =
-      opts.ytics.empty() ? static_cast<int>(std::to_string(rows - 1).size()) : widest(opts.ytics);
-  const int xtic_chars =
-      opts.xtics.empty() ? static_cast<int>(std::to_string(cols - 1).size()) : widest(opts.xtics);
+  const int first = opts.first_index;
+  const bool masked = blocks_any(opts.allowed);
+  const int ytic_chars = opts.ytics.empty()
+                             ? static_cast<int>(std::to_string(first + rows - 1).size())
+                             : widest(opts.ytics);
+  const int xtic_chars = opts.xtics.empty()
+                             ? static_cast<int>(std::to_string(first + cols - 1).size())
+                             : widest(opts.xtics);
   const double left = 14 + (opts.ylabel.empty() ? 0 : kLinePx * text_lines(opts.ylabel) + 8) +
                       ytic_chars * kCharPx + 8;
   const double right = opts.colorbar ? 100 : 24;
@@ -616,8 +706,9 @@ Figure Plotter::heatmap(const std::string& name, const Matrix& values,
   // 24 unlabelled columns gnuplot spaces the index tics itself; see cell_tics).
   const bool rotate_x = (!opts.xtics.empty() || cols <= 24) && xtic_chars * kCharPx > 0.9 * cell_w;
   const double xtic_h = rotate_x ? 0.72 * xtic_chars * kCharPx + 14 : kLinePx + 8;
-  const double bottom =
-      10 + xtic_h + (opts.xlabel.empty() ? 0 : kLinePx * text_lines(opts.xlabel) + 6);
+  const double bottom = 10 + xtic_h +
+                        (opts.xlabel.empty() ? 0 : kLinePx * text_lines(opts.xlabel) + 6) +
+                        (masked ? kBlockedKeyPx : 0);
   const double cell_h = (H - top - bottom) / static_cast<double>(rows);
   if (cell_w < 1 || cell_h < 1)
     invalid(where, "a " + std::to_string(opts.width_px) + " x " + std::to_string(opts.height_px) +
@@ -627,8 +718,8 @@ Figure Plotter::heatmap(const std::string& name, const Matrix& values,
                        : 0;
 
   std::string dat = "# " + name + ".dat: heat map of a matrix " + shape_str(values) + "\n";
-  dat += "# column row value   (one line per cell; row 0 is drawn at the top)\n";
-  matrix_block(dat, values);
+  dat += cells_header(masked, first);
+  matrix_block(dat, values, opts.allowed, first);
 
   std::string s = script_head(name, "a heat map of a matrix " + shape_str(values), "one line per "
                               "cell: column, row, value", opts.width_px, opts.height_px);
@@ -640,13 +731,13 @@ Figure Plotter::heatmap(const std::string& name, const Matrix& values,
   s += "cmax = " + num(cr.hi) + "\n";
   s += "set cbrange [cmin:cmax]\n";
   s += opts.colorbar ? "set colorbox\n" : "unset colorbox\n";
-  s += section("Axes: column c along x, row r down y (row 0 at the top, as printed)");
-  s += "set xrange [-0.5:" + num(static_cast<double>(cols) - 0.5) + "]\n";
-  s += "set yrange [" + num(static_cast<double>(rows) - 0.5) + ":-0.5]  # reversed: row 0 on top\n";
+  s += section("Axes: column c along x, row r down y (the first row at the top, as printed)");
+  s += "set xrange [" + cell_range(cols, first) + "]\n";
+  s += "set yrange [" + cell_range_reversed(rows, first) + "]  # reversed: the first row on top\n";
   s += "set tics scale 0  # no tick marks: the labels sit at the cell centres\n";
-  s += cell_tics('x', opts.xtics, cols);
+  s += cell_tics('x', opts.xtics, cols, first);
   if (rotate_x) s += "set xtics rotate by 45 right  # labels wider than a cell\n";
-  s += cell_tics('y', opts.ytics, rows);
+  s += cell_tics('y', opts.ytics, rows, first);
   if (!opts.title.empty()) s += "set title " + quote(opts.title) + " font \"," +
                                 std::to_string(kTitleFont) + "\"\n";
   if (!opts.xlabel.empty()) s += "set xlabel " + quote(opts.xlabel) + "\n";
@@ -660,8 +751,9 @@ Figure Plotter::heatmap(const std::string& name, const Matrix& values,
   if (opts.show_values && value_font == 0)
     s += "# The values are left out: cells of " + fixed(cell_w, 0) + " x " + fixed(cell_h, 0) +
          " px are too small for readable text.\n";
+  if (masked) s += blocked_key(W, H);
   s += section("Plot");
-  s += cell_plot("", cell_w, cell_h, value_font, opts.value_precision);
+  s += cell_plot("", cell_w, cell_h, value_font, opts.value_precision, masked);
   return render(name, s, dat);
 }
 
@@ -675,7 +767,9 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
   if (opts.columns < 1) invalid(where, "columns must be at least 1, got " +
                                            std::to_string(opts.columns));
   check_px(where, "panel_px", opts.panel_px);
+  check_px(where, "max_width_px", opts.max_width_px);
   check_precision(where, opts.value_precision);
+  check_first_index(where, opts.first_index);
   std::vector<Range> ranges;
   for (std::size_t k = 0; k < panels.size(); ++k) {
     if (panels[k].values.size() == 0)
@@ -690,36 +784,56 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
     };
     tics_fit(panels[k].xtics, panels[k].values.cols(), "xtics");
     tics_fit(panels[k].ytics, panels[k].values.rows(), "ytics");
+    check_mask(where, "panel " + std::to_string(k) + " has a ", panels[k].allowed, panels[k].values);
   }
   if (!enabled_) return {};
 
   const bool shared = opts.cmin && opts.cmax;
   const int n = static_cast<int>(panels.size());
   const int C = std::min(opts.columns, n), R = (n + C - 1) / C;
-  Index max_rows = 0, max_cols = 0;
-  bool any_title = false;
+  const int first = opts.first_index;
+  // The widest tic label of any panel on each axis (a number or a token), and whether any
+  // panel has a mask.
+  int ytic_chars = 0, xtic_chars = 0;
+  Index max_cols = 1;
+  bool any_title = false, masked = false;
+  bool every_x_tic = false;  // a panel labels every column (beyond 24 gnuplot picks round steps)
   for (const auto& p : panels) {
-    max_rows = std::max(max_rows, p.values.rows());
-    max_cols = std::max(max_cols, p.values.cols());
+    const Index rows = p.values.rows(), cols = p.values.cols();
+    ytic_chars = std::max(ytic_chars, p.ytics.empty()
+                                          ? static_cast<int>(std::to_string(first + rows - 1).size())
+                                          : widest(p.ytics));
+    xtic_chars = std::max(xtic_chars, p.xtics.empty()
+                                          ? static_cast<int>(std::to_string(first + cols - 1).size())
+                                          : widest(p.xtics));
+    max_cols = std::max(max_cols, cols);
+    every_x_tic = every_x_tic || !p.xtics.empty() || cols <= 24;
     any_title = any_title || !p.title.empty();
+    masked = masked || blocks_any(p.allowed);
   }
   // Pixels around each square: tics and labels on the left and below, the panel title above,
   // and the panel's own colour bar on the right when the scales are not shared.
-  const double a = opts.panel_px;
   const double pad_l = 12 + (opts.ylabel.empty() ? 0 : kLinePx * text_lines(opts.ylabel) + 6) +
-                       static_cast<double>(std::to_string(max_rows - 1).size()) * kCharPx + 8;
+                       ytic_chars * kCharPx + 8;
   const double pad_r = shared ? 16 : 90;
+  const double bar = shared ? 72 : 0;  // the one shared colour bar, right of all panels
+  // The squares shrink (down to kMinPanelPx) until the grid fits max_width_px, so that a page
+  // shows it at full size rather than scaled down to unreadable text.
+  const double fit = (opts.max_width_px - bar) / C - pad_l - pad_r;
+  const double a = std::max<double>(std::min<double>(opts.panel_px, fit), kMinPanelPx);
+  // Column labels wider than their cells are turned 45 degrees (as in a single heat map).
+  const bool rotate_x =
+      every_x_tic && xtic_chars * kCharPx > 0.9 * a / static_cast<double>(max_cols);
   const double pad_t = any_title ? kLinePx + 16 : 10;
-  const double pad_b =
-      kLinePx + 14 + (opts.xlabel.empty() ? 0 : kLinePx * text_lines(opts.xlabel) + 12);
+  const double xtic_h = rotate_x ? 0.72 * xtic_chars * kCharPx + 14 : kLinePx + 14;
+  const double pad_b = xtic_h + (opts.xlabel.empty() ? 0 : kLinePx * text_lines(opts.xlabel) + 12);
   const double head = opts.title.empty() ? 8 : kTitleLinePx * text_lines(opts.title) + 18;
-  const double bar = shared ? 90 : 0;  // the one shared colour bar, right of all panels
   const double W = C * (pad_l + a + pad_r) + bar;
-  const double H = head + R * (pad_t + a + pad_b);
+  const double H = head + R * (pad_t + a + pad_b) + (masked ? kBlockedKeyPx : 0);
   const int Wpx = static_cast<int>(std::lround(W)), Hpx = static_cast<int>(std::lround(H));
 
   std::string dat = "# " + name + ".dat: " + std::to_string(n) + " heat maps, one block each\n";
-  dat += "# column row value   (one line per cell; row 0 is drawn at the top)\n";
+  dat += cells_header(masked, first);
   std::string s = script_head(name, "a grid of " + std::to_string(n) + " heat maps",
                               "one block per panel (gnuplot's `index k`), one line per cell: "
                               "column, row, value",
@@ -745,6 +859,7 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
   } else {
     s += "# Each panel is scaled to its own values and has its own colour bar.\n";
   }
+  if (rotate_x) s += "set xtics rotate by 45 right  # labels wider than a cell\n";
   s += section("Panels");
   s += "set multiplot";
   if (!opts.title.empty()) s += " title " + quote(opts.title) + " font \"," +
@@ -764,7 +879,7 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
 
     dat += "\n\n# panel " + std::to_string(k) + ": " + shape_str(p.values) + " " +
            one_line(p.title) + "\n";
-    matrix_block(dat, p.values);
+    matrix_block(dat, p.values, p.allowed, first);
 
     s += "\n# Panel " + std::to_string(k) + " (row " + std::to_string(r) + ", column " +
          std::to_string(c) + "): " + one_line(p.title) + "\n";
@@ -779,13 +894,16 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
     } else if (k == 1) {
       s += "unset colorbox  # drawn with panel 0 already\n";
     }
-    s += "set xrange [-0.5:" + num(static_cast<double>(cols) - 0.5) + "]; set yrange [" +
-         num(static_cast<double>(rows) - 0.5) + ":-0.5]\n";
-    s += cell_tics('x', p.xtics, cols) + cell_tics('y', p.ytics, rows);
+    s += "set xrange [" + cell_range(cols, first) + "]; set yrange [" +
+         cell_range_reversed(rows, first) + "]\n";
+    s += cell_tics('x', p.xtics, cols, first) + cell_tics('y', p.ytics, rows, first);
     s += "set title " + quote(p.title) + "\n";
     if (opts.show_values && value_font == 0)
       s += "# (values left out: the cells are too small for readable text)\n";
-    s += cell_plot(" index " + std::to_string(k), cell_w, cell_h, value_font, opts.value_precision);
+    // With the last panel only: objects and labels are drawn again with every later panel.
+    if (masked && k == n - 1) s += blocked_key(W, H);
+    s += cell_plot(" index " + std::to_string(k), cell_w, cell_h, value_font, opts.value_precision,
+                   blocks_any(p.allowed));
   }
   s += "unset multiplot\n";
   return render(name, s, dat);

@@ -22,6 +22,12 @@
 // - Invalid input throws std::invalid_argument("Plotter::<function>: <problem>") before
 //   anything is written, also when the plotter is disabled, so a --no-plots run catches the
 //   same mistakes. Figure names must be non-empty and use only [A-Za-z0-9_.-].
+// - Heat maps number rows and columns from 1, like the course's text ("query 1" is row 0 of
+//   the matrix), unless tics name them (tokens) or first_index says 0 (a quantity that starts
+//   at 0, such as the position pos of the sinusoidal encoding). The .dat uses the same numbers.
+// - Blocked cells: given the mask (`allowed`, false = blocked), a heat map draws a blocked cell
+//   hatched grey with no value, and a "blocked" key in the bottom-right corner, so a weight a
+//   mask set to exactly 0 never looks like a small real weight (both would print "0.00").
 // - Non-finite values: a heat map accepts NaN and +-inf (a masked score is -inf) and leaves
 //   those cells blank, printing "nan"/"-inf" when values are shown; at least one value must be
 //   finite. Histograms skip non-finite samples (the .dat header says how many); a panel needs at
@@ -29,6 +35,7 @@
 //   axis: drop the point in the caller instead (curve_for_log_y() drops y <= 0 for a log y).
 #pragma once
 
+#include "attn/masks.hpp"
 #include "course/types.hpp"
 
 #include <filesystem>
@@ -55,6 +62,12 @@ struct HeatmapOptions {
   std::string ylabel{};                ///< rows run along y, row 0 at the top
   std::vector<std::string> xtics{};    ///< one label per column (empty: indices)
   std::vector<std::string> ytics{};    ///< one label per row (empty: indices)
+  /// The number of the first row and column where no tics name them: 1, like the course's
+  /// text; 0 where the quantity itself starts at 0 (the position pos of PE).
+  int first_index = 1;
+  /// Which cells a mask allows: empty (all), or the matrix's shape. Blocked cells (false) are
+  /// drawn hatched grey, without a value; a mask that blocks nothing is drawn as no mask.
+  attn::AllowedMask allowed{};
   /// Print each cell's value inside it, white on the dark (low) end of the palette and black
   /// on the light end. Left out (with a note in the .gp) when cells are too small for text.
   bool show_values = false;
@@ -70,6 +83,7 @@ struct HeatmapPanel {
   std::string title{};
   std::vector<std::string> xtics{};  ///< one label per column (empty: indices), e.g. tokens
   std::vector<std::string> ytics{};  ///< one label per row (empty: indices)
+  attn::AllowedMask allowed{};       ///< blocked cells (false) hatched grey; empty: all allowed
 };
 
 /// A grid of heat maps. With cmin and cmax both given, all panels share that colour scale and
@@ -78,10 +92,14 @@ struct GridOptions {
   std::string title{};             ///< over the whole grid
   std::string xlabel{}, ylabel{};  ///< under / beside every panel
   int columns = 4;                 ///< panels per row of the grid
+  int first_index = 1;             ///< as in HeatmapOptions: rows and columns numbered from 1
   std::optional<double> cmin{}, cmax{};  ///< one colour scale shared by all panels
   bool show_values = false;
   int value_precision = 2;
   int panel_px = 320;              ///< side of one panel's square plot area, in pixels
+  /// The widest the figure may be: panels shrink below panel_px (to 100 px at least) to fit,
+  /// so that a page's text column (about 870 px on the site) shows it at full size.
+  int max_width_px = 900;
 };
 
 /// One histogram panel: the values and the title above it. The bins are computed here, not
