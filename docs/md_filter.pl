@@ -7,7 +7,7 @@
 #   # 02 · Title                    ->       # 02 · Title {#ch02}         (page label)
 #   $x^2$                           ->       \f$x^2\f$                     (inline formula)
 #   ```math ... ```                 ->       \f[ ... \f]                   (display formula)
-#   ![caption](../../plots/a.png)   ->       \image html a.png "caption"   (copied from plots/)
+#   ![c](../../docs/figures/a.png)  ->       \image html a.png "c"         (copied from plots/)
 #   ![c](../../docs/diagrams/b.svg) ->       \image html b.svg "c"         (rendered by dot)
 #   <!-- snippet: main.cpp step -->  ->      \snippet{lineno} chapters/NN_x/main.cpp step
 #   ```cpp (the region's copy) ```           (dropped: the site pulls the region itself)
@@ -238,11 +238,18 @@ for (my $i = 0; $i < @page; ++$i) {
         : defined $docs_page ? "# $title {#$docs_page}\n" : "# $title\n";
     next;
   }
-  # A figure of plots/ (or its copy in docs/figures/, which the README uses so that GitHub shows
-  # it): the site copies the file from plots/, where the chapters drew it. A diagram of
-  # docs/diagrams/: the site takes the .svg that dot rendered from its .dot into the build
-  # (IMAGE_PATH), not the copy committed beside the source for GitHub.
-  if ($line =~ /^\s*!\[([^\]]*)\]\((?:[^)]*\/)?(?:(?:plots|docs\/figures)\/([A-Za-z0-9_.-]+\.png)|docs\/diagrams\/([A-Za-z0-9_.-]+\.svg))\)\s*$/) {
+  # A figure: the page links its copy in docs/figures/, committed so that GitHub shows it
+  # (scripts/update_figures.sh; the test figures_are_current keeps it current), while the site
+  # takes the file the chapter has just drawn into plots/ (IMAGE_PATH). Not plots/ on the page:
+  # git ignores it, so GitHub would show a broken image. A diagram of docs/diagrams/: the site
+  # takes the .svg that dot rendered from its .dot into the build (IMAGE_PATH), not the copy
+  # committed beside the source for GitHub.
+  if ($line =~ /^\s*!\[[^\]]*\]\((?:[^)]*\/)?plots\/([A-Za-z0-9_.-]+\.png)\)\s*$/) {
+    die "md_filter.pl: $path:$n: a figure of plots/, which git ignores, so GitHub would show a "
+      . "broken image: link its copy docs/figures/$1 (from a chapter page "
+      . "../../docs/figures/$1) and run scripts/update_figures.sh: $line";
+  }
+  if ($line =~ /^\s*!\[([^\]]*)\]\((?:[^)]*\/)?(?:docs\/figures\/([A-Za-z0-9_.-]+\.png)|docs\/diagrams\/([A-Za-z0-9_.-]+\.svg))\)\s*$/) {
     my ($caption, $file) = ($1, $2 // $3);
     $caption =~ s/"/\\"/g;
     print "\\image html $file \"" . inline($caption) . "\"\n";
