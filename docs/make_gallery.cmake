@@ -1,8 +1,8 @@
 # cmake -DCHAPTERS_DIR=<chapters/> -DCHAPTERS="01_rnn;..." -DOUT=<build>/docs/gallery.md -P make_gallery.cmake
 # Writes the site's figure gallery from the chapter pages themselves: under each chapter's title,
 # every diagram line ![caption](../../docs/diagrams/NN_name.svg) of chapters/NN_topic/README.md,
-# then every figure line ![caption](../../plots/NN_name.png), so the gallery lists exactly what
-# the pages show and can never fall out of date.
+# then every figure line ![caption](../../docs/figures/NN_name.png), so the gallery lists exactly
+# what the pages show and can never fall out of date.
 cmake_policy(VERSION 3.25)
 set(page "# Figure gallery\n\nEvery figure of the course, chapter by chapter.\n\n")
 string(APPEND page "The **diagrams** come first: architecture and data flow, drawn from the Graphviz sources\n")
@@ -28,7 +28,7 @@ foreach(chapter IN LISTS CHAPTERS)
   file(STRINGS ${file} title LIMIT_COUNT 1 ENCODING UTF-8)  # "# 02 · Attention by hand"
   string(REGEX REPLACE "^# *" "" title "${title}")
   image_lines(${file} "docs/diagrams" "svg" diagrams)
-  image_lines(${file} "plots" "png" figures)
+  image_lines(${file} "docs/figures" "png" figures)
   if(diagrams OR figures)
     # The link is rewritten by md_filter.pl to the chapter's page.
     string(APPEND page "\n## ${title}\n\n[Read the chapter](../chapters/${chapter}/README.md)\n\n")

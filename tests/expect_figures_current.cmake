@@ -1,0 +1,104 @@
+# cmake -DSOURCE=<repo> -DSMOKE=<build>/tests/smoke -DBIN=<build>/bin -P expect_figures_current.cmake
+# Passes when docs/figures holds exactly the figures the pages show, and each one's numbers are
+# what its chapter draws now. The pages are README.md and chapters/*/README.md; a figure is a
+# line ![caption](../../docs/figures/NAME.png) (from README.md: docs/figures/NAME.png), the copy
+# committed so that GitHub shows it (the site takes the fresh one from plots/).
+#
+# The chapters' drawings are the smoke tests' own: smoke.<chapter> runs the chapter with
+# --out <SMOKE>/<chapter>/plots, and this test requires their fixture, so in one ctest run they
+# have drawn before it reads, and no chapter runs a second time for it. A drawn file older than
+# its chapter's executable was left by an earlier run (a chapter that no longer draws it), and
+# fails the test too.
+#
+# What is compared is each figure's data (NAME.dat: the numbers, written exactly and
+# locale-free), byte for byte, and not the PNG, whose bytes depend on the gnuplot and cairo
+# versions and on the fonts installed: machines that compute the same numbers may draw
+# different PNG bytes, and the PNG follows from the .dat and the chapter's plotting code.
+#
+# It lists every problem, then fails. The fix is scripts/update_figures.sh after the chapters
+# drew plots/ (scripts/course.sh); it copies each figure a page shows and removes the others.
+cmake_policy(VERSION 3.25)
+set(figures ${SOURCE}/docs/figures)
+set(fix "run scripts/update_figures.sh after the chapters drew plots/ (scripts/course.sh)")
+set(problems "")
+# problem(<pieces>...): one problem, its pieces joined.
+macro(problem)
+  string(CONCAT problem_text ${ARGN})
+  list(APPEND problems "${problem_text}")
+endmacro()
+
+# What the pages show, each link checked where the page is.
+file(GLOB pages ${SOURCE}/chapters/*/README.md)
+list(PREPEND pages ${SOURCE}/README.md)
+set(shown "")
+foreach(page IN LISTS pages)
+  file(RELATIVE_PATH page_name ${SOURCE} ${page})
+  get_filename_component(page_dir ${page} DIRECTORY)
+  file(STRINGS ${page} lines ENCODING UTF-8 REGEX "^[ ]*!\\[[^]]*\\]\\([^)]*\\.png\\)[ ]*$")
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE "^[ ]*!\\[[^]]*\\]\\(([^)]*)\\)[ ]*$" "\\1" link "${line}")
+    get_filename_component(name ${link} NAME_WLE)
+    get_filename_component(target ${link} ABSOLUTE BASE_DIR ${page_dir})
+    file(RELATIVE_PATH want ${page_dir} ${figures}/${name}.png)
+    if(NOT target STREQUAL "${figures}/${name}.png")
+      problem("${page_name} shows ${link}: a page shows a figure's copy in docs/figures (plots/ is "
+              "not committed, so GitHub would show a broken image): link ${want}, then ${fix}")
+    elseif(NOT EXISTS ${target})
+      problem("${page_name} shows docs/figures/${name}.png, which is missing: ${fix}")
+    endif()
+    list(APPEND shown ${name})
+  endforeach()
+endforeach()
+list(REMOVE_DUPLICATES shown)
+if(NOT shown)
+  problem("no page shows a figure of docs/figures: is the figure line's form still ![caption](docs/figures/NAME.png)?")
+endif()
+
+# What docs/figures holds: only what a page shows.
+file(GLOB kept RELATIVE ${figures} ${figures}/*)
+foreach(file IN LISTS kept)
+  get_filename_component(name ${file} NAME_WLE)
+  get_filename_component(ext ${file} LAST_EXT)
+  if(NOT ext MATCHES "^\\.(png|dat)$" OR NOT name IN_LIST shown)
+    problem("docs/figures/${file} is shown by no page: delete it (scripts/update_figures.sh does)")
+  endif()
+endforeach()
+
+# Each figure's numbers against what its chapter (the one whose number it starts with) drew.
+foreach(name IN LISTS shown)
+  if(NOT EXISTS ${figures}/${name}.dat)
+    problem("docs/figures/${name}.dat, the numbers of ${name}.png, is missing: ${fix}")
+    continue()
+  endif()
+  string(SUBSTRING ${name} 0 2 number)
+  file(GLOB drawn ${SMOKE}/${number}_*/plots/${name}.dat)
+  if(NOT drawn)
+    problem("no smoke run drew ${name}.dat (in ${SMOKE}/${number}_*/plots): does "
+            "chapter ${number} still draw it? (ctest runs smoke.${number}_* first)")
+    continue()
+  endif()
+  get_filename_component(chapter_dir ${drawn} DIRECTORY)   # <SMOKE>/<chapter>/plots
+  get_filename_component(chapter_dir ${chapter_dir} DIRECTORY)
+  get_filename_component(chapter ${chapter_dir} NAME)
+  file(TIMESTAMP ${drawn} drawn_at "%s" UTC)
+  file(TIMESTAMP ${BIN}/${chapter} built_at "%s" UTC)
+  if(drawn_at LESS built_at)
+    problem("${drawn} is older than ${BIN}/${chapter}: the chapter's smoke run did "
+            "not draw it, so does the chapter still draw ${name}?")
+    continue()
+  endif()
+  file(SHA256 ${drawn} drawn_sum)
+  file(SHA256 ${figures}/${name}.dat kept_sum)
+  if(NOT drawn_sum STREQUAL kept_sum)
+    problem("docs/figures/${name}.dat is not what ${chapter} draws now "
+            "(${drawn}): ${fix}")
+  endif()
+endforeach()
+
+if(problems)
+  list(LENGTH problems count)
+  list(JOIN problems "\n  " text)
+  message(FATAL_ERROR "${count} problems with the figures the pages show:\n  ${text}")
+endif()
+list(LENGTH shown count)
+message(STATUS "docs/figures: the ${count} figures the pages show, each with the numbers its chapter draws now")
