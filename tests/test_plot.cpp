@@ -298,6 +298,26 @@ int script_width(const std::string& gp) {
 // Eight 320-px panels in four columns would be about 1,700 px wide, shown at half size on a page:
 // the squares shrink until the grid fits max_width_px (900 by default), and token labels wider
 // than their cells are turned so that they cannot overlap.
+// 24 tokens in a square of ~210 px are 9-px cells: a 16-px line of text per row would pile the
+// labels on each other, so every other token is labelled; with room, every one.
+TEST_F(PlotTest, TicLabelsThinOutWhenCellsAreTooSmallForOneEach) {
+  std::vector<std::string> tokens;
+  for (char c = 'a'; c < 'a' + 24; ++c) tokens.emplace_back(1, c);
+  const course::HeatmapPanel panel{Matrix::Constant(24, 24, 0.5f), "t", tokens, tokens};
+  course::Plotter plot(dir_, true, "/nonexistent/attn-gnuplot");
+  testing::internal::CaptureStdout();
+  plot.heatmap_grid("small", {panel, panel, panel}, {.columns = 3});
+  plot.heatmap_grid("big", {panel, panel, panel},
+                    {.columns = 3, .panel_px = 480, .max_width_px = 3000});
+  testing::internal::GetCapturedStdout();
+  const std::string small = slurp(dir_ / "small.gp"), big = slurp(dir_ / "big.gp");
+  EXPECT_NE(small.find("# A label every 2 cells"), std::string::npos) << small;
+  EXPECT_NE(small.find("(\"a\" 1, \"c\" 3, \"e\" 5,"), std::string::npos) << small;
+  EXPECT_EQ(small.find("\"b\" 2"), std::string::npos) << small;
+  EXPECT_NE(big.find("(\"a\" 1, \"b\" 2, \"c\" 3,"), std::string::npos) << "20-px cells";
+  EXPECT_EQ(big.find("# A label every"), std::string::npos);
+}
+
 TEST_F(PlotTest, GridShrinksToFitThePageAndTurnsWideLabels) {
   std::vector<course::HeatmapPanel> panels;
   const std::vector<std::string> tokens = {"<bos>", "5", "2", "<pad>", "<pad>"};

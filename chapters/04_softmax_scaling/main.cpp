@@ -379,7 +379,7 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
                                2.0 * (1.0 - jacobian.col(1).array()),
                                {.points = false, .dashed = true}),
        // Markers only: they are a second measurement of the median curve, and fall on it.
-       course::curve_for_log_y("median ||J||_F of section 6's rows softmax(Q K^T), d_k = 1..1024, "
+       course::curve_for_log_y("median ||J||_F of step 6's rows softmax(Q K^T), d_k = 1..1024, "
                                "at sigma = sqrt(d_k): on the median's curve",
                                saturation.col(0).cwiseSqrt(), saturation.col(3),
                                {.line = false})},

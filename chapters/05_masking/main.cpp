@@ -313,14 +313,14 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.dump("out", r.out);
   std::vector<course::HeatmapPanel> batch_panels;  // one [n x n] panel per sentence
   for (Index b = 0; b < B && b < 8; ++b) {
-    const std::vector<std::string> tokens = course::token_labels(ids, b);
+    const std::vector<std::string> tokens = course::id_labels(ids, b);
     batch_panels.push_back({Matrix(r.weights[b]), fmt::format("sentence {}", b + 1), tokens,
                             tokens, attn::AllowedMask(allowed[b])});
   }
   ch.plot().heatmap_grid("05_batch_weights", batch_panels,
                          {.title = (k.ids == Knobs{}.ids ? "Note 001's batch" : "The --ids batch") +
-                                   std::string(": weights[b] with the ") + k.mask + " mask",
-                          .xlabel = "key (token id)", .ylabel = "query (token id)", .columns = 2,
+                                   std::string(": each sentence's weights with the ") + k.mask + " mask",
+                          .xlabel = "key", .ylabel = "query", .columns = 2,
                           .cmin = 0.0, .cmax = 1.0, .show_values = n <= 8, .panel_px = 340});
 
   ch.step("Sidebar: the masked_fill that did nothing");

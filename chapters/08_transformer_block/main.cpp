@@ -328,9 +328,9 @@ void lesson(course::Chapter& ch, const Knobs& k) {
 
   // The model's attention, per layer (up to 4) and head (up to 8), from the caches, with the
   // tokens on the axes and each mask's blocked cells hatched.
-  const std::vector<std::string> src_tokens = course::token_labels(src, 0),
-                                 tgt_tokens = course::token_labels(tgt, 1, kTargetNames),
-                                 cross_tokens = course::token_labels(tgt, 0, kTargetNames);
+  const std::vector<std::string> src_tokens = course::id_labels(src, 0),
+                                 tgt_tokens = course::id_labels(tgt, 1, kTargetNames),
+                                 cross_tokens = course::id_labels(tgt, 0, kTargetNames);
   std::vector<course::HeatmapPanel> enc, dec, crs;
   for (Index l = 0; l < L && l < 4; ++l) {
     const auto& e = enc_cache.at(0, l).self_attn.weights;       // per head [n_s x n_s]

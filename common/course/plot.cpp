@@ -332,21 +332,36 @@ std::string blocked_key(double W, double H) {
 }
 
 // Tics of one heat-map axis: the given labels, or the numbers first, first + 1, ... at the
-// cells (the data's coordinates are those numbers).
-std::string cell_tics(char axis, const std::vector<std::string>& labels, Index n, int first) {
+// cells (the data's coordinates are those numbers); every step-th cell's only, when cells are
+// too small for a label each.
+std::string cell_tics(char axis, const std::vector<std::string>& labels, Index n, int first,
+                      Index step) {
   std::string s = "set " + std::string(1, axis) + "tics ";
+  if (step > 1) s = "# A label every " + std::to_string(step) + " cells: one each would overlap.\n" + s;
   if (!labels.empty()) {
     s += "(";
-    for (std::size_t i = 0; i < labels.size(); ++i) {
+    for (std::size_t i = 0, written = 0; i < labels.size(); i += static_cast<std::size_t>(step)) {
+      if (written > 0) s += written % 6 == 0 ? ", \\\n    " : ", ";
       s += quote(labels[i]) + " " + std::to_string(static_cast<Index>(i) + first);
-      if (i + 1 < labels.size()) s += (i + 1) % 6 == 0 ? ", \\\n    " : ", ";
+      ++written;
     }
     return s + ")\n";
   }
-  // Every number while they fit; beyond 24 let gnuplot choose round steps.
+  // Every number (or step-th) while they fit; beyond 24 let gnuplot choose round steps.
   if (n <= 24)
-    return s + std::to_string(first) + ", 1, " + std::to_string(first + n - 1) + "\n";
+    return s + std::to_string(first) + ", " + std::to_string(step) + ", " +
+           std::to_string(first + n - 1) + "\n";
   return s + "autofreq\nset format " + std::string(1, axis) + " \"%.0f\"\n";
+}
+
+// How many cells of `cell_px` one tic label needs along its axis: a line of text across rows,
+// or a label `chars` wide along columns (a turned one needs about a line's height, sideways).
+Index rows_per_label(double cell_px) {
+  return std::max<Index>(1, static_cast<Index>(std::ceil(0.85 * kLinePx / cell_px - 1e-9)));
+}
+Index columns_per_label(double cell_px, int chars, bool turned) {
+  const double need = turned ? 0.7 * kLinePx : chars * kCharPx + 4;
+  return std::max<Index>(1, static_cast<Index>(std::ceil(need / cell_px - 1e-9)));
 }
 
 // The range of one heat-map axis, half a cell beyond the first and last numbers.
@@ -374,7 +389,7 @@ int value_font_for(double cell_w, double cell_h, int chars) {
   const double by_width = cell_w * 0.9 / (0.62 * chars * 1.4);  // ~0.62 em per digit, 1.4 px/pt
   const double by_height = cell_h * 0.45 / 1.4;
   const int f = static_cast<int>(std::min({by_width, by_height, 14.0}));
-  return f >= 6 ? f : 0;
+  return f >= 8 ? f : 0;  // smaller values are not readable on a page
 }
 
 // Whether a mask blocks anything (an empty mask, or one that allows every cell, is drawn as
@@ -735,9 +750,9 @@ Figure Plotter::heatmap(const std::string& name, const Matrix& values,
   s += "set xrange [" + cell_range(cols, first) + "]\n";
   s += "set yrange [" + cell_range_reversed(rows, first) + "]  # reversed: the first row on top\n";
   s += "set tics scale 0  # no tick marks: the labels sit at the cell centres\n";
-  s += cell_tics('x', opts.xtics, cols, first);
+  s += cell_tics('x', opts.xtics, cols, first, columns_per_label(cell_w, xtic_chars, rotate_x));
   if (rotate_x) s += "set xtics rotate by 45 right  # labels wider than a cell\n";
-  s += cell_tics('y', opts.ytics, rows, first);
+  s += cell_tics('y', opts.ytics, rows, first, rows_per_label(cell_h));
   if (!opts.title.empty()) s += "set title " + quote(opts.title) + " font \"," +
                                 std::to_string(kTitleFont) + "\"\n";
   if (!opts.xlabel.empty()) s += "set xlabel " + quote(opts.xlabel) + "\n";
@@ -896,7 +911,8 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
     }
     s += "set xrange [" + cell_range(cols, first) + "]; set yrange [" +
          cell_range_reversed(rows, first) + "]\n";
-    s += cell_tics('x', p.xtics, cols, first) + cell_tics('y', p.ytics, rows, first);
+    s += cell_tics('x', p.xtics, cols, first, columns_per_label(cell_w, xtic_chars, rotate_x)) +
+         cell_tics('y', p.ytics, rows, first, rows_per_label(cell_h));
     s += "set title " + quote(p.title) + "\n";
     if (opts.show_values && value_font == 0)
       s += "# (values left out: the cells are too small for readable text)\n";

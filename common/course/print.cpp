@@ -104,6 +104,15 @@ std::vector<std::string> token_labels(const attn::TokenIds& ids, Index row,
   return out;
 }
 
+std::vector<std::string> id_labels(const attn::TokenIds& ids, Index row,
+                                   const std::map<int, std::string>& names) {
+  std::vector<std::string> out = token_labels(ids, row, names);
+  for (Index i = 0; i < std::ssize(out); ++i) {
+    if (!names.contains(ids(row, i))) out[static_cast<std::size_t>(i)].insert(0, "id ");
+  }
+  return out;
+}
+
 std::vector<std::string> labels(std::string_view prefix, Index n) {
   std::vector<std::string> out;
   for (Index i = 1; i <= n; ++i) out.push_back(std::string(prefix) + std::to_string(i));

@@ -48,6 +48,12 @@ std::string shape(const BatchOf<T>& x) {
 std::vector<std::string> token_labels(const attn::TokenIds& ids, Index row,
                                       const std::map<int, std::string>& names = {{0, "<pad>"}});
 
+/// token_labels for a figure's axis, where a bare number would be read as a position (the
+/// axes count positions from 1): an id without a name is written "id 5".
+/// {"id 5", "id 2", "id 1", "<pad>", "<pad>"} with the default {0: "<pad>"}.
+std::vector<std::string> id_labels(const attn::TokenIds& ids, Index row,
+                                   const std::map<int, std::string>& names = {{0, "<pad>"}});
+
 /// {"k^1", "k^2", ...}: n labels counted from 1, as the notes count tokens.
 std::vector<std::string> labels(std::string_view prefix, Index n);
 
