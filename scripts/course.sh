@@ -36,7 +36,7 @@ for chapter in "${chapters[@]}"; do
 done
 
 step "The site (Doxygen)"
-quietly build/release/logs/docs.log cmake --build --preset release --target docs
+quietly build/release/logs/docs.log cmake --build --preset release --target docs -j "$jobs"
 
 step "Where to look"
 printf '%s\n' "${summary[@]}"

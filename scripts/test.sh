@@ -26,7 +26,7 @@ step "Fuzz the .npy reader (libFuzzer, 15 s)"
 scripts/fuzz.sh 15
 
 step "Site: Doxygen, warnings are errors"
-quietly build/release/logs/docs.log cmake --build --preset release --target docs
+quietly build/release/logs/docs.log cmake --build --preset release --target docs -j "$jobs"
 
 step "Site: every page in headless Chromium at 1280 px"
 # First the check itself: each page of tests/site_defects plants one defect it must report.
