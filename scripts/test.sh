@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # README command 2: set up, then every test: unit tests and chapter smoke tests (release), the
 # whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer, 15 s of fuzzing the
-# .npy reader (scripts/fuzz.sh), the site with Doxygen warnings as errors, and every page of it
+# .npy reader (scripts/fuzz.sh) beside the site's build with Doxygen warnings as errors, and every page of it
 # loaded in headless Chromium (scripts/check_site.py). .ci/run calls exactly this.
 #
 #   scripts/test.sh
@@ -22,11 +22,24 @@ quietly build/sanitize/logs/configure.log cmake --preset sanitize
 quietly build/sanitize/logs/build.log cmake --build --preset sanitize -j "$jobs"
 ctest --preset sanitize -j "$jobs"
 
-step "Fuzz the .npy reader (libFuzzer, 15 s)"
-scripts/fuzz.sh 15
-
-step "Site: Doxygen, warnings are errors"
+step "Fuzz the .npy reader (libFuzzer, 15 s) and build the site (Doxygen, warnings are errors)"
+# Side by side: the fuzzer runs on one core and Doxygen on one, so together they take the two
+# cores the test command has instead of taking turns (the test command must stay under 20
+# minutes on two cores).
+mkdir -p build/fuzz/logs
+scripts/fuzz.sh 15 >build/fuzz/logs/test-run.log 2>&1 &
+fuzz_pid=$!
+trap 'kill "$fuzz_pid" 2>/dev/null || true' EXIT  # a failed site build stops the fuzzer too
 quietly build/release/logs/docs.log cmake --build --preset release --target docs -j "$jobs"
+if wait "$fuzz_pid"; then
+  sed 's/^/  fuzz: /' build/fuzz/logs/test-run.log
+else
+  code=$?
+  cat build/fuzz/logs/test-run.log
+  printf '\n  FAILED (exit %d): scripts/fuzz.sh 15\n' "$code" >&2
+  exit "$code"
+fi
+trap - EXIT
 
 step "Site: every page in headless Chromium at 1280 px"
 # First the check itself: each page of tests/site_defects plants one defect it must report.
