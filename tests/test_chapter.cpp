@@ -342,7 +342,8 @@ TEST(Print, WithCommasAndLabels) {
             (std::vector<std::string>{"<bos>", "3", "<bos>", "4"}));
   EXPECT_THROW(course::token_labels(ids, 2), std::invalid_argument);
   // On a figure's axis a bare 5 would read as position 5: ids are written "id 5".
-  EXPECT_EQ(course::id_labels(ids, 0), (std::vector<std::string>{"id 5", "id 2", "<pad>", "<pad>"}));
+  EXPECT_EQ(course::id_labels(ids, 0),
+            (std::vector<std::string>{"id 5", "id 2", "<pad>", "<pad>"}));
   EXPECT_EQ(course::id_labels(ids, 1, {{0, "<pad>"}, {1, "<bos>"}}),
             (std::vector<std::string>{"<bos>", "id 3", "<bos>", "id 4"}));
   EXPECT_THROW(course::id_labels(ids, 2), std::invalid_argument);

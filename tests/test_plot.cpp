@@ -322,12 +322,14 @@ TEST_F(PlotTest, GridShrinksToFitThePageAndTurnsWideLabels) {
   std::vector<course::HeatmapPanel> panels;
   const std::vector<std::string> tokens = {"<bos>", "5", "2", "<pad>", "<pad>"};
   for (int h = 0; h < 8; ++h)
-    panels.push_back({Matrix::Constant(5, 5, 0.2f), "head " + std::to_string(h + 1), tokens, tokens});
+    panels.push_back(
+        {Matrix::Constant(5, 5, 0.2f), "head " + std::to_string(h + 1), tokens, tokens});
   course::Plotter plot(dir_, true, "/nonexistent/attn-gnuplot");
   testing::internal::CaptureStdout();
   plot.heatmap_grid("wide", panels, {.columns = 4, .cmin = 0.0, .cmax = 1.0, .panel_px = 320});
   plot.heatmap_grid("narrow", panels,
-                    {.columns = 4, .cmin = 0.0, .cmax = 1.0, .panel_px = 320, .max_width_px = 2000});
+                    {.columns = 4, .cmin = 0.0, .cmax = 1.0, .panel_px = 320,
+                     .max_width_px = 2000});
   testing::internal::GetCapturedStdout();
   const std::string wide = slurp(dir_ / "wide.gp"), narrow = slurp(dir_ / "narrow.gp");
   EXPECT_LE(script_width(wide), 900) << wide;

@@ -303,7 +303,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const double gpu_gib = 80e9 / kGiB, note_gib = 4.0 * 800.0 * 800.0 / kGiB;
   ch.plot().lines("03_attention_memory",
                   {f32, f16,
-                   {.label = fmt::format("80 GB = {:.1f} GiB, the memory of one large GPU", gpu_gib),
+                   {.label = fmt::format("80 GB = {:.1f} GiB, the memory of one large GPU",
+                                         gpu_gib),
                     .x = {64.0, 524288.0}, .y = {gpu_gib, gpu_gib}, .points = false,
                     .dashed = true},
                    // A dashed stalk from the bottom of the axis (1e-6 GiB) up to the point on

@@ -319,7 +319,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   }
   ch.plot().heatmap_grid("05_batch_weights", batch_panels,
                          {.title = (k.ids == Knobs{}.ids ? "Note 001's batch" : "The --ids batch") +
-                                   std::string(": each sentence's weights with the ") + k.mask + " mask",
+                                   std::string(": each sentence's weights with the ") + k.mask +
+                                   " mask",
                           .xlabel = "key", .ylabel = "query", .columns = 2,
                           .cmin = 0.0, .cmax = 1.0, .show_values = n <= 8, .panel_px = 340});
 
@@ -472,7 +473,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   }
   // Two by two, so the figure reads at the width of a page (four in a row made it 1390 px).
   ch.plot().heatmap_grid("05_masks", panels,
-                         {.title = "The same scores under four masks (weights; blocked keys hatched)",
+                         {.title = "The same scores under four masks (weights; blocked keys "
+                                   "hatched)",
                           .xlabel = "key j", .ylabel = "query i", .columns = 2, .cmin = 0.0,
                           .cmax = 1.0, .panel_px = 260});
   ch.notice("a mask only removes keys; the softmax hands their share to the keys left.");

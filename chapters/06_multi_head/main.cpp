@@ -166,8 +166,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   }
   for (Index b = 0; b < B; ++b) {
     std::vector<course::HeatmapPanel> panels;
+    const std::vector<std::string> tokens = course::id_labels(ids, b);
     for (Index h = 0; h < H && h < 16; ++h) {
-      const std::vector<std::string> tokens = course::id_labels(ids, b);
       panels.push_back({Matrix(r.head_weights(b, h)), fmt::format("head {}", h + 1), tokens,
                         tokens, attn::AllowedMask(allowed[b])});
     }

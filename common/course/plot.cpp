@@ -155,7 +155,8 @@ void check_precision(std::string_view where, int p) {
 }
 
 void check_first_index(std::string_view where, int first) {
-  if (first != 0 && first != 1) invalid(where, "first_index must be 0 or 1, got " + std::to_string(first));
+  if (first != 0 && first != 1)
+    invalid(where, "first_index must be 0 or 1, got " + std::to_string(first));
 }
 
 // A mask must be empty (no mask) or have the matrix's shape.
@@ -275,8 +276,8 @@ std::string cell_functions_section() {
 // colours viridis never takes, so "blocked" cannot be read as "a small weight".
 constexpr const char* kBlockedFill = "#e3e3e3";
 constexpr const char* kBlockedHatch = "#8c8c8c";
-constexpr double kBlockedKeyPx = 24;
-constexpr int kMinPanelPx = 100;  // a grid's squares shrink to fit a page, but not below this  // the strip at the bottom that holds the "blocked" key
+constexpr double kBlockedKeyPx = 24;  // the strip at the bottom that holds the "blocked" key
+constexpr int kMinPanelPx = 100;        // a grid's squares shrink to fit a page, not below this
 
 // The plot command of one heat map: boxes (not `with image`, which needs at least 2 x 2 cells)
 // and, when wanted, the value of each cell on top. Each box reaches one pixel past its cell
@@ -337,7 +338,8 @@ std::string blocked_key(double W, double H) {
 std::string cell_tics(char axis, const std::vector<std::string>& labels, Index n, int first,
                       Index step) {
   std::string s = "set " + std::string(1, axis) + "tics ";
-  if (step > 1) s = "# A label every " + std::to_string(step) + " cells: one each would overlap.\n" + s;
+  if (step > 1)
+    s = "# A label every " + std::to_string(step) + " cells: one each would overlap.\n" + s;
   if (!labels.empty()) {
     s += "(";
     for (std::size_t i = 0, written = 0; i < labels.size(); i += static_cast<std::size_t>(step)) {
@@ -362,6 +364,12 @@ Index rows_per_label(double cell_px) {
 Index columns_per_label(double cell_px, int chars, bool turned) {
   const double need = turned ? 0.7 * kLinePx : chars * kCharPx + 4;
   return std::max<Index>(1, static_cast<Index>(std::ceil(need / cell_px - 1e-9)));
+}
+
+// The widest tic label of one axis of n cells: the longest given label, or the digits of the
+// last number.
+int tic_chars(const std::vector<std::string>& labels, Index n, int first) {
+  return labels.empty() ? static_cast<int>(std::to_string(first + n - 1).size()) : widest(labels);
 }
 
 // The range of one heat-map axis, half a cell beyond the first and last numbers.
@@ -401,10 +409,11 @@ bool blocks_any(const attn::AllowedMask& allowed) {
 // The .dat block of one matrix: one line per cell, rows in order, a blank line between rows;
 // column and row numbered from `first`, and with a mask a fourth column, 1 allowed, 0 blocked.
 void matrix_block(std::string& dat, const Matrix& m, const attn::AllowedMask& allowed, int first) {
+  const bool masked = blocks_any(allowed);
   for (Index r = 0; r < m.rows(); ++r) {
     for (Index c = 0; c < m.cols(); ++c) {
       dat += std::to_string(c + first) + " " + std::to_string(r + first) + " " + num(m(r, c));
-      if (blocks_any(allowed)) dat += allowed(r, c) ? " 1" : " 0";
+      if (masked) dat += allowed(r, c) ? " 1" : " 0";
       dat += "\n";
     }
     if (r + 1 < m.rows()) dat += "\n";
@@ -415,8 +424,8 @@ void matrix_block(std::string& dat, const Matrix& m, const attn::AllowedMask& al
 std::string cells_header(bool masked, int first) {
   return "# column row value" + std::string(masked ? " allowed" : "") +
          "   (one line per cell, numbered from " + std::to_string(first) +
-         "; the first row is drawn at the top" + (masked ? "; allowed 0 = blocked by the mask" : "") +
-         ")\n";
+         "; the first row is drawn at the top" +
+         (masked ? "; allowed 0 = blocked by the mask" : "") + ")\n";
 }
 
 // A log axis over [lo, hi] (both > 0): labels as 1e-06 ... 1e+06 rather than gnuplot's long
@@ -706,12 +715,8 @@ Figure Plotter::heatmap(const std::string& name, const Matrix& values,
   const Index rows = values.rows(), cols = values.cols();
   const int first = opts.first_index;
   const bool masked = blocks_any(opts.allowed);
-  const int ytic_chars = opts.ytics.empty()
-                             ? static_cast<int>(std::to_string(first + rows - 1).size())
-                             : widest(opts.ytics);
-  const int xtic_chars = opts.xtics.empty()
-                             ? static_cast<int>(std::to_string(first + cols - 1).size())
-                             : widest(opts.xtics);
+  const int ytic_chars = tic_chars(opts.ytics, rows, first);
+  const int xtic_chars = tic_chars(opts.xtics, cols, first);
   const double left = 14 + (opts.ylabel.empty() ? 0 : kLinePx * text_lines(opts.ylabel) + 8) +
                       ytic_chars * kCharPx + 8;
   const double right = opts.colorbar ? 100 : 24;
@@ -799,7 +804,8 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
     };
     tics_fit(panels[k].xtics, panels[k].values.cols(), "xtics");
     tics_fit(panels[k].ytics, panels[k].values.rows(), "ytics");
-    check_mask(where, "panel " + std::to_string(k) + " has a ", panels[k].allowed, panels[k].values);
+    check_mask(where, "panel " + std::to_string(k) + " has a ", panels[k].allowed,
+               panels[k].values);
   }
   if (!enabled_) return {};
 
@@ -815,12 +821,8 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
   bool every_x_tic = false;  // a panel labels every column (beyond 24 gnuplot picks round steps)
   for (const auto& p : panels) {
     const Index rows = p.values.rows(), cols = p.values.cols();
-    ytic_chars = std::max(ytic_chars, p.ytics.empty()
-                                          ? static_cast<int>(std::to_string(first + rows - 1).size())
-                                          : widest(p.ytics));
-    xtic_chars = std::max(xtic_chars, p.xtics.empty()
-                                          ? static_cast<int>(std::to_string(first + cols - 1).size())
-                                          : widest(p.xtics));
+    ytic_chars = std::max(ytic_chars, tic_chars(p.ytics, rows, first));
+    xtic_chars = std::max(xtic_chars, tic_chars(p.xtics, cols, first));
     max_cols = std::max(max_cols, cols);
     every_x_tic = every_x_tic || !p.xtics.empty() || cols <= 24;
     any_title = any_title || !p.title.empty();
