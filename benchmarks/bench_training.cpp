@@ -89,9 +89,10 @@ void BM_Seq2SeqStep(benchmark::State& state) {
   attn::Adam adam({.lr = 3e-3, .betas = {0.9, 0.98}, .eps = 1e-9});
   for (auto _ : state) {
     attn::set_zero(grads);
-    const attn::Seq2SeqStep step = attn::seq2seq_loss(model, batch, 0.0, &grads, false, threads);
+    attn::Seq2SeqStep step = attn::seq2seq_loss(model, batch, 0.0, &grads, false, threads);
     attn::clip_grad_norm(grad_list, 1.0);
     adam.step(params, grad_list);
+    // A non-const lvalue: Google Benchmark 1.8 (Debian 13) deprecates the const& overload.
     benchmark::DoNotOptimize(step.loss);
   }
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(B * n),

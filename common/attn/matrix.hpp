@@ -6,6 +6,20 @@
 /// is column-major; every type below overrides that on purpose.)
 #pragma once
 
+// GCC 12 compiling for AVX-512 reports '__Y' as used uninitialised inside its own intrinsics
+// header, wherever Eigen's 16-lane exp, min, max or reductions are inlined (GCC bug 105593, a
+// false positive fixed in GCC 13): the header's _mm512_undefined_* idiom, not our code. The
+// diagnostic pragma covers the lines of <immintrin.h> only, so it must be the first to include
+// it (matrix.hpp comes before Eigen in every file of the course); a real uninitialised read in
+// the course is still reported, and the developers' AVX-512 build makes it an error.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13 && defined(__AVX512F__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
+
 #include <Eigen/Core>
 
 #include <cstddef>
