@@ -23,7 +23,7 @@ if ! [[ $seconds =~ ^[1-9][0-9]*$ ]]; then
 fi
 
 out=build/fuzz
-quietly $out/logs/configure.log cmake --preset fuzz
+quietly $out/logs/configure.log cmake --preset fuzz -DATTN_WERROR="$werror"
 quietly $out/logs/build.log cmake --build --preset fuzz -j "$jobs"
 
 exe=$out/bin/fuzz_npy
