@@ -6,8 +6,8 @@
 #
 #   scripts/measure_compile_seconds.sh
 #
-# A clean release build in build/measure with every compile timed (two jobs, as a learner's
-# two cores would run them); about ten minutes on two cores.
+# A clean release build in build/measure with every compile timed; about ten minutes on two
+# cores. The times are CPU seconds, so other work on the machine hardly changes them.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib.sh
@@ -18,17 +18,21 @@ mkdir -p "$dir/logs"
 build=$(realpath "$dir")
 times=$build/logs/compile_seconds.raw
 launcher=$build/timed_compile.sh
-# The launcher runs the compiler and appends "<microseconds> <folder> <object>": the folder
-# make ran it in and the argument after -o.
+# The launcher runs the compiler and appends "<seconds> <folder> <object>": the compiler's CPU
+# time (user + system, which other work on the machine hardly changes, unlike the time on the
+# clock), the folder make ran it in and the argument after -o.
 cat >"$launcher" <<'LAUNCHER'
 #!/usr/bin/env bash
-start=${EPOCHREALTIME/./}
-"$@"
+TIMEFORMAT='%U %S'
+{ time "$@" 2>&3; } 3>&2 2>"$TIMES.$$"
 code=$?
+read -r user system <"$TIMES.$$"
+rm -f "$TIMES.$$"
 out=""
 prev=""
 for arg in "$@"; do [[ $prev == -o ]] && out=$arg; prev=$arg; done
-printf '%s %s %s\n' $((${EPOCHREALTIME/./} - start)) "$PWD" "$out" >>"$TIMES"
+printf '%s %s %s\n' "$(awk -v u="$user" -v s="$system" 'BEGIN { print u + s }')" "$PWD" \
+  "$out" >>"$TIMES"
 exit $code
 LAUNCHER
 chmod +x "$launcher"
@@ -38,16 +42,15 @@ TIMES=$times quietly "$dir/logs/build.log" cmake --build "$dir" -j "$jobs"
 
 cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$dir/CMakeCache.txt")
 {
-  echo "# source	seconds to compile (release build, -march=native, two jobs at once)"
+  echo "# source	CPU seconds to compile it (release build, -march=native)"
   echo "# measured by scripts/measure_compile_seconds.sh on $(date -u +%F):" \
        "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores," \
        "$("$cxx" --version | head -n1)"
-  # "<us> <build>/common CMakeFiles/attn.dir/attn/softmax.cpp.o" is common/attn/softmax.cpp,
+  # "<s> <build>/common CMakeFiles/attn.dir/attn/softmax.cpp.o" is common/attn/softmax.cpp,
   # the name build_with_progress looks up.
-  while read -r us folder object; do
-    printf '%s/%s\t%d\n' "${folder#"$build"/}" \
-      "$(sed -E 's#^CMakeFiles/[^/]+\.dir/(.*)\.o$#\1#' <<<"$object")" \
-      $(((us + 500000) / 1000000))
+  while read -r seconds folder object; do
+    printf '%s/%s\t%.0f\n' "${folder#"$build"/}" \
+      "$(sed -E 's#^CMakeFiles/[^/]+\.dir/(.*)\.o$#\1#' <<<"$object")" "$seconds"
   done <"$times" | sort
 } >scripts/compile_seconds.tsv
 echo "scripts/compile_seconds.tsv: $(grep -vc '^#' scripts/compile_seconds.tsv) sources"
