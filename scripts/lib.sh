@@ -27,13 +27,15 @@ first_error() {
 }
 
 # explain_failure LOG WHAT TRY: the plain account of a failed step, on stderr: what failed, the
-# compiler where it was a build, the first error, where the whole log is, what to try.
+# compiler where it was a build (LOG is <build dir>/logs/NAME.log), the first error, where the
+# whole log is, what to try.
 explain_failure() {
-  local log=$1 what=$2 try=$3 cxx
+  local log=$1 what=$2 try=$3 cxx dir
+  dir=$(dirname "$(dirname "$log")")
   {
     printf '\n  FAILED: %s\n' "$what"
-    if [[ -f ${build_dir:-}/CMakeCache.txt ]]; then
-      cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build_dir/CMakeCache.txt")
+    if [[ -f $dir/CMakeCache.txt ]]; then
+      cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$dir/CMakeCache.txt")
       [[ -n $cxx ]] && printf '  compiler: %s\n' "$("$cxx" --version 2>/dev/null | head -n1)"
     fi
     printf '  first error: %s\n' "$(first_error "$log" | cut -c1-300)"
@@ -43,7 +45,8 @@ explain_failure() {
 }
 
 # quietly LOG command...: runs the command with its output in LOG, prints one line when it
-# succeeds, and a short account of the failure (explain_failure) when it does not.
+# succeeds, and a short account of the failure (explain_failure) when it does not; the advice
+# on another build (on_failure) only where configuring or compiling failed.
 quietly() {
   local log=$1
   shift
@@ -52,8 +55,9 @@ quietly() {
   if "$@" >"$log" 2>&1; then
     printf '  done in %s (log: %s)\n' "$(minutes $((SECONDS - t0)))" "$log"
   else
-    local code=$?
-    explain_failure "$log" "$*" "${on_failure:-}"
+    local code=$? try=""
+    [[ $log == */configure.log || $log == */build.log ]] && try=${on_failure:-}
+    explain_failure "$log" "$*" "$try"
     exit "$code"
   fi
 }
