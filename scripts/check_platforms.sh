@@ -26,8 +26,7 @@
 # stays usable.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-root=$(pwd)
-jobs=$(nproc)
+source scripts/lib.sh  # jobs, first_error
 all_rows=(avx512 baseline clang trixie aarch64)
 
 usage() {
@@ -63,11 +62,6 @@ x86_row() {
   summary=$(grep -E '^[0-9]+% tests passed' "$logs/test.log" | tail -1)
   detail="built warning-free; ${summary:-no test summary} ($logs/test.log)"
   return $code
-}
-
-# The first line of a log that names an error, or its last line.
-first_error() {
-  grep -m1 -E '(: (fatal )?error:|error: |Error |undefined reference)' "$1" || tail -n1 "$1"
 }
 
 row_avx512() {

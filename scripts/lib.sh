@@ -138,18 +138,21 @@ build_with_progress() {
   printf '  built in %s (log: %s)\n' "$(minutes $((SECONDS - t0)))" "$log"
 }
 
-# object_cost_of OBJECT: the table's seconds for the source an object is made from
+# source_of OBJECT: the source an object is made from, as make names the object
 # ("chapters/CMakeFiles/01_rnn.dir/01_rnn/main.cpp" is chapters/01_rnn/main.cpp).
+source_of() { sed -E 's#^([^/]+)/CMakeFiles/[^/]+\.dir/#\1/#' <<<"$1"; }
+
+# object_cost_of OBJECT: the table's seconds for the source of an object.
 object_cost_of() {
   local source
-  source=$(sed -E 's#^([^/]+)/CMakeFiles/[^/]+\.dir/#\1/#' <<<"$1")
+  source=$(source_of "$1")
   echo "${cost[$source]:-$default_cost}"
 }
 
 # progress_line N TOTAL OBJECT ELAPSED DONE_COST TOTAL_COST TTY
 progress_line() {
   local n=$1 total=$2 object=$3 elapsed=$4 done_cost=$5 total_cost=$6 tty=$7 left name
-  name=$(sed -E 's#^([^/]+)/CMakeFiles/[^/]+\.dir/#\1/#' <<<"$object")
+  name=$(source_of "$object")
   local remaining=$((total_cost > done_cost ? total_cost - done_cost : 0))
   if ((done_cost > 0 && elapsed > 10)); then
     # This machine's pace so far, applied to what remains.

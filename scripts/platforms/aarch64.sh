@@ -11,9 +11,9 @@
 # last line; exits non-zero when a step fails, naming the step and its log.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+source scripts/lib.sh  # jobs, first_error
 dir=build/platforms/aarch64
 logs=$dir/logs
-jobs=$(nproc)
 mkdir -p "$logs/chapters"
 
 fail() {
@@ -82,11 +82,6 @@ if [[ ! -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]]; then
   update-binfmts --enable qemu-aarch64 >"$logs/binfmt.log" 2>&1 ||
     fail "cannot register qemu-aarch64 with binfmt_misc: $logs/binfmt.log"
 fi
-
-# The first line of a log that names an error, or its last line.
-first_error() {
-  grep -m1 -E '(: (fatal )?error:|error: |Error |undefined reference)' "$1" || tail -n1 "$1"
-}
 
 # 2. Configure and build everything: library, chapters, tests, benchmarks. -march=native would
 # describe the build machine, not the target; no site (this row checks code, not pages).
