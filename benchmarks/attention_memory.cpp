@@ -21,9 +21,9 @@
 // The plain path is refused above n = 16384 (1 GiB of weights there; 65536 would want
 // 16 GiB and the machine has less). Times are one call on an unpinned process: for speed see
 // bench_efficient.
-#include "attn/attention.hpp"
-#include "attn/random.hpp"
-#include "attn/tiled_attention.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/core/random.hpp"
+#include "attn/kernels/tiled_attention.hpp"
 
 #include <fmt/format.h>
 

@@ -46,11 +46,11 @@
 // scripts/measure_efficiency.sh OUT runs both (and attention_memory) into a summary table.
 #include "course/fma_peak.hpp"
 
-#include "attn/attention.hpp"
-#include "attn/masks.hpp"
-#include "attn/multi_head.hpp"
-#include "attn/random.hpp"
-#include "attn/tiled_attention.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/masks.hpp"
+#include "attn/layers/multi_head.hpp"
+#include "attn/core/random.hpp"
+#include "attn/kernels/tiled_attention.hpp"
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>

@@ -12,11 +12,11 @@
 //
 //   build/release/benchmarks/bench_training --benchmark_min_time=0.5
 //   (not pinned to one core with taskset: Seq2SeqStep/2 needs two)
-#include "attn/attention.hpp"
-#include "attn/optim.hpp"
-#include "attn/parameters.hpp"
-#include "attn/random.hpp"
-#include "attn/seq2seq.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/training/optim.hpp"
+#include "attn/layers/parameters.hpp"
+#include "attn/core/random.hpp"
+#include "attn/models/seq2seq.hpp"
 
 #include <benchmark/benchmark.h>
 

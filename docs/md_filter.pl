@@ -13,7 +13,7 @@
 #   ```cpp (the region's copy) ```           (dropped: the site pulls the region itself)
 #   <!-- end snippet -->
 #   [t](../03_x/README.md)          ->       [t](@ref ch03)
-#   [t](../../common/attn/a.hpp)    ->       [t](@ref a.hpp)   (also common/course/)
+#   [t](../../common/attn/ops/a.hpp) ->      [t](@ref a.hpp)   (also common/course/)
 #   [t](../../README.md)            ->       [t](@ref index)
 #   [t](docs/glossary.md)           ->       [t](@ref glossary)            (pages of docs/)
 #   [t](docs/sources.md#note-001)   ->       [t](@ref note-001)            (their sections)
@@ -180,7 +180,7 @@ sub link_target {
   return '@ref ch' . $1 if $target =~ m{(?:^|/)(?:chapters/)?(\d\d)_[A-Za-z0-9_]+/README\.md$}
     && $target !~ m{^https?:};
   return '@ref index' if $target =~ m{^(?:\.\./)*README\.md$};
-  return '@ref ' . $1 if $target =~ m{(?:^|/)common/(?:attn|course)/([A-Za-z0-9_]+\.hpp)$};
+  return '@ref ' . $1 if $target =~ m{(?:^|/)common/(?:attn|course)/(?:[a-z_]+/)*([A-Za-z0-9_]+\.hpp)$};
   # A section of a page of docs/: its heading carries GitHub's anchor as its label (below).
   return '@ref ' . $1 if $target =~ m{^(?:(?:\.\./)*docs/)?[a-z_]+\.md#([a-z0-9-]+)$};
   return '@ref ' . $1 if $target =~ m{(?:^|/)docs/([a-z_]+)\.md$} || $target =~ m{^([a-z_]+)\.md$};

@@ -16,7 +16,7 @@ task, from a run of both) is checked folder by folder:
              float32), eval_logits [k, n_t, V] (the C++ logits under teacher forcing),
              eval_greedy [k x n] (the C++ greedy decoding: start from BOS, feed back the
              argmax, n steps).
-  induction  the attention-only decoder (AttentionOnly below, common/attn/attention_only.hpp).
+  induction  the attention-only decoder (AttentionOnly below, common/attn/models/attention_only.hpp).
              Arrays: eval_ids [k x n], eval_logits [k, n, V].
 The sizes come from the tensors' shapes (vocabulary, d_model, d_ff, layers, pre- or post-norm
 from the final norms, tied from a missing generator.weight, the context from pos_embed); the
@@ -298,7 +298,7 @@ class AttentionOnlyLayer(nn.Module):
 
 
 class AttentionOnly(nn.Module):
-    """common/attn/attention_only.hpp in PyTorch, under its state_dict names:
+    """common/attn/models/attention_only.hpp in PyTorch, under its state_dict names:
     x = tok_embed(ids) sqrt(E) + pos_embed[:n]; per layer x = x + attn(LN(x)) with a causal
     mask; logits = unembed(norm(x))."""
 

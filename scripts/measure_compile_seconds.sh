@@ -46,7 +46,7 @@ cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$dir/CMakeCache.txt")
   echo "# measured by scripts/measure_compile_seconds.sh on $(date -u +%F):" \
        "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores," \
        "$("$cxx" --version | head -n1)"
-  # "<s> <build>/common CMakeFiles/attn.dir/attn/softmax.cpp.o" is common/attn/softmax.cpp,
+  # "<s> <build>/common CMakeFiles/attn.dir/attn/ops/softmax.cpp.o" is common/attn/ops/softmax.cpp,
   # the name build_with_progress looks up.
   while read -r seconds folder object; do
     printf '%s/%s\t%.0f\n' "${folder#"$build"/}" \

@@ -20,9 +20,9 @@
 // out: the stub fails by design.
 #include "softmax_backward.hpp"
 
-#include "attn/gradient_check.hpp"
-#include "attn/random.hpp"
-#include "attn/softmax.hpp"
+#include "attn/training/gradient_check.hpp"
+#include "attn/core/random.hpp"
+#include "attn/ops/softmax.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

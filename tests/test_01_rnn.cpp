@@ -2,7 +2,7 @@
 // the dumped weights alone, figures written, and usage errors for knobs out of range.
 #include "chapter_run.hpp"
 #include "course/npy.hpp"
-#include "attn/rnn.hpp"
+#include "attn/layers/rnn.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // var(q . k) = d_k within a tolerance derived from the sample count (in the chapter's dump and
 // in an independent simulation here), saturation as d_k grows, the Jacobian's dumps, identical
 // bytes on every run, and usage errors.
-#include "attn/random.hpp"
+#include "attn/core/random.hpp"
 #include "chapter_run.hpp"
 #include "course/plot.hpp"
 

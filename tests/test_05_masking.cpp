@@ -3,7 +3,7 @@
 // the printed identities, no NaN under any combination of knobs, and usage errors.
 #include "chapter_run.hpp"
 
-#include "attn/batch.hpp"
+#include "attn/core/batch.hpp"
 #include "course/npy.hpp"
 
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // computed from the formulas, heads that do not divide d_model as usage errors.
 #include "chapter_run.hpp"
 
-#include "attn/batch.hpp"
+#include "attn/core/batch.hpp"
 #include "course/npy.hpp"
 
 #include <gtest/gtest.h>

@@ -4,10 +4,10 @@
 // within their bounds, the float32 recipe against PyTorch's, usage errors.
 #include "chapter_run.hpp"
 
-#include "attn/attention.hpp"
+#include "attn/ops/attention.hpp"
 #include "course/npy.hpp"
-#include "attn/positional_encoding.hpp"
-#include "attn/random.hpp"
+#include "attn/layers/positional_encoding.hpp"
+#include "attn/core/random.hpp"
 
 #include <gtest/gtest.h>
 

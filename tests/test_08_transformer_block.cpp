@@ -3,9 +3,9 @@
 // follows the formulas, the graph mask keeps every weight on an edge, and usage errors.
 #include "chapter_run.hpp"
 
-#include "attn/batch.hpp"
+#include "attn/core/batch.hpp"
 #include "course/npy.hpp"
-#include "attn/transformer.hpp"
+#include "attn/layers/transformer.hpp"
 
 #include <gtest/gtest.h>
 

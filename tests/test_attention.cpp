@@ -1,10 +1,10 @@
 // attn::attention (row convention): PyTorch fixtures, identities, the reused buffer, views of
 // column blocks, every shape error, outputs that alias inputs; and the two helpers every
 // function and chapter leans on, attn::require and attn::max_abs_diff.
-#include "attn/attention.hpp"
-#include "attn/column_attention.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/column_attention.hpp"
 #include "course/npy.hpp"
-#include "attn/random.hpp"
+#include "attn/core/random.hpp"
 #include "expect.hpp"
 
 #include <gtest/gtest.h>

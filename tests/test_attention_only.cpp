@@ -1,4 +1,4 @@
-// The attention-only decoder of the training chapter (attn/attention_only.hpp): its
+// The attention-only decoder of the training chapter (attn/models/attention_only.hpp): its
 // initialisation, its forward against an independent computation, causality, the ignored
 // targets, the parameter walk, bad input and the gradient check.
 //
@@ -11,10 +11,10 @@
 //      quantity that is NOT invariant does change (so the identity is not vacuous).
 //   C. Counts from the architecture (V E + T E + L (2E + 4E^2 + 4E) + 2E + V E + V).
 //   D. Central differences in double (attn::check_all_layers).
-#include "attn/attention_only.hpp"
-#include "attn/gradient_check.hpp"
-#include "attn/parameters.hpp"
-#include "attn/random.hpp"
+#include "attn/models/attention_only.hpp"
+#include "attn/training/gradient_check.hpp"
+#include "attn/layers/parameters.hpp"
+#include "attn/core/random.hpp"
 
 #include "expect.hpp"
 

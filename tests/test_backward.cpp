@@ -12,7 +12,7 @@
 //      (attn_test::identical). Each states exactly which quantities are invariant, and where
 //      useful checks that a neighbouring quantity that is NOT invariant does change.
 //   D. The errors: every backward pass throws std::invalid_argument naming itself.
-#include "attn/gradient_check.hpp"
+#include "attn/training/gradient_check.hpp"
 #include "attn/attn.hpp"
 #include "course/npy.hpp"
 

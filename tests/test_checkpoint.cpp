@@ -3,11 +3,11 @@
 // nn.MultiheadAttention holds it; every refusal of a load naming the file or key and the problem,
 // with the model left as it was; and scripts/check_training_checkpoint.py replaying a checkpoint
 // in PyTorch (skipped where /usr/bin/python3 has no torch; CI has it).
-#include "attn/attention_only.hpp"
-#include "attn/multi_head.hpp"
-#include "attn/parameters.hpp"
-#include "attn/random.hpp"
-#include "attn/seq2seq.hpp"
+#include "attn/models/attention_only.hpp"
+#include "attn/layers/multi_head.hpp"
+#include "attn/layers/parameters.hpp"
+#include "attn/core/random.hpp"
+#include "attn/models/seq2seq.hpp"
 #include "course/checkpoint.hpp"
 #include "course/dump.hpp"
 #include "course/files.hpp"

@@ -1,8 +1,8 @@
 // attn::column_attention*: note 000's worked example exactly, loops == matrix form, softmax
 // columns summing to 1, the optional 1/sqrt(d_k), and every shape error.
-#include "attn/column_attention.hpp"
-#include "attn/random.hpp"
-#include "attn/softmax.hpp"
+#include "attn/ops/column_attention.hpp"
+#include "attn/core/random.hpp"
+#include "attn/ops/softmax.hpp"
 
 #include <gtest/gtest.h>
 

@@ -3,9 +3,9 @@
 // them), read back with course::read_npy: every name, in order, every array equal to the
 // parameter it came from, bit for bit, and a manifest that lists them; a folder cleared of the
 // earlier run's arrays, a failed run's arrays removed, foreign arrays refused.
-#include "attn/multi_head.hpp"
-#include "attn/random.hpp"
-#include "attn/transformer.hpp"
+#include "attn/layers/multi_head.hpp"
+#include "attn/core/random.hpp"
+#include "attn/layers/transformer.hpp"
 #include "course/dump.hpp"
 #include "course/files.hpp"
 #include "course/npy.hpp"

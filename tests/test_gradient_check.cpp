@@ -1,15 +1,15 @@
 // attn::check_tensor, check_parameters, check_all_layers: every backward pass of the course
 // agrees with central differences of its forward, and the checker itself can fail.
-#include "attn/gradient_check.hpp"
+#include "attn/training/gradient_check.hpp"
 
-#include "attn/attention.hpp"
-#include "attn/feed_forward.hpp"
-#include "attn/linear.hpp"
-#include "attn/masks.hpp"
-#include "attn/multi_head.hpp"
-#include "attn/parameters.hpp"
-#include "attn/random.hpp"
-#include "attn/transformer.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/layers/feed_forward.hpp"
+#include "attn/layers/linear.hpp"
+#include "attn/ops/masks.hpp"
+#include "attn/layers/multi_head.hpp"
+#include "attn/layers/parameters.hpp"
+#include "attn/core/random.hpp"
+#include "attn/layers/transformer.hpp"
 
 #include "expect.hpp"
 

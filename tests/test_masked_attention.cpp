@@ -2,15 +2,15 @@
 // behaviour a mask promises (the future and the padding cannot reach an output), fully masked
 // rows, the two causal constructions, PyTorch fixtures, every shape error, masks that cannot
 // dangle (checked by the compiler) and the invariants of a batch.
-#include "attn/attention.hpp"
-#include "attn/embedding.hpp"
-#include "attn/masks.hpp"
-#include "attn/multi_head.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/layers/embedding.hpp"
+#include "attn/ops/masks.hpp"
+#include "attn/layers/multi_head.hpp"
 #include "course/npy.hpp"
-#include "attn/positional_encoding.hpp"
-#include "attn/random.hpp"
-#include "attn/softmax.hpp"
-#include "attn/transformer.hpp"
+#include "attn/layers/positional_encoding.hpp"
+#include "attn/core/random.hpp"
+#include "attn/ops/softmax.hpp"
+#include "attn/layers/transformer.hpp"
 
 #include "expect.hpp"
 

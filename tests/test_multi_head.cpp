@@ -2,12 +2,12 @@
 // torch.nn.LayerNorm fixtures, the equivalences the chapter claims (heads are column blocks of
 // one projection, one head is chapter 05's attention, heads do not see each other's columns),
 // LayerNorm by hand, and every shape error.
-#include "attn/layer_norm.hpp"
-#include "attn/linear.hpp"
-#include "attn/multi_head.hpp"
-#include "attn/parameters.hpp"
+#include "attn/layers/layer_norm.hpp"
+#include "attn/layers/linear.hpp"
+#include "attn/layers/multi_head.hpp"
+#include "attn/layers/parameters.hpp"
 #include "course/npy.hpp"
-#include "attn/random.hpp"
+#include "attn/core/random.hpp"
 
 #include "expect.hpp"
 

@@ -7,9 +7,9 @@
 // Tolerances are in units of u = 2^-24, float's unit roundoff (half of FLT_EPSILON): one
 // correctly rounded float operation is off by at most u relative. glibc's expf and logf are
 // within 1 ulp (<= 2u relative); we count 2u for each.
-#include "attn/online_softmax.hpp"
+#include "attn/ops/online_softmax.hpp"
 
-#include "attn/random.hpp"
+#include "attn/core/random.hpp"
 
 #include <gtest/gtest.h>
 

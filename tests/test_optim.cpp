@@ -1,11 +1,11 @@
 // The optimiser, gradient clipping and the learning-rate schedules (training chapter): Adam and
 // AdamW, clip_grad_norm_ and the two schedules against PyTorch 1.13 (scripts/fixtures/optim.py),
 // cases worked by hand, the behaviour the header promises, and argument errors.
-#include "attn/feed_forward.hpp"
-#include "attn/multi_head.hpp"
-#include "attn/optim.hpp"
-#include "attn/parameters.hpp"
-#include "attn/random.hpp"
+#include "attn/layers/feed_forward.hpp"
+#include "attn/layers/multi_head.hpp"
+#include "attn/training/optim.hpp"
+#include "attn/layers/parameters.hpp"
+#include "attn/core/random.hpp"
 #include "course/npy.hpp"
 
 #include "expect.hpp"

@@ -2,7 +2,7 @@
 // reference, the rotation R(k) that moves every position by k (in float and in double, with
 // the tolerances derived below), the dot product that depends on the offset only, and errors.
 #include "course/npy.hpp"
-#include "attn/positional_encoding.hpp"
+#include "attn/layers/positional_encoding.hpp"
 
 #include <Eigen/LU>  // determinant()
 #include <gtest/gtest.h>

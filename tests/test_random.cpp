@@ -1,7 +1,7 @@
 // attn::Rng: bit-exact against published SplitMix64 values and an independent Python
 // transcription of xoshiro256** (scripts/fixtures/rng.py), plus distribution statistics.
 #include "course/npy.hpp"
-#include "attn/random.hpp"
+#include "attn/core/random.hpp"
 
 #include "expect.hpp"
 

@@ -1,6 +1,6 @@
 // attn::rnn_*: PyTorch's nn.RNN to float rounding, a step by hand, the Jacobian d a<t> / d x<1>
 // against autograd and finite differences, the four shapes, and every shape error.
-#include "attn/rnn.hpp"
+#include "attn/layers/rnn.hpp"
 
 #include "course/npy.hpp"
 

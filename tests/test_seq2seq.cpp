@@ -1,10 +1,10 @@
-// The encoder-decoder model of the training chapter (attn/seq2seq.hpp) against one whole
+// The encoder-decoder model of the training chapter (attn/models/seq2seq.hpp) against one whole
 // training step of the same model in PyTorch (scripts/fixtures/train_step.py): the positional
 // table, the logits, the loss, every parameter's gradient; plus its shape errors.
-#include "attn/optim.hpp"
-#include "attn/parameters.hpp"
-#include "attn/random.hpp"
-#include "attn/seq2seq.hpp"
+#include "attn/training/optim.hpp"
+#include "attn/layers/parameters.hpp"
+#include "attn/core/random.hpp"
+#include "attn/models/seq2seq.hpp"
 #include "course/npy.hpp"
 
 #include "expect.hpp"

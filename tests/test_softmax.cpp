@@ -1,6 +1,6 @@
 // attn::softmax_*: values by hand, invariances, and the awkward inputs (masks, overflow, NaN).
-#include "attn/softmax.hpp"
-#include "attn/random.hpp"
+#include "attn/ops/softmax.hpp"
+#include "attn/core/random.hpp"
 
 #include <gtest/gtest.h>
 

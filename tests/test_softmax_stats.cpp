@@ -2,7 +2,7 @@
 // finite differences, the identities and bounds chapter 04 states, saturated rows, bad input.
 // Then the row statistics chapter 04 tabulates (weight_stats, WeightRowsTally, two_largest,
 // median, mean_std_min_max), on rows small enough to work out by hand.
-#include "attn/softmax_stats.hpp"
+#include "attn/ops/softmax_stats.hpp"
 
 #include <Eigen/Eigenvalues>
 #include <gtest/gtest.h>

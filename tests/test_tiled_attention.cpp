@@ -16,11 +16,11 @@
 //
 // Units: u = 2^-24 is float's unit roundoff (a correctly rounded operation is off by at most u
 // relative; u_d = 2^-53 is double's). expf and Eigen's vectorised exp are within 1-2 ulp: 2u.
-#include "attn/tiled_attention.hpp"
+#include "attn/kernels/tiled_attention.hpp"
 
-#include "attn/attention.hpp"
-#include "attn/masks.hpp"
-#include "attn/random.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/masks.hpp"
+#include "attn/core/random.hpp"
 
 #include "expect.hpp"
 

@@ -2,10 +2,10 @@
 // fixtures (post- and pre-norm, padding and causal masks), the behaviour the masks promise
 // through whole stacks, the caches the backward passes will read, the feed-forward layer, and
 // shape errors.
-#include "attn/feed_forward.hpp"
+#include "attn/layers/feed_forward.hpp"
 #include "course/npy.hpp"
-#include "attn/random.hpp"
-#include "attn/transformer.hpp"
+#include "attn/core/random.hpp"
+#include "attn/layers/transformer.hpp"
 
 #include "expect.hpp"
 

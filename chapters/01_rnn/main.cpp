@@ -11,8 +11,8 @@
 //   01_rnn [--input-size I] [--hidden H] [--steps T] [--experiment-hidden H] [--distance D]
 //          [--seeds K] [--scales s1,s2,...] [--seed N] [--out DIR] [--no-plots] [--dump DIR]
 //          [--step]
-#include "attn/random.hpp"
-#include "attn/rnn.hpp"
+#include "attn/core/random.hpp"
+#include "attn/layers/rnn.hpp"
 #include "course/chapter.hpp"
 
 #include <Eigen/Eigenvalues>

@@ -10,9 +10,9 @@
 //
 //   02_attention_by_hand [--scale] [--random-weights] [--seed N] [--out DIR] [--no-plots]
 //                        [--dump DIR] [--step]
-#include "attn/column_attention.hpp"
-#include "attn/random.hpp"
-#include "attn/softmax.hpp"
+#include "attn/ops/column_attention.hpp"
+#include "attn/core/random.hpp"
+#include "attn/ops/softmax.hpp"
 #include "course/chapter.hpp"
 
 #include <cmath>

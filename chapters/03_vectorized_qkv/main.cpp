@@ -13,10 +13,10 @@
 //
 //   03_vectorized_qkv [--n N] [--d-model D] [--scale | --no-scale] [--seed N] [--out DIR]
 //                     [--no-plots] [--dump DIR] [--step]
-#include "attn/attention.hpp"
-#include "attn/column_attention.hpp"
-#include "attn/random.hpp"
-#include "attn/softmax.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/column_attention.hpp"
+#include "attn/core/random.hpp"
+#include "attn/ops/softmax.hpp"
 #include "course/chapter.hpp"
 
 #include <array>

@@ -12,9 +12,9 @@
 //
 //   04_softmax_scaling [--samples N] [--std S] [--d-k D] [--no-scale] [--seed N] [--out DIR]
 //                      [--no-plots] [--dump DIR] [--step]
-#include "attn/random.hpp"
-#include "attn/softmax.hpp"
-#include "attn/softmax_stats.hpp"
+#include "attn/core/random.hpp"
+#include "attn/ops/softmax.hpp"
+#include "attn/ops/softmax_stats.hpp"
 #include "course/chapter.hpp"
 
 #include <algorithm>

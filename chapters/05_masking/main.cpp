@@ -11,12 +11,12 @@
 //   05_masking [--mask none|pad|causal|window] [--window W] [--fill neg-inf|-1e9]
 //              [--ids 5,2,1,0,0/1,3,1,4,0] [--vocab V] [--d-model D] [--d-k K]
 //              [--seed N] [--out DIR] [--no-plots] [--dump DIR] [--step]
-#include "attn/attention.hpp"
-#include "attn/embedding.hpp"
-#include "attn/masks.hpp"
-#include "attn/positional_encoding.hpp"
-#include "attn/random.hpp"
-#include "attn/softmax.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/layers/embedding.hpp"
+#include "attn/ops/masks.hpp"
+#include "attn/layers/positional_encoding.hpp"
+#include "attn/core/random.hpp"
+#include "attn/ops/softmax.hpp"
 #include "course/chapter.hpp"
 
 #include <algorithm>

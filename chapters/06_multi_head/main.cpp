@@ -8,13 +8,13 @@
 //
 //   06_multi_head [--heads H] [--d-model D] [--seq-len N] [--mask none|pad|causal]
 //                 [--seed N] [--out DIR] [--no-plots] [--dump DIR] [--step]
-#include "attn/attention.hpp"
-#include "attn/embedding.hpp"
-#include "attn/layer_norm.hpp"
-#include "attn/masks.hpp"
-#include "attn/multi_head.hpp"
-#include "attn/positional_encoding.hpp"
-#include "attn/random.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/layers/embedding.hpp"
+#include "attn/layers/layer_norm.hpp"
+#include "attn/ops/masks.hpp"
+#include "attn/layers/multi_head.hpp"
+#include "attn/layers/positional_encoding.hpp"
+#include "attn/core/random.hpp"
 #include "course/chapter.hpp"
 
 #include <algorithm>

@@ -8,10 +8,10 @@
 //
 //   07_positional_encoding [--d-model D] [--positions P] [--max-offset K]
 //                          [--seed N] [--out DIR] [--no-plots] [--dump DIR] [--step]
-#include "attn/attention.hpp"
-#include "attn/embedding.hpp"
-#include "attn/positional_encoding.hpp"
-#include "attn/random.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/layers/embedding.hpp"
+#include "attn/layers/positional_encoding.hpp"
+#include "attn/core/random.hpp"
 #include "course/chapter.hpp"
 
 #include <algorithm>

@@ -10,13 +10,13 @@
 //
 //   08_transformer_block [--layers L] [--heads H] [--d-model D] [--d-ff F] [--norm post|pre]
 //                        [--seed N] [--out DIR] [--no-plots] [--dump DIR] [--step]
-#include "attn/attention.hpp"
-#include "attn/embedding.hpp"
-#include "attn/masks.hpp"
-#include "attn/positional_encoding.hpp"
-#include "attn/random.hpp"
-#include "attn/softmax.hpp"
-#include "attn/transformer.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/layers/embedding.hpp"
+#include "attn/ops/masks.hpp"
+#include "attn/layers/positional_encoding.hpp"
+#include "attn/core/random.hpp"
+#include "attn/ops/softmax.hpp"
+#include "attn/layers/transformer.hpp"
 #include "course/chapter.hpp"
 
 #include <algorithm>

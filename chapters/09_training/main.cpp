@@ -14,12 +14,12 @@
 //
 // Timings (seconds, tokens per second) go to stderr: they vary between runs, and stdout is the
 // same bytes on every run.
-#include "attn/attention.hpp"
-#include "attn/attention_only.hpp"
-#include "attn/gradient_check.hpp"
-#include "attn/parameters.hpp"
-#include "attn/random.hpp"
-#include "attn/seq2seq.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/models/attention_only.hpp"
+#include "attn/training/gradient_check.hpp"
+#include "attn/layers/parameters.hpp"
+#include "attn/core/random.hpp"
+#include "attn/models/seq2seq.hpp"
 #include "course/chapter.hpp"
 #include "course/checkpoint.hpp"
 #include "tasks.hpp"

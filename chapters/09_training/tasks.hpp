@@ -7,9 +7,9 @@
 // Both draw from attn::Rng, so a seed gives the same sequences on every machine.
 #pragma once
 
-#include "attn/attention_only.hpp"
-#include "attn/random.hpp"
-#include "attn/seq2seq.hpp"
+#include "attn/models/attention_only.hpp"
+#include "attn/core/random.hpp"
+#include "attn/models/seq2seq.hpp"
 
 #include <string>
 #include <vector>

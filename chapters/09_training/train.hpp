@@ -12,9 +12,9 @@
 // `eval_every` steps, and a snapshot callback at chosen steps (attention maps for a time-lapse).
 #pragma once
 
-#include "attn/optim.hpp"
-#include "attn/parameters.hpp"
-#include "attn/threads.hpp"
+#include "attn/training/optim.hpp"
+#include "attn/layers/parameters.hpp"
+#include "attn/core/threads.hpp"
 #include "course/progress.hpp"
 
 #include <fmt/format.h>

@@ -17,12 +17,12 @@
 // Timings go to stderr (they vary between runs; stdout is the same bytes on every run). The
 // speed figures are drawn from measured.tsv, measured on the course's machine, or with
 // --measure from a live measurement of this one.
-#include "attn/attention.hpp"
-#include "attn/masks.hpp"
-#include "attn/online_softmax.hpp"
-#include "attn/random.hpp"
-#include "attn/softmax.hpp"
-#include "attn/tiled_attention.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/masks.hpp"
+#include "attn/ops/online_softmax.hpp"
+#include "attn/core/random.hpp"
+#include "attn/ops/softmax.hpp"
+#include "attn/kernels/tiled_attention.hpp"
 #include "course/chapter.hpp"
 #include "course/files.hpp"
 #include "measure.hpp"

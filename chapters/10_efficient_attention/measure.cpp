@@ -1,9 +1,9 @@
 // measure.cpp: chapter 10's timings and the table they are kept in.
 #include "measure.hpp"
 
-#include "attn/attention.hpp"
-#include "attn/random.hpp"
-#include "attn/tiled_attention.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/core/random.hpp"
+#include "attn/kernels/tiled_attention.hpp"
 #include "course/fma_peak.hpp"
 
 #include <fmt/format.h>

@@ -5,7 +5,7 @@
 // reports on stderr and draws the figures from what it measured.
 #pragma once
 
-#include "attn/matrix.hpp"
+#include "attn/core/matrix.hpp"
 
 #include <filesystem>
 #include <functional>

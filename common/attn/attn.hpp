@@ -10,6 +10,34 @@
 /// arrows run chapters -> course -> attn and never back, so a learner can lift attn into a
 /// program of their own without the course's tooling.
 ///
+/// ## The folders, in reading order
+///
+/// Each folder uses only the folders above it (and its own), so the library reads top down and
+/// has no cycle:
+///
+/// - `core/`: the tensors (matrix.hpp, batch.hpp), the random numbers every initialisation
+///   draws (random.hpp), the thread count (threads.hpp). Every chapter.
+/// - `ops/`: functions without parameters: softmax and its statistics, masks, attention with
+///   its backward, the notes' column form, the online softmax, cross-entropy (loss.hpp).
+///   Chapters 02-05, 09, 10.
+/// - `kernels/`: the tiled, memory-lean attention with its backward (tiled_attention.hpp).
+///   Chapter 10.
+/// - `layers/`: layers with parameters, each with its backward pass beside its forward:
+///   linear, layer norm, feed-forward, embedding, positional encoding, multi-head attention,
+///   the encoder and decoder layers (transformer.hpp), the RNN; parameters.hpp walks any of
+///   them. Chapters 01, 06-09.
+/// - `models/`: the two models chapter 09 trains, with their batched losses: the
+///   encoder-decoder (seq2seq.hpp) and the attention-only decoder (attention_only.hpp).
+/// - `training/`: what trains a model and proves its gradients: the optimisers (optim.hpp)
+///   and the gradient check (gradient_check.hpp). Chapter 09.
+///
+/// A `detail/` folder holds its folder's internal headers, for the library's .cpp files only:
+/// `ops/detail/aliasing.hpp` (the overlap checks of the `_into` functions),
+/// `kernels/detail/tile_kernel.hpp` (one tile's arithmetic), `models/detail/sequence_shards.hpp`
+/// (a batch's sequences on every core, the same bits for any thread count). Everything public
+/// is in namespace attn, whatever its folder; an include names the folder
+/// (`#include "attn/layers/linear.hpp"`), or `#include "attn/attn.hpp"` takes it all.
+///
 /// ## Rows and storage
 ///
 /// Tokens are rows, as in PyTorch and the paper: a sequence is [n x d_model], row i is token
@@ -125,30 +153,52 @@
 /// name first. tests/test_masked_attention.cpp checks this with static_asserts.
 #pragma once
 
-#include "attn/attention.hpp"
-#include "attn/attention_only.hpp"
-#include "attn/batch.hpp"
-#include "attn/column_attention.hpp"
-#include "attn/embedding.hpp"
-#include "attn/feed_forward.hpp"
-#include "attn/gradient_check.hpp"
-#include "attn/layer_norm.hpp"
-#include "attn/linear.hpp"
-#include "attn/loss.hpp"
-#include "attn/masks.hpp"
-#include "attn/matrix.hpp"
-#include "attn/multi_head.hpp"
-#include "attn/parameters.hpp"
-#include "attn/positional_encoding.hpp"
-#include "attn/random.hpp"
-#include "attn/rnn.hpp"
-#include "attn/seq2seq.hpp"
-#include "attn/softmax.hpp"
-#include "attn/softmax_stats.hpp"
-#include "attn/threads.hpp"
-#include "attn/transformer.hpp"
+// In the order of the folders' table above.
+#include "attn/core/batch.hpp"
+#include "attn/core/matrix.hpp"
+#include "attn/core/random.hpp"
+#include "attn/core/threads.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/column_attention.hpp"
+#include "attn/ops/loss.hpp"
+#include "attn/ops/masks.hpp"
+#include "attn/ops/online_softmax.hpp"
+#include "attn/ops/softmax.hpp"
+#include "attn/ops/softmax_stats.hpp"
+#include "attn/kernels/tiled_attention.hpp"
+#include "attn/layers/embedding.hpp"
+#include "attn/layers/feed_forward.hpp"
+#include "attn/layers/layer_norm.hpp"
+#include "attn/layers/linear.hpp"
+#include "attn/layers/multi_head.hpp"
+#include "attn/layers/parameters.hpp"
+#include "attn/layers/positional_encoding.hpp"
+#include "attn/layers/rnn.hpp"
+#include "attn/layers/transformer.hpp"
+#include "attn/models/attention_only.hpp"
+#include "attn/models/seq2seq.hpp"
+#include "attn/training/gradient_check.hpp"
+#include "attn/training/optim.hpp"
 
 /// @dir common/attn
 /// The math library, namespace attn: tensors, softmax, attention and masks, every layer of the
 /// transformer with its backward pass, the RNN and the notes' column form, on Eigen alone.
 /// attn.hpp includes all of it and sets out the conventions every layer follows.
+
+/// @dir common/attn/core
+/// The tensors (Matrix, Batch), the random numbers and the thread count the rest builds on.
+
+/// @dir common/attn/ops
+/// Functions without parameters: softmax, masks, attention and its backward, cross-entropy.
+
+/// @dir common/attn/kernels
+/// The tiled attention of chapter 10, which never holds an n x n matrix.
+
+/// @dir common/attn/layers
+/// Layers with parameters, each forward beside its backward, and the walk over their tensors.
+
+/// @dir common/attn/models
+/// The two models chapter 09 trains, with their batched losses.
+
+/// @dir common/attn/training
+/// The optimisers and the gradient check.

@@ -46,7 +46,7 @@
 /// ignored by the load.
 #pragma once
 
-#include "attn/parameters.hpp"
+#include "attn/layers/parameters.hpp"
 #include "course/dump.hpp"
 
 #include <concepts>

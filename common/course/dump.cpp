@@ -1,8 +1,8 @@
 // dump.cpp: --dump DIR writes named intermediates as .npy, then a manifest of them.
 #include "course/dump.hpp"
 
-#include "attn/parameters.hpp"
-#include "attn/transformer.hpp"
+#include "attn/layers/parameters.hpp"
+#include "attn/layers/transformer.hpp"
 #include "course/files.hpp"
 #include "course/npy.hpp"
 

@@ -31,7 +31,7 @@
 #include <utility>
 #include <vector>
 
-// attn/transformer.hpp and attn/parameters.hpp, declared only, so every chapter need not
+// attn/layers/transformer.hpp and attn/layers/parameters.hpp, declared only, so every chapter need not
 // include them.
 namespace attn {
 template <Real T>

@@ -35,7 +35,7 @@
 //   axis: drop the point in the caller instead (curve_for_log_y() drops y <= 0 for a log y).
 #pragma once
 
-#include "attn/masks.hpp"
+#include "attn/ops/masks.hpp"
 #include "course/types.hpp"
 
 #include <filesystem>

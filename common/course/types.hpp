@@ -3,8 +3,8 @@
 /// The tooling depends on attn, never the other way round, so it borrows these names here.
 #pragma once
 
-#include "attn/batch.hpp"
-#include "attn/matrix.hpp"
+#include "attn/core/batch.hpp"
+#include "attn/core/matrix.hpp"
 
 namespace course {
 

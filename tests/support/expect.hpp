@@ -1,7 +1,7 @@
 // expect.hpp: the small checks several suites make, written once.
 #pragma once
 
-#include "attn/matrix.hpp"  // Eigen, through the course's one include of it
+#include "attn/core/matrix.hpp"  // Eigen, through the course's one include of it
 
 #include <cstring>
 #include <type_traits>

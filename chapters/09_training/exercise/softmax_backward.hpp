@@ -2,7 +2,7 @@
 // softmax_backward.cpp beside this file; README.md says how to check it.
 #pragma once
 
-#include "attn/matrix.hpp"
+#include "attn/core/matrix.hpp"
 
 /// dS = dL/dS [n_q x n_k], given P = softmax(S) row by row [n_q x n_k] and dP = dL/dP (P's
 /// shape). Row i of S moves only row i of P, so each row is its own small problem.

@@ -22,7 +22,7 @@
 /// BatchOf<bool> holds masks: a [B, n_q, n_k] stack of AllowedMask matrices (masks.hpp).
 #pragma once
 
-#include "attn/matrix.hpp"
+#include "attn/core/matrix.hpp"
 
 #include <cstddef>
 #include <limits>

@@ -1,5 +1,5 @@
 // random.cpp: SplitMix64 seeding, xoshiro256** stream, 53-bit uniforms, polar-method normals.
-#include "attn/random.hpp"
+#include "attn/core/random.hpp"
 
 #include <cmath>
 #include <cstdio>

@@ -8,7 +8,7 @@
 /// Every step is integer arithmetic or IEEE-exact (+, *, /, sqrt) except one std::log call.
 #pragma once
 
-#include "attn/matrix.hpp"
+#include "attn/core/matrix.hpp"
 
 #include <array>
 #include <cstdint>

@@ -1,6 +1,6 @@
 // threads.cpp: the library's default thread count, from OpenMP (the only file besides the
 // parallel loops themselves that needs omp.h, so callers need no OpenMP flags).
-#include "attn/threads.hpp"
+#include "attn/core/threads.hpp"
 
 #include <omp.h>
 

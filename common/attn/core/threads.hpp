@@ -5,7 +5,7 @@
 /// order the data fixes, never the threads.
 #pragma once
 
-#include "attn/matrix.hpp"
+#include "attn/core/matrix.hpp"
 
 namespace attn {
 

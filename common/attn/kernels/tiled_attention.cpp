@@ -1,11 +1,11 @@
 // tiled_attention.cpp: FlashAttention-2's forward and backward on the CPU, one tile of queries
 // (or keys) per OpenMP task. The forward's two products and the backward's scores run on the
 // register kernel of tile_kernel.hpp, the backward's other four products on Eigen's GEMM.
-#include "attn/tiled_attention.hpp"
+#include "attn/kernels/tiled_attention.hpp"
 
-#include "attn/aliasing.hpp"
-#include "attn/tile_kernel.hpp"
-#include "attn/threads.hpp"
+#include "attn/ops/detail/aliasing.hpp"
+#include "attn/kernels/detail/tile_kernel.hpp"
+#include "attn/core/threads.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -48,9 +48,9 @@
 /// D = rowsum(d_out * out), n_q numbers), n_k d numbers, the size of that input.
 #pragma once
 
-#include "attn/attention.hpp"
-#include "attn/masks.hpp"
-#include "attn/matrix.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/masks.hpp"
+#include "attn/core/matrix.hpp"
 
 #include <optional>
 #include <span>

@@ -1,5 +1,5 @@
 // embedding.cpp: the table of token vectors and the lookup by id.
-#include "attn/embedding.hpp"
+#include "attn/layers/embedding.hpp"
 
 #include <string>
 

@@ -5,9 +5,9 @@
 ///     embed(table, ids [B x n])   -> [B, n, d_model], row (b, i) = table row ids(b, i)
 #pragma once
 
-#include "attn/batch.hpp"
-#include "attn/matrix.hpp"
-#include "attn/random.hpp"
+#include "attn/core/batch.hpp"
+#include "attn/core/matrix.hpp"
+#include "attn/core/random.hpp"
 
 #include <span>
 

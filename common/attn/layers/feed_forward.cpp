@@ -1,7 +1,7 @@
 // feed_forward.cpp: Linear -> ReLU -> Linear, one token at a time (all at once, as rows).
-#include "attn/feed_forward.hpp"
+#include "attn/layers/feed_forward.hpp"
 
-#include "attn/parameters.hpp"
+#include "attn/layers/parameters.hpp"
 
 #include <string>
 

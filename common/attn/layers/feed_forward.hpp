@@ -13,8 +13,8 @@
 /// feed-forward network, as the paper writes FFN(x).
 #pragma once
 
-#include "attn/linear.hpp"
-#include "attn/random.hpp"
+#include "attn/layers/linear.hpp"
+#include "attn/core/random.hpp"
 
 namespace attn {
 

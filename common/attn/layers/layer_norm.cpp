@@ -1,5 +1,5 @@
 // layer_norm.cpp: PyTorch's LayerNorm, row by row, statistics in double.
-#include "attn/layer_norm.hpp"
+#include "attn/layers/layer_norm.hpp"
 
 #include <cmath>
 #include <string>

@@ -15,7 +15,7 @@
 /// 1 / sqrt(var + eps) is at most 1 / sqrt(eps), finite, and such a row comes out as beta.
 #pragma once
 
-#include "attn/matrix.hpp"
+#include "attn/core/matrix.hpp"
 
 namespace attn {
 

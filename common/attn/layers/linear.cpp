@@ -1,5 +1,5 @@
 // linear.cpp: y = x W^T + b with PyTorch's [out x in] weight.
-#include "attn/linear.hpp"
+#include "attn/layers/linear.hpp"
 
 #include <cmath>
 #include <string>

@@ -9,8 +9,8 @@
 /// product uses W^T as a view, so nothing is copied either way.
 #pragma once
 
-#include "attn/matrix.hpp"
-#include "attn/random.hpp"
+#include "attn/core/matrix.hpp"
+#include "attn/core/random.hpp"
 
 namespace attn {
 

@@ -1,9 +1,9 @@
 // multi_head.cpp: H heads as column blocks of three projections, one W_O.
-#include "attn/multi_head.hpp"
+#include "attn/layers/multi_head.hpp"
 
-#include "attn/parameters.hpp"
-#include "attn/threads.hpp"
-#include "attn/tiled_attention.hpp"
+#include "attn/layers/parameters.hpp"
+#include "attn/core/threads.hpp"
+#include "attn/kernels/tiled_attention.hpp"
 
 #include <cmath>
 #include <string>

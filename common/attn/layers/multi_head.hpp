@@ -24,11 +24,11 @@
 /// the backward pass needs besides the inputs and the parameters.
 #pragma once
 
-#include "attn/attention.hpp"
-#include "attn/batch.hpp"
-#include "attn/linear.hpp"
-#include "attn/masks.hpp"
-#include "attn/random.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/core/batch.hpp"
+#include "attn/layers/linear.hpp"
+#include "attn/ops/masks.hpp"
+#include "attn/core/random.hpp"
 
 #include <optional>
 #include <vector>

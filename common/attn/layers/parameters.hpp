@@ -18,12 +18,12 @@
 /// does not care.
 #pragma once
 
-#include "attn/feed_forward.hpp"
-#include "attn/layer_norm.hpp"
-#include "attn/linear.hpp"
-#include "attn/matrix.hpp"
-#include "attn/multi_head.hpp"
-#include "attn/transformer.hpp"
+#include "attn/layers/feed_forward.hpp"
+#include "attn/layers/layer_norm.hpp"
+#include "attn/layers/linear.hpp"
+#include "attn/core/matrix.hpp"
+#include "attn/layers/multi_head.hpp"
+#include "attn/layers/transformer.hpp"
 
 #include <concepts>
 #include <string>

@@ -1,6 +1,6 @@
 // positional_encoding.cpp: the sinusoidal table, computed in double and rounded once, and the
 // rotations that shift it.
-#include "attn/positional_encoding.hpp"
+#include "attn/layers/positional_encoding.hpp"
 
 #include <cmath>
 #include <cstddef>

@@ -18,7 +18,7 @@
 /// relative_rotation() stacks these blocks into R(k) [d_model x d_model].
 #pragma once
 
-#include "attn/matrix.hpp"
+#include "attn/core/matrix.hpp"
 
 #include <vector>
 

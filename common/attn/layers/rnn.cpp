@@ -1,7 +1,7 @@
 // rnn.cpp: the Elman recurrence, its four shapes, and the Jacobian d a<t> / d x<1>.
-#include "attn/rnn.hpp"
+#include "attn/layers/rnn.hpp"
 
-#include "attn/softmax.hpp"
+#include "attn/ops/softmax.hpp"
 
 #include <cmath>
 #include <string>

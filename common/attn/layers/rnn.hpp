@@ -16,8 +16,8 @@
 // double so that what chapter 01 measures is the model's sensitivity, not float rounding.
 #pragma once
 
-#include "attn/matrix.hpp"
-#include "attn/random.hpp"
+#include "attn/core/matrix.hpp"
+#include "attn/core/random.hpp"
 
 #include <string_view>
 #include <vector>

@@ -1,7 +1,7 @@
 // transformer.cpp: encoder and decoder layers as residual sub-layers, post- or pre-norm.
-#include "attn/transformer.hpp"
+#include "attn/layers/transformer.hpp"
 
-#include "attn/parameters.hpp"
+#include "attn/layers/parameters.hpp"
 
 #include <string>
 #include <utility>

@@ -25,13 +25,13 @@
 /// encoder_layer_backward and decoder_layer_backward read them.
 #pragma once
 
-#include "attn/attention.hpp"
-#include "attn/batch.hpp"
-#include "attn/feed_forward.hpp"
-#include "attn/layer_norm.hpp"
-#include "attn/matrix.hpp"
-#include "attn/multi_head.hpp"
-#include "attn/random.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/core/batch.hpp"
+#include "attn/layers/feed_forward.hpp"
+#include "attn/layers/layer_norm.hpp"
+#include "attn/core/matrix.hpp"
+#include "attn/layers/multi_head.hpp"
+#include "attn/core/random.hpp"
 
 #include <cstddef>
 #include <limits>

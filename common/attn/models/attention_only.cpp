@@ -1,9 +1,9 @@
 // attention_only.cpp: the attention-only decoder, one sequence at a time, forward and backward.
-#include "attn/attention_only.hpp"
+#include "attn/models/attention_only.hpp"
 
-#include "attn/embedding.hpp"
-#include "attn/masks.hpp"
-#include "attn/sequence_shards.hpp"
+#include "attn/layers/embedding.hpp"
+#include "attn/ops/masks.hpp"
+#include "attn/models/detail/sequence_shards.hpp"
 
 #include <cmath>
 #include <string>

@@ -52,13 +52,13 @@
 /// 1 / (the batch's count).
 #pragma once
 
-#include "attn/layer_norm.hpp"
-#include "attn/linear.hpp"
-#include "attn/loss.hpp"
-#include "attn/matrix.hpp"
-#include "attn/multi_head.hpp"
-#include "attn/parameters.hpp"
-#include "attn/random.hpp"
+#include "attn/layers/layer_norm.hpp"
+#include "attn/layers/linear.hpp"
+#include "attn/ops/loss.hpp"
+#include "attn/core/matrix.hpp"
+#include "attn/layers/multi_head.hpp"
+#include "attn/layers/parameters.hpp"
+#include "attn/core/random.hpp"
 
 #include <optional>
 #include <span>

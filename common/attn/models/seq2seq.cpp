@@ -1,9 +1,9 @@
 // seq2seq.cpp: the encoder-decoder model, one sequence pair at a time, forward and backward.
-#include "attn/seq2seq.hpp"
+#include "attn/models/seq2seq.hpp"
 
-#include "attn/embedding.hpp"
-#include "attn/positional_encoding.hpp"
-#include "attn/sequence_shards.hpp"
+#include "attn/layers/embedding.hpp"
+#include "attn/layers/positional_encoding.hpp"
+#include "attn/models/detail/sequence_shards.hpp"
 
 #include <cmath>
 #include <string>

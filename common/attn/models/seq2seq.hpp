@@ -28,13 +28,13 @@
 /// padded batch, so each sequence's gradient is scaled by 1 / (the batch's count).
 #pragma once
 
-#include "attn/linear.hpp"
-#include "attn/loss.hpp"
-#include "attn/masks.hpp"
-#include "attn/matrix.hpp"
-#include "attn/parameters.hpp"
-#include "attn/random.hpp"
-#include "attn/transformer.hpp"
+#include "attn/layers/linear.hpp"
+#include "attn/ops/loss.hpp"
+#include "attn/ops/masks.hpp"
+#include "attn/core/matrix.hpp"
+#include "attn/layers/parameters.hpp"
+#include "attn/core/random.hpp"
+#include "attn/layers/transformer.hpp"
 
 #include <optional>
 #include <span>

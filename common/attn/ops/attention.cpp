@@ -1,8 +1,8 @@
 // attention.cpp: softmax(Q K^T / sqrt(d_k)) V with tokens as rows, two GEMMs and a row pass.
-#include "attn/attention.hpp"
+#include "attn/ops/attention.hpp"
 
-#include "attn/aliasing.hpp"
-#include "attn/softmax.hpp"
+#include "attn/ops/detail/aliasing.hpp"
+#include "attn/ops/softmax.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -60,9 +60,9 @@
 /// needs besides Q, K, V and the scale; there is no separate cache type.
 #pragma once
 
-#include "attn/batch.hpp"
-#include "attn/masks.hpp"
-#include "attn/matrix.hpp"
+#include "attn/core/batch.hpp"
+#include "attn/ops/masks.hpp"
+#include "attn/core/matrix.hpp"
 
 #include <optional>
 

@@ -1,7 +1,7 @@
 // column_attention.cpp: the notes' column form, by loops (chapter 02) and by products (chapter 03).
-#include "attn/column_attention.hpp"
+#include "attn/ops/column_attention.hpp"
 
-#include "attn/softmax.hpp"
+#include "attn/ops/softmax.hpp"
 
 #include <algorithm>
 #include <cmath>

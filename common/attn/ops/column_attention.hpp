@@ -25,7 +25,7 @@
 /// of the notes' layout in this library; from chapter 04 on tokens are rows and contiguous.
 #pragma once
 
-#include "attn/matrix.hpp"
+#include "attn/core/matrix.hpp"
 
 namespace attn {
 

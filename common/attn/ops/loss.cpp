@@ -1,5 +1,5 @@
 // loss.cpp: softmax cross-entropy with ignore_index and label smoothing, loss and gradient.
-#include "attn/loss.hpp"
+#include "attn/ops/loss.hpp"
 
 #include <cmath>
 #include <string>

@@ -22,7 +22,7 @@
 /// non-finite, which the training loop reports (garbage in is loud).
 #pragma once
 
-#include "attn/matrix.hpp"
+#include "attn/core/matrix.hpp"
 
 #include <span>
 

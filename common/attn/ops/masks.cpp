@@ -1,5 +1,5 @@
 // masks.cpp: the allowed-entry masks (true = may attend) and their additive form.
-#include "attn/masks.hpp"
+#include "attn/ops/masks.hpp"
 
 #include <string>
 

@@ -30,8 +30,8 @@
 /// silently ignored the mask). The rvalue constructors are deleted, so the compiler says so.
 #pragma once
 
-#include "attn/batch.hpp"
-#include "attn/matrix.hpp"
+#include "attn/core/batch.hpp"
+#include "attn/core/matrix.hpp"
 
 #include <limits>
 #include <span>

@@ -21,7 +21,7 @@
 /// merging it changes nothing.
 #pragma once
 
-#include "attn/matrix.hpp"
+#include "attn/core/matrix.hpp"
 
 #include <cmath>
 #include <limits>

@@ -1,5 +1,5 @@
 // softmax.cpp: the stable softmax and its naive twin (kept only to show why it is not used).
-#include "attn/softmax.hpp"
+#include "attn/ops/softmax.hpp"
 
 #include <Eigen/Core>
 

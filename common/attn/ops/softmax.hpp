@@ -14,7 +14,7 @@
 ///   - a +inf entry makes the row NaN (inf - inf), as exp-normalisation does in PyTorch.
 #pragma once
 
-#include "attn/matrix.hpp"
+#include "attn/core/matrix.hpp"
 
 #include <span>
 

@@ -1,6 +1,6 @@
 // softmax_stats.cpp: entropy of a row of weights and the softmax Jacobian with its norm, and
 // the row statistics chapter 04 tabulates from them.
-#include "attn/softmax_stats.hpp"
+#include "attn/ops/softmax_stats.hpp"
 
 #include <algorithm>
 #include <cmath>

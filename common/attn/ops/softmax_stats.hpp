@@ -22,7 +22,7 @@
 /// say how far from one-hot the row is.
 #pragma once
 
-#include "attn/matrix.hpp"
+#include "attn/core/matrix.hpp"
 
 #include <span>
 #include <utility>

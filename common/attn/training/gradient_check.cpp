@@ -1,20 +1,20 @@
 // gradient_check.cpp: central differences in double against every backward pass.
-#include "attn/gradient_check.hpp"
+#include "attn/training/gradient_check.hpp"
 
-#include "attn/seq2seq.hpp"
+#include "attn/models/seq2seq.hpp"
 
-#include "attn/attention.hpp"
-#include "attn/attention_only.hpp"
-#include "attn/embedding.hpp"
-#include "attn/feed_forward.hpp"
-#include "attn/layer_norm.hpp"
-#include "attn/linear.hpp"
-#include "attn/loss.hpp"
-#include "attn/masks.hpp"
-#include "attn/multi_head.hpp"
-#include "attn/random.hpp"
-#include "attn/seq2seq.hpp"
-#include "attn/transformer.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/models/attention_only.hpp"
+#include "attn/layers/embedding.hpp"
+#include "attn/layers/feed_forward.hpp"
+#include "attn/layers/layer_norm.hpp"
+#include "attn/layers/linear.hpp"
+#include "attn/ops/loss.hpp"
+#include "attn/ops/masks.hpp"
+#include "attn/layers/multi_head.hpp"
+#include "attn/core/random.hpp"
+#include "attn/models/seq2seq.hpp"
+#include "attn/layers/transformer.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -102,8 +102,8 @@
 /// d_ff = 16: 4694 entries, two forwards each, about 20 ms in a release build).
 #pragma once
 
-#include "attn/matrix.hpp"
-#include "attn/parameters.hpp"
+#include "attn/core/matrix.hpp"
+#include "attn/layers/parameters.hpp"
 
 #include <cstdint>
 #include <functional>

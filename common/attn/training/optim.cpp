@@ -1,6 +1,6 @@
 // optim.cpp: Adam / AdamW, clip_grad_norm and the learning-rate schedules, as PyTorch 1.13
 // computes them (optim.hpp has the formulas and the order of operations).
-#include "attn/optim.hpp"
+#include "attn/training/optim.hpp"
 
 #include <algorithm>
 #include <charconv>

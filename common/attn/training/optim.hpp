@@ -107,8 +107,8 @@
 /// optimizer step t uses comes from scheduler epoch t - 1; the equivalents below account for it.
 #pragma once
 
-#include "attn/matrix.hpp"
-#include "attn/parameters.hpp"
+#include "attn/core/matrix.hpp"
+#include "attn/layers/parameters.hpp"
 
 #include <cstdint>
 #include <string>

@@ -19,7 +19,7 @@
 // Each entry of C sums its depth terms in order k = 0, 1, 2, ..., whatever the thread.
 #pragma once
 
-#include "attn/matrix.hpp"
+#include "attn/core/matrix.hpp"
 
 #include <Eigen/Core>
 

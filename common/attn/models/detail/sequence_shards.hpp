@@ -15,9 +15,9 @@
 /// sum over all B sequences: that sum groups the terms differently.)
 #pragma once
 
-#include "attn/matrix.hpp"
-#include "attn/parameters.hpp"
-#include "attn/threads.hpp"
+#include "attn/core/matrix.hpp"
+#include "attn/layers/parameters.hpp"
+#include "attn/core/threads.hpp"
 
 #include <algorithm>
 #include <exception>

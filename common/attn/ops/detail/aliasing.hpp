@@ -4,7 +4,7 @@
 /// library's .cpp files; nothing here is part of the course's API.
 #pragma once
 
-#include "attn/matrix.hpp"
+#include "attn/core/matrix.hpp"
 
 #include <functional>
 #include <string>
