@@ -2,6 +2,7 @@
 // the dumped weights alone, figures written, and usage errors for knobs out of range.
 #include "chapter_run.hpp"
 #include "course/npy.hpp"
+#include "attn/layers/parameters.hpp"
 #include "attn/layers/rnn.hpp"
 
 #include <gtest/gtest.h>
@@ -87,8 +88,8 @@ TEST(Chapter01, DumpIsReproducedFromTheDumpedWeights) {
   // called on the very same floats, so the recomputation is bit for bit the dump.
   EXPECT_EQ(attn::rnn_forward(cell, X, h0), A);
   EXPECT_EQ(load(dump, "h_n"), A.bottomRows(1));
-  const attn::OutputHead head{load(dump, "W_y"), load(dump, "b_y")};
-  EXPECT_EQ(attn::head_forward(head, A), load(dump, "y_hat"));
+  const attn::Linear head{load(dump, "W_y"), load(dump, "b_y")};
+  EXPECT_EQ(attn::softmax_output(head, A), load(dump, "y_hat"));
   // The Jacobian is dumped as float64 from the chapter's first min(T, 5) = 5 steps.
   const MatrixD J = course::read_npy(dump / "d_a5_d_x1.npy").to_matrix_d();  // [7 x 5]
   EXPECT_EQ(J, attn::input_jacobians(cell, X.topRows(5), h0).back());
@@ -130,11 +131,11 @@ TEST(Chapter01, KnobsOutOfRangeAreUsageErrors) {
 }
 
 // d a<t>/d x<1> for t = 1..T by the chain rule written out here, on the double states of
-// attn::rnn_forward_double: J<1> = diag(1 - a<1>^2) W_ih, J<t> = diag(1 - a<t>^2) W_hh J<t-1>.
+// the double rnn_forward: J<1> = diag(1 - a<1>^2) W_ih, J<t> = diag(1 - a<t>^2) W_hh J<t-1>.
 // Independent of attn::input_jacobians, which the chapter calls.
 std::vector<MatrixD> jacobians_by_hand(const attn::RnnCell& cell, const Matrix& X,
                                        const RowVector& h0) {
-  const MatrixD A = attn::rnn_forward_double(cell, X.cast<double>(), h0.cast<double>());
+  const MatrixD A = attn::rnn_forward(attn::cast<double>(cell), X.cast<double>(), h0.cast<double>());
   const MatrixD W_ih = cell.weight_ih.cast<double>(), W_hh = cell.weight_hh.cast<double>();
   std::vector<MatrixD> J;
   for (attn::Index t = 0; t < X.rows(); ++t) {

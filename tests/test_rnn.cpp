@@ -1,5 +1,6 @@
 // attn::rnn_*: PyTorch's nn.RNN to float rounding, a step by hand, the Jacobian d a<t> / d x<1>
 // against autograd and finite differences, the four shapes, and every shape error.
+#include "attn/layers/parameters.hpp"
 #include "attn/layers/rnn.hpp"
 
 #include "course/npy.hpp"
@@ -43,7 +44,7 @@ attn::RnnCell load_cell(const std::string& c) {
   return cell;
 }
 
-attn::OutputHead load_head(const std::string& c) {
+attn::Linear load_head(const std::string& c) {
   return {load(c + "_head_weight"), load(c + "_head_bias")};
 }
 
@@ -167,7 +168,7 @@ TEST(Rnn, ForwardEqualsStepByStep) {
     EXPECT_LE((A.row(t) - a).cwiseAbs().maxCoeff(), 1e-6f) << "t = " << t + 1;
   }
   // The double-precision unroll is the same recurrence.
-  const MatrixD Ad = attn::rnn_forward_double(cell, X.cast<double>(), h0.cast<double>());
+  const MatrixD Ad = attn::rnn_forward(attn::cast<double>(cell), X.cast<double>(), h0.cast<double>());
   EXPECT_LE((A.cast<double>() - Ad).cwiseAbs().maxCoeff(), 1e-6);
 }
 
@@ -231,7 +232,7 @@ class Shapes : public ::testing::Test {
  protected:
   attn::Rng rng{42};
   attn::RnnCell cell = attn::rnn_init(rng, 3, 4);   // I = 3, H = 4
-  attn::OutputHead head = attn::head_init(rng, 4, 2);  // O = 2
+  attn::Linear head = attn::linear_init(rng, 4, 2);  // O = 2
   Matrix X = attn::random_normal(rng, 5, 3);        // [5 x 3]
   RowVector h0 = RowVector::Zero(4);
 };
@@ -252,7 +253,7 @@ TEST_F(Shapes, ManyToOneUsesTheLastState) {
 TEST_F(Shapes, OneToManyFeedsEachOutputBack) {
   attn::Rng g(7);
   const attn::RnnCell gen = attn::rnn_init(g, 3, 4);
-  const attn::OutputHead gen_head = attn::head_init(g, 4, 3);  // O = I = 3
+  const attn::Linear gen_head = attn::linear_init(g, 4, 3);  // O = I = 3
   const RowVector x1 = X.row(0);
   const attn::RnnRun run = attn::one_to_many(gen, gen_head, x1, h0, 6);
   ASSERT_EQ(run.states.rows(), 6);
@@ -270,7 +271,7 @@ TEST_F(Shapes, OneToManyFeedsEachOutputBack) {
 TEST_F(Shapes, Seq2SeqPassesOnlyTheContextVector) {
   attn::Rng g(8);
   const attn::RnnCell decoder = attn::rnn_init(g, 2, 4);  // input O = 2, state H = 4
-  const attn::Seq2SeqRun run = attn::seq2seq(cell, decoder, head, X, h0, 3);
+  const attn::RnnSeq2SeqRun run = attn::rnn_seq2seq(cell, decoder, head, X, h0, 3);
   EXPECT_EQ(run.encoder_states.rows(), 5);
   EXPECT_EQ(run.decoder_states.rows(), 3);
   EXPECT_EQ(run.outputs.rows(), 3);
@@ -308,9 +309,10 @@ TEST_F(Shapes, ErrorsNameTheShapes) {
   expect_invalid([&] { attn::rnn_step(cell, RowVector::Zero(2), h0); }, "x is [1 x 2]");
   expect_invalid([&] { attn::rnn_step(cell, RowVector::Zero(3), RowVector::Zero(5)); },
                  "h0 is [1 x 5]");
-  expect_invalid([&] { attn::rnn_forward_double(cell, MatrixD::Zero(5, 4), MatrixD::Zero(1, 4)); },
+  const attn::RnnCellD celld = attn::cast<double>(cell);
+  expect_invalid([&] { attn::rnn_forward(celld, MatrixD::Zero(5, 4), MatrixD::Zero(1, 4)); },
                  "X is [5 x 4]");
-  expect_invalid([&] { attn::rnn_forward_double(cell, MatrixD::Zero(5, 3), MatrixD::Zero(2, 4)); },
+  expect_invalid([&] { attn::rnn_forward(celld, MatrixD::Zero(5, 3), MatrixD::Zero(2, 4)); },
                  "h0 is [2 x 4]");
 
   attn::RnnCell broken = cell;
@@ -326,10 +328,10 @@ TEST_F(Shapes, ErrorsNameTheShapes) {
   broken.weight_ih = Matrix(0, 0);
   expect_invalid([&] { attn::rnn_forward(broken, X); }, "weight_ih is [0 x 0]");
 
-  attn::OutputHead bad_head = head;
+  attn::Linear bad_head = head;
   bad_head.weight = Matrix::Zero(2, 5);
   expect_invalid([&] { attn::many_to_many(cell, bad_head, X, h0); }, "W_y is [2 x 5]");
-  expect_invalid([&] { attn::head_forward(bad_head, Matrix::Zero(3, 4)); }, "W_y is [2 x 5]");
+  expect_invalid([&] { attn::softmax_output(bad_head, Matrix::Zero(3, 4)); }, "W_y is [2 x 5]");
   bad_head = head;
   bad_head.bias = RowVector::Zero(3);
   expect_invalid([&] { attn::many_to_one(cell, bad_head, X, h0); }, "b_y is [1 x 3]");
@@ -343,13 +345,29 @@ TEST_F(Shapes, ErrorsNameTheShapes) {
   // 1->N feeds y_hat (O = 2) back as x (I = 3): refused.
   expect_invalid([&] { attn::one_to_many(cell, head, X.row(0), h0, 3); }, "W_y is [2 x 4]");
   attn::Rng g(3);
-  const attn::OutputHead square = attn::head_init(g, 4, 3);
+  const attn::Linear square = attn::linear_init(g, 4, 3);
   expect_invalid([&] { attn::one_to_many(cell, square, X.row(0), h0, 0); }, "steps is 0");
   const attn::RnnCell small_decoder = attn::rnn_init(g, 2, 6);
-  expect_invalid([&] { attn::seq2seq(cell, small_decoder, head, X, h0, 2); },
+  expect_invalid([&] { attn::rnn_seq2seq(cell, small_decoder, head, X, h0, 2); },
                  "the decoder's is [6 x 6]");
   expect_invalid([&] { attn::rnn_init(g, 0, 4); }, "input size 0");
-  expect_invalid([&] { attn::head_init(g, 4, 0); }, "output size 0");
+  expect_invalid([&] { attn::softmax_output(attn::Linear{}, Matrix::Zero(3, 4)); },
+                 "W_y is [0 x 0]");
+}
+
+// nn.RNN(3, 4).state_dict() has these four keys in this order, and 4*3 + 4*4 + 4 + 4 = 36
+// numbers; the double twin holds the very same numbers.
+TEST(Rnn, ParametersAreNnRnnsStateDict) {
+  attn::Rng rng(5);
+  const attn::RnnCell cell = attn::rnn_init(rng, 3, 4);
+  std::vector<std::string> keys;
+  for (const auto& p : attn::parameters(cell)) keys.push_back(p.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"weight_ih_l0", "weight_hh_l0", "bias_ih_l0",
+                                            "bias_hh_l0"}));
+  EXPECT_EQ(attn::parameter_count(cell), 36);
+  const attn::RnnCellD twin = attn::cast<double>(cell);
+  EXPECT_EQ(twin.weight_hh, cell.weight_hh.cast<double>());
+  EXPECT_EQ(twin.bias_hh, cell.bias_hh.cast<double>());
 }
 
 TEST(Rnn, EmptySequenceGivesNoStates) {

@@ -132,10 +132,10 @@ void lesson(course::Chapter& ch, const Knobs& k) {
 
   ch.step("Four shapes: N->1, N->N, 1->N, seq2seq");
   const Index O = 2, M = 3;  // classes of the head; length of the decoder's output
-  const attn::OutputHead head = attn::head_init(rng, H, O);      // W_y [O x H], b_y [1 x O]
-  const attn::RnnCell generator = attn::rnn_init(rng, I, H);     // 1->N: reads its own outputs,
-  const attn::OutputHead gen_head = attn::head_init(rng, H, I);  // so its O is I
-  const attn::RnnCell decoder = attn::rnn_init(rng, O, H);       // seq2seq: reads y_hat<t-1>
+  const attn::Linear head = attn::linear_init(rng, H, O);      // W_y [O x H], b_y [1 x O]
+  const attn::RnnCell generator = attn::rnn_init(rng, I, H);   // 1->N: reads its own outputs,
+  const attn::Linear gen_head = attn::linear_init(rng, H, I);  // so its O is I
+  const attn::RnnCell decoder = attn::rnn_init(rng, O, H);     // seq2seq: reads y_hat<t-1>
   const std::string a_T = fmt::format("a<{}>", T);
   ch.say("The head: y_hat<t> = softmax(W_y a<t> + b_y) with W_y {}: a probability per class.",
          course::shape(head.weight));
@@ -144,8 +144,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const attn::RnnRun n_to_n = attn::many_to_many(cell, head, X, h0);    // Y_hat [T x O]
   const attn::RnnRun one_to_n =                                         // Y_hat [T x I]
       attn::one_to_many(generator, gen_head, x1, h0, T);  // x<t+1> = y_hat<t>
-  const attn::Seq2SeqRun s2s =                                          // Y_hat [M x O]
-      attn::seq2seq(cell, decoder, head, X, h0, M);       // decoder a<0> = encoder a<T>
+  const attn::RnnSeq2SeqRun s2s =                                       // Y_hat [M x O]
+      attn::rnn_seq2seq(cell, decoder, head, X, h0, M);   // decoder a<0> = encoder a<T>
   // [shapes]
   ch.gap();
   ch.flow({{"N->1 (classify a sequence): x", X}, {a_T, n_to_1.states.bottomRows(1)},

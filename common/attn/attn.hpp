@@ -56,8 +56,9 @@
 /// position-wise feed-forward network, parameters FeedForward), multi_head_*, encoder_layer_*,
 /// decoder_layer_*, embedding_forward / embedding_backward, and attention() with
 /// attention_backward() (the operation inside multi-head attention, the way PyTorch has
-/// scaled_dot_product_attention beside nn.MultiheadAttention). rnn_init / rnn_forward and
-/// head_init / head_forward (chapters 01-02) have no backward. Stacks of layers have
+/// scaled_dot_product_attention beside nn.MultiheadAttention). The RNN of chapter 01 has
+/// rnn_init / rnn_forward and no backward; its output head is a Linear read through
+/// softmax_output, and its encoder-decoder is rnn_seq2seq. Stacks of layers have
 /// encoder_forward and decoder_forward; the whole encoder-decoder of the training chapter is
 /// seq2seq_forward / seq2seq_backward (seq2seq.hpp), and its loss cross_entropy (loss.hpp).
 ///

@@ -23,6 +23,7 @@
 #include "attn/layers/linear.hpp"
 #include "attn/core/matrix.hpp"
 #include "attn/layers/multi_head.hpp"
+#include "attn/layers/rnn.hpp"
 #include "attn/layers/transformer.hpp"
 
 #include <concepts>
@@ -45,6 +46,16 @@ template <typename L, typename F>
 void for_each_parameter(L& layer, const std::string& prefix, F&& f) {
   f(prefix + "weight", layer.weight, Index{0});
   if (layer.has_bias()) f(prefix + "bias", layer.bias, Index{0});
+}
+
+/// nn.RNN (one layer): weight_ih_l0 [H x I], weight_hh_l0 [H x H], bias_ih_l0 [H], bias_hh_l0 [H].
+template <typename L, typename F>
+  requires IsA<L, RnnCellOf>
+void for_each_parameter(L& cell, const std::string& prefix, F&& f) {
+  f(prefix + "weight_ih_l0", cell.weight_ih, Index{0});
+  f(prefix + "weight_hh_l0", cell.weight_hh, Index{0});
+  f(prefix + "bias_ih_l0", cell.bias_ih, Index{0});
+  f(prefix + "bias_hh_l0", cell.bias_hh, Index{0});
 }
 
 /// nn.LayerNorm: weight (gamma) [d], then bias (beta) [d].
@@ -200,6 +211,12 @@ void set_zero(L& grads) {
 template <Real U, Real T>
 LinearOf<U> cast(const LinearOf<T>& l) {
   return {l.weight.template cast<U>(), l.bias.template cast<U>()};
+}
+
+template <Real U, Real T>
+RnnCellOf<U> cast(const RnnCellOf<T>& c) {
+  return {c.weight_ih.template cast<U>(), c.weight_hh.template cast<U>(),
+          c.bias_ih.template cast<U>(), c.bias_hh.template cast<U>()};
 }
 
 template <Real U, Real T>

@@ -1,6 +1,7 @@
 // rnn.cpp: the Elman recurrence, its four shapes, and the Jacobian d a<t> / d x<1>.
 #include "attn/layers/rnn.hpp"
 
+#include "attn/layers/parameters.hpp"
 #include "attn/ops/softmax.hpp"
 
 #include <cmath>
@@ -52,11 +53,12 @@ Mat<S> unroll(const Mat<S>& W_ih, const Mat<S>& W_hh, const Row<S>& b_ih, const 
 
 std::string int_str(Index n) { return std::to_string(n); }
 
-void check_head(const OutputHead& head, Index hidden, std::string_view where) {
+// The head y_hat = softmax(a W_y^T + b_y) of a hidden state [1 x H].
+void check_head(const Linear& head, Index hidden, std::string_view where) {
   require(head.weight.rows() >= 1 && head.weight.cols() >= 1, where, [&] {
     return "W_y is " + shape_str(head.weight) + ": it needs at least one row and column";
   });
-  require(head.bias.cols() == head.weight.rows(), where, [&] {
+  require(!head.has_bias() || head.bias.cols() == head.weight.rows(), where, [&] {
     return "W_y is " + shape_str(head.weight) + " but b_y is " + shape_str(head.bias) +
            ": b_y must be [1 x " + int_str(head.weight.rows()) + "]";
   });
@@ -67,8 +69,8 @@ void check_head(const OutputHead& head, Index hidden, std::string_view where) {
 }
 
 // X [T x I], float or double.
-template <typename M>
-void check_sequence(const RnnCell& cell, const M& X, std::string_view where, bool need_a_step) {
+template <Real T, typename M>
+void check_sequence(const RnnCellOf<T>& cell, const M& X, std::string_view where, bool need_a_step) {
   require(X.cols() == cell.input_size(), where, [&] {
     return "X is " + shape_str(X) + " but weight_ih is " + shape_str(cell.weight_ih) +
            ": X must be [T x " + int_str(cell.input_size()) + "]";
@@ -78,7 +80,8 @@ void check_sequence(const RnnCell& cell, const M& X, std::string_view where, boo
   });
 }
 
-void check_state(const RnnCell& cell, Index rows, Index cols, std::string_view where) {
+template <Real T>
+void check_state(const RnnCellOf<T>& cell, Index rows, Index cols, std::string_view where) {
   require(rows == 1 && cols == cell.hidden_size(), where, [&] {
     return "h0 is " + shape_str(rows, cols) + " but weight_hh is " + shape_str(cell.weight_hh) +
            ": h0 must be [1 x " + int_str(cell.hidden_size()) + "]";
@@ -101,20 +104,8 @@ RnnCell rnn_init(Rng& rng, Index input_size, Index hidden_size) {
   return cell;
 }
 
-OutputHead head_init(Rng& rng, Index hidden_size, Index output_size) {
-  require(hidden_size >= 1 && output_size >= 1, "head_init", [&] {
-    return "hidden size " + int_str(hidden_size) + " and output size " + int_str(output_size) +
-           " must both be at least 1";
-  });
-  // nn.Linear's kaiming_uniform_(a = sqrt(5)) works out to the bound 1/sqrt(fan_in).
-  const double k = 1.0 / std::sqrt(static_cast<double>(hidden_size));
-  OutputHead head;
-  head.weight = random_uniform(rng, output_size, hidden_size, -k, k);  // [O x H]
-  head.bias = random_uniform(rng, 1, output_size, -k, k);              // [1 x O]
-  return head;
-}
-
-void check_cell(const RnnCell& cell, std::string_view where) {
+template <Real T>
+void check_cell(const RnnCellOf<T>& cell, std::string_view where) {
   const Index H = cell.weight_ih.rows();
   require(H >= 1 && cell.weight_ih.cols() >= 1, where, [&] {
     return "weight_ih is " + shape_str(cell.weight_ih) + ": it needs at least one row and column";
@@ -144,63 +135,64 @@ RowVector rnn_step(const RnnCell& cell, const RowVector& x, const RowVector& a_p
   return step_from_projection<float>(cell.weight_hh, cell.bias_hh, p, a_prev);
 }
 
-Matrix rnn_forward(const RnnCell& cell, const Matrix& X, const RowVector& h0) {
+template <Real T>
+MatrixOf<T> rnn_forward(const RnnCellOf<T>& cell, const InView<T>& X, const InView<T>& h0) {
   check_cell(cell, "rnn_forward");
   check_sequence(cell, X, "rnn_forward", false);
   check_state(cell, h0.rows(), h0.cols(), "rnn_forward");
-  return unroll<float>(cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh, X, h0);
+  return unroll<T>(cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh, MatrixOf<T>(X),
+                   RowVectorOf<T>(h0));
 }
 
-Matrix rnn_forward(const RnnCell& cell, const Matrix& X) {
+template <Real T>
+MatrixOf<T> rnn_forward(const RnnCellOf<T>& cell, const InView<T>& X) {
   check_cell(cell, "rnn_forward");
-  return rnn_forward(cell, X, RowVector::Zero(cell.hidden_size()));
+  return rnn_forward(cell, X, RowVectorOf<T>::Zero(cell.hidden_size()));
 }
 
-MatrixD rnn_forward_double(const RnnCell& cell, const MatrixD& X, const MatrixD& h0) {
-  check_cell(cell, "rnn_forward_double");
-  check_sequence(cell, X, "rnn_forward_double", false);
-  check_state(cell, h0.rows(), h0.cols(), "rnn_forward_double");
-  return unroll<double>(cell.weight_ih.cast<double>(), cell.weight_hh.cast<double>(),
-                        cell.bias_ih.cast<double>(), cell.bias_hh.cast<double>(), X,
-                        h0.row(0));
-}
+// Both precisions, as every layer (attn.hpp, "Two precisions").
+#define ATTN_INSTANTIATE_RNN(T)                                                                   \
+  template void check_cell(const RnnCellOf<T>&, std::string_view);                                \
+  template MatrixOf<T> rnn_forward(const RnnCellOf<T>&, const InView<T>&, const InView<T>&);       \
+  template MatrixOf<T> rnn_forward(const RnnCellOf<T>&, const InView<T>&);
+ATTN_INSTANTIATE_RNN(float)
+ATTN_INSTANTIATE_RNN(double)
+#undef ATTN_INSTANTIATE_RNN
 
-Matrix head_forward(const OutputHead& head, const Matrix& A) {
-  check_head(head, A.cols(), "head_forward");
-  Matrix logits = A * head.weight.transpose();  // [n x O]
-  logits.rowwise() += head.bias;
-  return softmax_rows(logits);  // [n x O]
+Matrix softmax_output(const Linear& head, const Matrix& A) {
+  check_head(head, A.cols(), "softmax_output");
+  return softmax_rows(linear_forward(head, A));  // [n x O]
 }
 
 // ---- The four shapes ----------------------------------------------------------------------------
 
-RnnRun many_to_one(const RnnCell& cell, const OutputHead& head, const Matrix& X,
+RnnRun many_to_one(const RnnCell& cell, const Linear& head, const Matrix& X,
                    const RowVector& h0) {
   check_cell(cell, "many_to_one");
   check_sequence(cell, X, "many_to_one", true);
   check_head(head, cell.hidden_size(), "many_to_one");
   RnnRun run;
   run.states = rnn_forward(cell, X, h0);                                // [T x H]
-  run.outputs = head_forward(head, run.states.bottomRows(1));           // [1 x O]
+  run.outputs = softmax_output(head, run.states.bottomRows(1));           // [1 x O]
   return run;
 }
 
-RnnRun many_to_many(const RnnCell& cell, const OutputHead& head, const Matrix& X,
+RnnRun many_to_many(const RnnCell& cell, const Linear& head, const Matrix& X,
                     const RowVector& h0) {
   check_cell(cell, "many_to_many");
   check_sequence(cell, X, "many_to_many", true);
   check_head(head, cell.hidden_size(), "many_to_many");
   RnnRun run;
   run.states = rnn_forward(cell, X, h0);         // [T x H]
-  run.outputs = head_forward(head, run.states);  // [T x O]
+  run.outputs = softmax_output(head, run.states);  // [T x O]
   return run;
 }
 
-RnnRun one_to_many(const RnnCell& cell, const OutputHead& head, const RowVector& x1,
+RnnRun one_to_many(const RnnCell& cell, const Linear& head, const RowVector& x1,
                    const RowVector& h0, Index steps) {
   check_cell(cell, "one_to_many");
   check_head(head, cell.hidden_size(), "one_to_many");
-  require(head.output_size() == cell.input_size(), "one_to_many", [&] {
+  require(head.out_features() == cell.input_size(), "one_to_many", [&] {
     return "W_y is " + shape_str(head.weight) + " but weight_ih is " + shape_str(cell.weight_ih) +
            ": each output is fed back as the next input, so O must equal I = " +
            int_str(cell.input_size());
@@ -210,30 +202,30 @@ RnnRun one_to_many(const RnnCell& cell, const OutputHead& head, const RowVector&
   });
   RnnRun run;
   run.states.resize(steps, cell.hidden_size());   // [N x H]
-  run.outputs.resize(steps, head.output_size());  // [N x O]
+  run.outputs.resize(steps, head.out_features());  // [N x O]
   RowVector x = x1;  // [1 x I]
   RowVector a = h0;  // [1 x H]
   for (Index t = 0; t < steps; ++t) {
     a = rnn_step(cell, x, a);
     run.states.row(t) = a;
-    run.outputs.row(t) = head_forward(head, a);
+    run.outputs.row(t) = softmax_output(head, a);
     x = run.outputs.row(t);  // y_hat<t> becomes x<t+1>
   }
   return run;
 }
 
-Seq2SeqRun seq2seq(const RnnCell& encoder, const RnnCell& decoder, const OutputHead& head,
-                   const Matrix& X, const RowVector& h0, Index out_steps) {
-  check_cell(encoder, "seq2seq");
-  check_cell(decoder, "seq2seq");
-  check_sequence(encoder, X, "seq2seq", true);
-  check_state(encoder, h0.rows(), h0.cols(), "seq2seq");
-  require(decoder.hidden_size() == encoder.hidden_size(), "seq2seq", [&] {
+RnnSeq2SeqRun rnn_seq2seq(const RnnCell& encoder, const RnnCell& decoder, const Linear& head,
+                          const Matrix& X, const RowVector& h0, Index out_steps) {
+  check_cell(encoder, "rnn_seq2seq");
+  check_cell(decoder, "rnn_seq2seq");
+  check_sequence(encoder, X, "rnn_seq2seq", true);
+  check_state(encoder, h0.rows(), h0.cols(), "rnn_seq2seq");
+  require(decoder.hidden_size() == encoder.hidden_size(), "rnn_seq2seq", [&] {
     return "the encoder's weight_hh is " + shape_str(encoder.weight_hh) +
            " but the decoder's is " + shape_str(decoder.weight_hh) +
            ": the context vector must fit the decoder's state";
   });
-  Seq2SeqRun run;
+  RnnSeq2SeqRun run;
   run.encoder_states = rnn_forward(encoder, X, h0);  // [N x H]
   run.context = run.encoder_states.bottomRows(1);  // [1 x H]: all the decoder will see of X
   const RnnRun dec = one_to_many(decoder, head, RowVector::Zero(decoder.input_size()),
@@ -249,9 +241,10 @@ std::vector<MatrixD> input_jacobians(const RnnCell& cell, const Matrix& X, const
   check_cell(cell, "input_jacobians");
   check_sequence(cell, X, "input_jacobians", true);
   check_state(cell, h0.rows(), h0.cols(), "input_jacobians");
-  const MatrixD W_ih = cell.weight_ih.cast<double>();  // [H x I]
-  const MatrixD W_hh = cell.weight_hh.cast<double>();  // [H x H]
-  const MatrixD A = rnn_forward_double(cell, X.cast<double>(), h0.cast<double>());  // [T x H]
+  const RnnCellD celld = cast<double>(cell);                                // exact widening
+  const MatrixD& W_ih = celld.weight_ih;                                     // [H x I]
+  const MatrixD& W_hh = celld.weight_hh;                                     // [H x H]
+  const MatrixD A = rnn_forward(celld, X.cast<double>(), h0.cast<double>());  // [T x H]
 
   // tanh'(z) = 1 - tanh(z)^2 = 1 - a^2, so the step's local derivative needs only a<t>.
   const auto dtanh = [&A](Index t) -> VectorD {
@@ -275,16 +268,17 @@ MatrixD input_jacobian_central_difference(const RnnCell& cell, const Matrix& X,
   require(eps > 0.0, "input_jacobian_central_difference", [&] {
     return "eps is " + std::to_string(eps) + ": it must be positive";
   });
-  const MatrixD Xd = X.cast<double>();    // [T x I]
-  const MatrixD h0d = h0.cast<double>();  // [1 x H]
+  const RnnCellD celld = cast<double>(cell);  // exact widening
+  const MatrixD Xd = X.cast<double>();        // [T x I]
+  const RowVectorD h0d = h0.cast<double>();   // [1 x H]
   const Index last = X.rows() - 1;
   MatrixD J(cell.hidden_size(), cell.input_size());  // [H x I]
   for (Index j = 0; j < cell.input_size(); ++j) {
     MatrixD plus = Xd, minus = Xd;
     plus(0, j) += eps;
     minus(0, j) -= eps;
-    const MatrixD a_plus = rnn_forward_double(cell, plus, h0d).row(last);    // [1 x H]
-    const MatrixD a_minus = rnn_forward_double(cell, minus, h0d).row(last);  // [1 x H]
+    const MatrixD a_plus = rnn_forward(celld, plus, h0d).row(last);    // [1 x H]
+    const MatrixD a_minus = rnn_forward(celld, minus, h0d).row(last);  // [1 x H]
     J.col(j) = (a_plus - a_minus).transpose() / (2.0 * eps);
   }
   return J;
