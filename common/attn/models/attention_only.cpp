@@ -3,7 +3,7 @@
 
 #include "attn/layers/embedding.hpp"
 #include "attn/ops/masks.hpp"
-#include "attn/models/detail/sequence_shards.hpp"
+#include "attn/models/detail/batched_loss.hpp"
 
 #include <cmath>
 #include <string>
@@ -143,34 +143,19 @@ AttentionOnlyStepOf<T> attention_only_loss(const AttentionOnlyOf<T>& model,
   step.count = (batch.targets.array() != batch.ignore_id).count();
   const CrossEntropyOptions loss_opts{.ignore_index = batch.ignore_id,
                                       .reduction = Reduction::sum};
-  std::vector<double> losses(static_cast<std::size_t>(B));  // each sequence's summed loss
-  std::vector<Index> correct(static_cast<std::size_t>(B));
-  if (keep_logits) step.logits.resize(static_cast<std::size_t>(B));
-  // The sequences side by side; their gradients summed in an order fixed by the batch.
-  detail::for_each_sequence<AttentionOnlyCacheOf<T>>(
-      B, B * n, model, grads, threads,
-      [&](Index b, AttentionOnlyCacheOf<T>& cache, AttentionOnlyOf<T>* shard_grads) {
-        const auto at = static_cast<std::size_t>(b);
-        const std::span<const int> ids(batch.inputs.row(b).data(), static_cast<std::size_t>(n));
-        const std::span<const int> targets(batch.targets.row(b).data(),
-                                           static_cast<std::size_t>(n));
-        const MatrixOf<T>& logits = attention_only_forward(model, ids, &cache);  // [n x V]
-        CrossEntropyOf<T> ce = cross_entropy(logits, targets, loss_opts);
-        losses[at] = static_cast<double>(ce.loss);
-        correct[at] = ce.correct;
-        if (keep_logits) step.logits[at] = logits;
-        if (shard_grads && step.count > 0) {
-          // Each sequence's sum, over the batch's count: the batch mean, sequence by sequence.
-          ce.d_logits *= static_cast<T>(1.0 / static_cast<double>(step.count));
-          attention_only_backward(model, ids, cache, ce.d_logits, *shard_grads);
-        }
+  const auto row = [n](const TokenIds& ids, Index b) {
+    return std::span<const int>(ids.row(b).data(), static_cast<std::size_t>(n));
+  };
+  detail::batched_loss<AttentionOnlyCacheOf<T>>(
+      model, grads, B, B * n, loss_opts, keep_logits, threads, step,
+      [&](Index b, AttentionOnlyCacheOf<T>& cache) {
+        return std::pair(attention_only_forward(model, row(batch.inputs, b), &cache),  // [n x V]
+                         row(batch.targets, b));                                      // [n]
+      },
+      [&](Index b, const AttentionOnlyCacheOf<T>& cache, const MatrixOf<T>& d_logits,
+          AttentionOnlyOf<T>& shard_grads) {
+        attention_only_backward(model, row(batch.inputs, b), cache, d_logits, shard_grads);
       });
-  double total = 0.0;
-  for (Index b = 0; b < B; ++b) {
-    total += losses[static_cast<std::size_t>(b)];
-    step.correct += correct[static_cast<std::size_t>(b)];
-  }
-  step.loss = step.count > 0 ? static_cast<T>(total / static_cast<double>(step.count)) : T(0);
   return step;
 }
 

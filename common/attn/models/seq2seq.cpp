@@ -3,6 +3,7 @@
 
 #include "attn/layers/embedding.hpp"
 #include "attn/layers/positional_encoding.hpp"
+#include "attn/models/detail/batched_loss.hpp"
 #include "attn/models/detail/sequence_shards.hpp"
 
 #include <cmath>
@@ -199,36 +200,22 @@ Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>& model, const Seq2SeqBatch& bat
   const CrossEntropyOptions loss_opts{.ignore_index = model.pad_id,
                                       .label_smoothing = label_smoothing,
                                       .reduction = Reduction::sum};
-  std::vector<double> losses(static_cast<std::size_t>(B));  // each pair's summed loss
-  std::vector<Index> correct(static_cast<std::size_t>(B));
-  if (keep_logits) step.logits.resize(static_cast<std::size_t>(B));
-  // The pairs side by side; their gradients summed in an order fixed by the batch.
-  detail::for_each_sequence<Seq2SeqCacheOf<T>>(
-      B, B * (batch.src.cols() + batch.tgt_in.cols()), model, grads, threads,
-      [&](Index b, Seq2SeqCacheOf<T>& cache, Seq2SeqOf<T>* shard_grads) {
-        const auto at = static_cast<std::size_t>(b);
-        const std::span<const int> src(batch.src.row(b).data(),
-                                       static_cast<std::size_t>(batch.src.cols()));
-        const std::span<const int> tgt_in(batch.tgt_in.row(b).data(),
-                                          static_cast<std::size_t>(batch.tgt_in.cols()));
-        const std::span<const int> tgt_out(batch.tgt_out.row(b).data(),
-                                           static_cast<std::size_t>(batch.tgt_out.cols()));
-        const MatrixOf<T>& logits = seq2seq_forward(model, src, tgt_in, &cache);  // [n_t x V]
-        CrossEntropyOf<T> ce = cross_entropy(logits, tgt_out, loss_opts);
-        losses[at] = static_cast<double>(ce.loss);
-        correct[at] = ce.correct;
-        if (keep_logits) step.logits[at] = logits;
-        if (shard_grads && step.count > 0) {
-          ce.d_logits *= static_cast<T>(1.0 / static_cast<double>(step.count));
-          seq2seq_backward(model, src, tgt_in, cache, ce.d_logits, *shard_grads);
-        }
+  const auto row = [](const TokenIds& ids, Index b) {
+    return std::span<const int>(ids.row(b).data(), static_cast<std::size_t>(ids.cols()));
+  };
+  detail::batched_loss<Seq2SeqCacheOf<T>>(
+      model, grads, B, B * (batch.src.cols() + batch.tgt_in.cols()), loss_opts, keep_logits,
+      threads, step,
+      [&](Index b, Seq2SeqCacheOf<T>& cache) {
+        return std::pair(  // logits [n_t x V], targets [n_t]
+            seq2seq_forward(model, row(batch.src, b), row(batch.tgt_in, b), &cache),
+            row(batch.tgt_out, b));
+      },
+      [&](Index b, const Seq2SeqCacheOf<T>& cache, const MatrixOf<T>& d_logits,
+          Seq2SeqOf<T>& shard_grads) {
+        seq2seq_backward(model, row(batch.src, b), row(batch.tgt_in, b), cache, d_logits,
+                         shard_grads);
       });
-  double total = 0.0;
-  for (Index b = 0; b < B; ++b) {
-    total += losses[static_cast<std::size_t>(b)];
-    step.correct += correct[static_cast<std::size_t>(b)];
-  }
-  step.loss = step.count > 0 ? static_cast<T>(total / static_cast<double>(step.count)) : T(0);
   return step;
 }
 
