@@ -10,7 +10,7 @@ Where no row is empty it also runs PyTorch's own kernel (F._scaled_dot_product_a
 1.13, whose boolean attn_mask means True = may attend too) on X pre-scaled so that its
 1/sqrt(d) equals the dump's scale. Prints the largest differences; exits 0 when they are at
 most 1e-4 (scores of ~100 from 512-term float32 dot products carry ~3e-5 of rounding; see
-tests/test_05_masking.cpp), 1 when larger, 2 when the dump is incomplete. A dump made with
+tests/chapters/test_05_masking.cpp), 1 when larger, 2 when the dump is incomplete. A dump made with
 --fill -1e9 is replayed with -1e9: the script reads the options from the dump's manifest.json.
 
 Needs Debian's python3-torch: run it with /usr/bin/python3, not the pyenv python3 on PATH.

@@ -6,7 +6,7 @@
 Loads weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0 into a torch.nn.RNN(tanh, one layer),
 runs it on the dumped x [T, I] from the dumped h0 [1, H], and compares its output with the
 dumped hidden_states [T, H] (and h_n, when dumped). Prints the largest absolute difference and
-exits 0 when it is at most 1e-5 (float32 rounding of O(1) values; see tests/test_rnn.cpp),
+exits 0 when it is at most 1e-5 (float32 rounding of O(1) values; see tests/attn/layers/test_rnn.cpp),
 1 when it is larger, 2 when the dump is incomplete or inconsistent.
 
 Needs Debian's python3-torch: run it with /usr/bin/python3, not the pyenv python3 on PATH.

@@ -13,7 +13,7 @@ on what a reader would see broken:
 
     scripts/check_site.py build/release/docs/html        check the site (exit 1 on a defect)
     scripts/check_site.py --self-test DIR                 prove the check fails: DIR's pages each
-                                                          plant one defect (tests/site_defects)
+                                                          plant one defect (tests/repository/site_defects)
 
 Pages are shared between two browsers, one per core. Needs Debian's chromium, chromium-driver and
 python3-selenium (scripts/setup.sh installs them).

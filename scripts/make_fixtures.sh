@@ -4,7 +4,10 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/setup.sh --torch
+# Each script writes into a folder of its own name: tests/data/backward/ is backward.py's.
 for script in scripts/fixtures/*.py; do
-  echo "fixtures: $script"
-  /usr/bin/python3 "$script" tests/data
+  folder=tests/data/$(basename "$script" .py)
+  echo "fixtures: $script -> $folder"
+  mkdir -p "$folder"
+  /usr/bin/python3 "$script" "$folder"
 done

@@ -67,9 +67,9 @@ fi
 trap - EXIT
 
 step "Site: every page in headless Chromium at 1280 px"
-# First the check itself: each page of tests/site_defects plants one defect it must report.
+# First the check itself: each page of tests/repository/site_defects plants one defect it must report.
 quietly "$build_dir/logs/check_site_self_test.log" /usr/bin/python3 scripts/check_site.py \
-  --self-test tests/site_defects --mathjax "$build_dir/docs/html/mathjax"
+  --self-test tests/repository/site_defects --mathjax "$build_dir/docs/html/mathjax"
 /usr/bin/python3 scripts/check_site.py "$build_dir/docs/html"
 
 step "All tests passed"

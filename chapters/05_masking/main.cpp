@@ -340,13 +340,13 @@ void lesson(course::Chapter& ch, const Knobs& k) {
          largest_blocked_weight(kept.weights, pad_mask));
   if (pads > 0) {
     ch.notice("nothing crashes and every row still sums to 1: only a test that checks blocked "
-              "weights are exactly 0 catches it (tests/test_masked_attention.cpp, "
+              "weights are exactly 0 catches it (tests/attn/ops/test_masked_attention.cpp, "
               "BlockedWeightsAreExactlyZero...).");
   } else {
     ch.notice("these ids have no <pad>, so here the dropped mask changes nothing. With padding it "
               "leaks weight onto the <pad> keys, nothing crashes and every row still sums to 1: "
               "only a test that checks blocked weights are exactly 0 catches it "
-              "(tests/test_masked_attention.cpp, BlockedWeightsAreExactlyZero...).");
+              "(tests/attn/ops/test_masked_attention.cpp, BlockedWeightsAreExactlyZero...).");
   }
 
   ch.step("The causal mask: token i sees tokens j <= i, built two ways");

@@ -151,7 +151,7 @@
 /// freed memory after the statement that made it. Their rvalue constructors are deleted, and
 /// indexing a temporary batch (`padding_masks(ids)[0]`) is deleted too, so
 /// `const AttentionOptions o{.allowed = causal_mask(4)};` does not compile; give the mask a
-/// name first. tests/test_masked_attention.cpp checks this with static_asserts.
+/// name first. tests/attn/ops/test_masks.cpp checks this with static_asserts.
 #pragma once
 
 // In the order of the folders' table above.

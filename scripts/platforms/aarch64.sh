@@ -33,7 +33,7 @@ slow_tests=(
   # chapters' defaults run in step 3 and in smoke.*, their knobs' edges in Chapter0N.* tests.
   'EveryChapter/KnobSweepOf\.RunsCleanlyOnEveryAcceptedCombination/(01|03|04|06|07|08|09|10)_.*'
   # Over 60 s each: training runs and chapter 09's walk-through; the backward passes they use
-  # are checked by test_backward and test_gradient_check, which stay.
+  # are checked by the layers' suites and test_gradient_check, which stay.
   'Chapter09Trains\..*' 'Chapter09\.BackwardByHandPrintsTheHandArithmetic'
   # Over 60 s: gradient checks at many step sizes; KnownFunction.* and CheckAllLayers.* stay.
   'StepSize\.TruncationFallsAsHSquaredAndRoundingGrowsAsOneOverH'

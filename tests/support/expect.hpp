@@ -4,6 +4,7 @@
 #include "attn/core/matrix.hpp"  // Eigen, through the course's one include of it
 
 #include <cstring>
+#include <initializer_list>
 #include <type_traits>
 #include <stdexcept>
 #include <string>
@@ -34,6 +35,21 @@ bool identical(const Eigen::DenseBase<A>& a, const Eigen::DenseBase<B>& b) {
   const auto eb = b.derived().eval();
   return std::memcmp(ea.data(), eb.data(), sizeof(Scalar) * static_cast<std::size_t>(ea.size())) ==
          0;
+}
+
+/// A mask written out as the notes draw it, 1 = may attend: allowed_from_rows({{1, 0}, {1, 1}}).
+/// Its type is attn::AllowedMask (masks.hpp).
+inline Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> allowed_from_rows(
+    std::initializer_list<std::initializer_list<int>> rows) {
+  Eigen::Matrix<bool, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> m(
+      static_cast<attn::Index>(rows.size()), static_cast<attn::Index>(rows.begin()->size()));
+  attn::Index i = 0;
+  for (const auto& r : rows) {
+    attn::Index j = 0;
+    for (int v : r) m(i, j++) = v != 0;
+    ++i;
+  }
+  return m;
 }
 
 }  // namespace attn_test

@@ -19,7 +19,7 @@
 ///
 /// Parameter names follow the PyTorch module scripts/fixtures/train_step.py builds (src_embed,
 /// tgt_embed, encoder.layers.N.*, encoder.norm, decoder.layers.N.*, decoder.norm, generator),
-/// so a checkpoint is a state_dict and tests/test_seq2seq.cpp compares one training step with
+/// so a checkpoint is a state_dict and tests/attn/models/test_seq2seq.cpp compares one training step with
 /// PyTorch's, gradient by gradient.
 ///
 /// A batch is processed one sequence pair at a time (every layer works on one sequence; the

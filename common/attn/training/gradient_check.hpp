@@ -44,7 +44,7 @@
 ///     worst   1.3e-1  6e-7   6e-9   6e-9   2e-8   2e-7   8e-7   8e-6   2e-3
 ///
 /// the truncation error falling as h^2 down to h ~ 3e-5, then the rounding error rising as 1/h:
-/// the V of every finite-difference plot (tests/test_gradient_check.cpp checks both slopes). At
+/// the V of every finite-difference plot (tests/attn/training/test_gradient_check.cpp checks both slopes). At
 /// 1e-2 a step reaches the ReLU margin below and crosses kinks (the FFN, and the post-norm
 /// encoder and decoder layers of this seed; every other layer gives <= 6e-5, truncation).
 /// At h = kGradientCheckStep = 1e-5 the 2e-8 is the attention key bias, a gradient of exactly 0

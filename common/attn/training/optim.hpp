@@ -55,7 +55,7 @@
 /// The two fused multiply-adds are what torch's CPU kernels compute on any x86-64 machine with
 /// AVX2 (their vector loop calls fmadd, and the scalar tail is compiled with FMA contraction):
 /// with them the float results are bit-identical to torch 1.13 on such a machine
-/// (tests/test_optim.cpp); without them they would differ by an ulp of m or v now and then.
+/// (tests/attn/training/test_optim.cpp); without them they would differ by an ulp of m or v now and then.
 ///
 /// ### The step count, the learning rate, and the parameter list
 ///

@@ -5,6 +5,8 @@
 #include "attn/layers/positional_encoding.hpp"
 
 #include <Eigen/LU>  // determinant()
+#include "fixtures.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,7 +21,7 @@ using attn::Index;
 using attn::Matrix;
 using attn::MatrixD;
 
-const std::filesystem::path kData = ATTN_TEST_DATA_DIR;
+const std::filesystem::path kData = attn_test::fixture_folder("positional_encoding");
 
 MatrixD load(const std::string& name) { return course::read_npy(kData / name).to_matrix_d(); }
 

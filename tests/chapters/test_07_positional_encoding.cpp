@@ -3,6 +3,7 @@
 // chapter as a program: its dump replayed from the formulas in double, the rotation errors
 // within their bounds, the float32 recipe against PyTorch's, usage errors.
 #include "chapter_run.hpp"
+#include "fixtures.hpp"
 
 #include "attn/ops/attention.hpp"
 #include "course/npy.hpp"
@@ -251,11 +252,11 @@ TEST(Chapter07, Float32RecipeMatchesPyTorchsInSize) {
   ASSERT_EQ(r.code, 0) << r.err;
   const MatrixD at = attn_test::load(dir / "d", "recipe_positions");     // [1 x 5]
   const MatrixD ours = attn_test::load(dir / "d", "pe_float32_recipe");  // [5 x 64]
-  const MatrixD fixture_pos = course::read_npy(fs::path(ATTN_TEST_DATA_DIR) / "pe_positions.npy")
+  const MatrixD fixture_pos = course::read_npy(attn_test::fixture("positional_encoding", "pe_positions.npy"))
                                   .to_matrix_d();
-  const MatrixD truth = course::read_npy(fs::path(ATTN_TEST_DATA_DIR) / "pe_f64.npy").to_matrix_d();
+  const MatrixD truth = course::read_npy(attn_test::fixture("positional_encoding", "pe_f64.npy")).to_matrix_d();
   const MatrixD torch32 =
-      course::read_npy(fs::path(ATTN_TEST_DATA_DIR) / "pe_torch_f32.npy").to_matrix_d();
+      course::read_npy(attn_test::fixture("positional_encoding", "pe_torch_f32.npy")).to_matrix_d();
   ASSERT_EQ(ours.rows(), at.cols());
   for (Index r5 = 0; r5 < at.cols(); ++r5) {
     Index row = -1;

@@ -15,7 +15,7 @@
 // your function must return that dS.
 //
 // The course's own suite builds these same tests twice more: against a reference answer
-// (tests/exercise_09_solution.cpp), which must pass them, and against the untouched stub, which
+// (tests/chapters/exercise_09_solution.cpp), which must pass them, and against the untouched stub, which
 // must fail them. Your copy carries the label "exercise", which `ctest --preset release` leaves
 // out: the stub fails by design.
 #include "softmax_backward.hpp"

@@ -4,6 +4,7 @@
 #include "attn/core/random.hpp"
 
 #include "expect.hpp"
+#include "fixtures.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +16,7 @@
 
 namespace {
 
-const std::string kData = ATTN_TEST_DATA_DIR;
+const std::string kData = attn_test::fixture_folder("rng").string();
 
 TEST(SplitMix64, MatchesPublishedReferenceOutputs) {
   // The first outputs for seed 1234567 from the reference implementation (Vigna).

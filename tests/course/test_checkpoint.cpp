@@ -489,7 +489,7 @@ TEST(StateDictLayout, RefusesBlocksThatDoNotTile) {
 
 const std::string kPython = "/usr/bin/python3";
 const std::string kScript =
-    std::string(ATTN_TEST_DATA_DIR) + "/../../scripts/check_training_checkpoint.py";
+    std::string(ATTN_SOURCE_DIR) + "/scripts/check_training_checkpoint.py";
 
 bool have_torch() {
   static const bool yes =

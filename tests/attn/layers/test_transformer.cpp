@@ -7,7 +7,9 @@
 #include "attn/core/random.hpp"
 #include "attn/layers/transformer.hpp"
 
+#include "backward_fixture.hpp"
 #include "expect.hpp"
+#include "fixtures.hpp"
 
 #include <gtest/gtest.h>
 
@@ -35,7 +37,7 @@ using attn::RowVector;
 struct StateDict {
   std::string prefix;  // "tf_enc_post_"
   course::NpyArray get(const std::string& name) const {
-    return course::read_npy(std::string(ATTN_TEST_DATA_DIR) + "/" + prefix + name + ".npy");
+    return course::read_npy(attn_test::fixture("transformer", prefix + name + ".npy"));
   }
   Matrix matrix(const std::string& name) const { return get(name).to_matrix(); }
   RowVector row(const std::string& name) const { return RowVector(get(name).to_matrix()); }
@@ -340,40 +342,6 @@ TEST(Transformer, PreNormLayerWithSilentSublayersIsTheIdentity) {
   EXPECT_LT(std::abs(y.row(0).mean()), 1e-6f);  // normalised: mean 0 instead of ~3
 }
 
-// ---- The feed-forward layer ---------------------------------------------------------------------
-
-TEST(FeedForward, HandComputedAndPositionWise) {
-  attn::FeedForward ff{{Matrix(3, 2), RowVector(3)}, {Matrix(2, 3), RowVector(2)}};
-  ff.linear1.weight << 1, 0,  //
-      0, 1,                   //
-      1, 1;
-  ff.linear1.bias << 0, -1, -10;
-  ff.linear2.weight << 1, 1, 1,  //
-      0, 2, 0;
-  ff.linear2.bias << 0.5f, 0;
-  Matrix x(2, 2);
-  x << 2, 3,  //
-      -1, 0.5f;
-  // Row 0: hidden = relu(2, 2, -5) = (2, 2, 0): out = (4.5, 4). Row 1: relu(-1, -0.5, -10.5) = 0:
-  // out = b_2 = (0.5, 0). Each row on its own: position-wise.
-  const Matrix y = attn::ffn_forward(ff, x);
-  EXPECT_EQ(y(0, 0), 4.5f);
-  EXPECT_EQ(y(0, 1), 4.0f);
-  EXPECT_EQ(y(1, 0), 0.5f);
-  EXPECT_EQ(y(1, 1), 0.0f);
-  EXPECT_TRUE(identical(attn::ffn_forward(ff, x.bottomRows(1)), y.bottomRows(1)));
-  // The cache: the ReLU's input and output, what ffn_backward will need.
-  attn::FeedForwardCache c;
-  EXPECT_TRUE(identical(attn::ffn_forward(ff, x, &c), y));
-  Matrix pre(2, 3), hidden(2, 3);
-  pre << 2, 2, -5,  //
-      -1, -0.5f, -10.5f;
-  hidden << 2, 2, 0,  //
-      0, 0, 0;
-  EXPECT_TRUE(identical(c.pre_activation, pre));
-  EXPECT_TRUE(identical(c.hidden, hidden));
-}
-
 TEST(Transformer, ShapeErrorsNameTheShapes) {
   attn::Rng rng(6);
   const attn::DecoderLayer dec = attn::decoder_layer_init(rng, 8, 2, 16);
@@ -424,6 +392,199 @@ TEST(Transformer, ALayerNormWithEpsZeroIsRefusedInsideALayer) {
   EXPECT_EQ(message_of([&] { attn::encoder_layer_forward(layer, Matrix::Constant(3, 8, 1.0f)); }),
             "layer_norm_forward: eps must be finite and > 0 (with eps = 0 a constant row would "
             "divide 0 by 0)");
+}
+
+
+// ---- The backward pass (chapter 09) ------------------------------------------------------------
+
+using attn_test::all_zero;
+using attn_test::Comparison;
+using attn_test::Fixture;
+using attn_test::names;
+using attn_test::untouched;
+using attn::AllowedMask;
+
+class BackwardEncoderFixture : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(BackwardEncoderFixture, MatchesTorchTransformerEncoderLayer) {
+  const std::string name = GetParam();
+  Comparison c(name);
+  const Fixture& fx = c.fixture();
+  const attn::EncoderLayer layer{fx.mha("self_attn_", 4), fx.ff(), fx.norm("norm1_"),
+                                 fx.norm("norm2_"),
+                                 name == "enc_pre" ? NormPlacement::pre : NormPlacement::post};
+  const Matrix x = fx.matrix("x");
+  const AllowedMask allowed = fx.mask("allowed");  // key 5 blocked
+  attn::EncoderLayerCache cache;
+  c.check("out", attn::encoder_layer_forward(layer, x, {.allowed = allowed}, &cache));
+  attn::EncoderLayer grads = attn::zeros_like(layer);
+  c.check("d_x", attn::encoder_layer_backward(layer, cache, fx.matrix("dy"), grads));
+  c.check_parameters(grads);
+  c.expect_every_gradient_compared();
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, BackwardEncoderFixture, ::testing::Values("enc_post", "enc_pre"));
+
+class BackwardDecoderFixture : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(BackwardDecoderFixture, MatchesTorchTransformerDecoderLayer) {
+  const std::string name = GetParam();
+  Comparison c(name);
+  const Fixture& fx = c.fixture();
+  const attn::DecoderLayer layer{fx.mha("self_attn_", 4),  fx.mha("multihead_attn_", 4),
+                                 fx.ff(),
+                                 fx.norm("norm1_"),        fx.norm("norm2_"),
+                                 fx.norm("norm3_"),
+                                 name == "dec_pre" ? NormPlacement::pre : NormPlacement::post};
+  const Matrix x = fx.matrix("x"), memory = fx.matrix("memory");
+  const AllowedMask self_allowed = fx.mask("self_allowed");    // causal
+  const AllowedMask cross_allowed = fx.mask("cross_allowed");  // memory key 5 blocked
+  attn::DecoderLayerCache cache;
+  c.check("out", attn::decoder_layer_forward(
+                     layer, x, memory,
+                     {.self_allowed = self_allowed, .cross_allowed = cross_allowed}, &cache));
+  attn::DecoderLayer grads = attn::zeros_like(layer);
+  const auto g = attn::decoder_layer_backward(layer, memory, cache, fx.matrix("dy"), grads);
+  c.check("d_x", g.d_x);
+  c.check("d_memory", g.d_memory);
+  c.check_parameters(grads);
+  c.expect_every_gradient_compared();
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, BackwardDecoderFixture, ::testing::Values("dec_post", "dec_pre"));
+
+TEST(BackwardAccumulation, TransformerLayersDoubleToRoundOff) {
+  attn::Rng rng(12);
+  const Matrix x = attn::random_normal(rng, 6, 16, 1.0, 2.0), dy = attn::random_normal(rng, 6, 16);
+  for (const NormPlacement placement : {NormPlacement::post, NormPlacement::pre}) {
+    const attn::EncoderLayer enc = attn::encoder_layer_init(rng, 16, 4, 32, placement);
+    attn::EncoderLayerCache cache;
+    attn::encoder_layer_forward(enc, x, {}, &cache);
+    attn::EncoderLayer once = attn::zeros_like(enc), again = attn::zeros_like(enc);
+    attn::encoder_layer_backward(enc, cache, dy, once);
+    attn::encoder_layer_backward(enc, cache, dy, again);
+    attn::encoder_layer_backward(enc, cache, dy, again);
+    attn_test::expect_doubled_to_round_off(once, again);
+
+    const attn::DecoderLayer dec = attn::decoder_layer_init(rng, 16, 4, 32, placement);
+    const Matrix memory = attn::random_normal(rng, 7, 16);
+    const AllowedMask causal = attn::causal_mask(6);
+    attn::DecoderLayerCache dcache;
+    attn::decoder_layer_forward(dec, x, memory, {.self_allowed = causal}, &dcache);
+    attn::DecoderLayer donce = attn::zeros_like(dec), dagain = attn::zeros_like(dec);
+    attn::decoder_layer_backward(dec, memory, dcache, dy, donce);
+    attn::decoder_layer_backward(dec, memory, dcache, dy, dagain);
+    attn::decoder_layer_backward(dec, memory, dcache, dy, dagain);
+    attn_test::expect_doubled_to_round_off(donce, dagain);
+  }
+}
+
+class BackwardPaddedEncoder : public ::testing::TestWithParam<NormPlacement> {};
+
+TEST_P(BackwardPaddedEncoder, PaddedTokenChangesNoRealGradient) {
+  // Encoder layer on x [6 x 16], token 5 is padding: key 5 blocked for every query (the padding
+  // mask; query 5 still attends to keys 0..4, as in PyTorch). Upstream gradient zero at row 5.
+  // x row 5 changed (random, and huge: 1e6). Invariant to the bit: out rows 0..4, d_x rows
+  // 0..4 and every parameter gradient. Exactly 0: d_x row 5. Why: the real rows never read
+  // row 5 forward (blocked key; LayerNorm and FFN act per row); backward, row 5 starts from
+  // d_out = 0, which every per-row step (LayerNorm', FFN', the residual) keeps 0, and in the
+  // attention a zero d_out row gives a zero dS row, and key 5's column of P is 0; so row 5's
+  // inputs only ever meet zeros in the sums that form the parameter gradients.
+  const NormPlacement placement = GetParam();
+  attn::Rng rng(26);
+  attn::EncoderLayer layer = attn::encoder_layer_init(rng, 16, 4, 32, placement);
+  for (auto& p : attn::parameters(layer)) {  // biases and norms away from their initial 0 / 1
+    if (p.is_vector) p.value += attn::random_normal(rng, 1, p.value.cols(), 0.0, 0.2);
+  }
+  Matrix x = attn::random_normal(rng, 6, 16);
+  const std::vector<int> ids{5, 9, 2, 7, 3, 0};  // id 0 = padding at position 5
+  const AllowedMask allowed = attn::padding_mask(ids, 6);
+  ASSERT_TRUE(!allowed.col(5).any() && allowed.leftCols(5).all());
+  Matrix dy = attn::random_normal(rng, 6, 16);
+  dy.row(5).setZero();
+  struct Run {
+    Matrix out, d_x;
+    attn::EncoderLayer grads;
+  };
+  const auto run = [&] {
+    attn::EncoderLayerCache cache;
+    Run r{attn::encoder_layer_forward(layer, x, {.allowed = allowed}, &cache), {},
+          attn::zeros_like(layer)};
+    r.d_x = attn::encoder_layer_backward(layer, cache, dy, r.grads);
+    return r;
+  };
+  const Run r0 = run();
+  EXPECT_TRUE(all_zero(r0.d_x.row(5)));
+  for (const double size : {1.0, 1e6}) {
+    x.row(5) = attn::random_normal(rng, 1, 16, 0.5, 3.0 * size);
+    const Run r1 = run();
+    EXPECT_TRUE(identical(r1.out.topRows(5), r0.out.topRows(5))) << size;
+    EXPECT_FALSE(identical(r1.out.row(5), r0.out.row(5))) << size;
+    EXPECT_TRUE(identical(r1.d_x.topRows(5), r0.d_x.topRows(5))) << size;
+    EXPECT_TRUE(all_zero(r1.d_x.row(5))) << size;
+    const auto p0 = attn::parameters(r0.grads), p1 = attn::parameters(r1.grads);
+    for (std::size_t i = 0; i < p0.size(); ++i) {
+      EXPECT_TRUE(identical(p1[i].value, p0[i].value))
+          << size << " " << p0[i].key << " from " << p0[i].first;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Placements, BackwardPaddedEncoder,
+                         ::testing::Values(NormPlacement::post, NormPlacement::pre),
+                         [](const auto& info) {
+                           return info.param == NormPlacement::post ? "post" : "pre";
+                         });
+
+TEST(BackwardErrors, EncoderLayerBackward) {
+  attn::Rng rng(36);
+  const attn::EncoderLayer layer = attn::encoder_layer_init(rng, 8, 2, 16);
+  const Matrix x = attn::random_normal(rng, 5, 8), dy = attn::random_normal(rng, 5, 8);
+  attn::EncoderLayerCache cache;
+  attn::encoder_layer_forward(layer, x, {}, &cache);
+  attn::EncoderLayer grads = attn::zeros_like(layer);
+  EXPECT_TRUE(names(message_of([&] {
+                      attn::encoder_layer_backward(layer, cache, Matrix(4, 8), grads);
+                    }),
+                    "encoder_layer_backward"));  // d_out of another n (the cache's input was 5)
+  EXPECT_TRUE(names(message_of([&] {
+                      attn::encoder_layer_backward(layer, attn::EncoderLayerCache{}, dy, grads);
+                    }),
+                    "encoder_layer_backward"));  // no forward filled this cache
+  EXPECT_TRUE(untouched(grads));
+  attn::EncoderLayer wrong = attn::zeros_like(layer);
+  wrong.norm1.gamma.resize(7);  // norm1's gradient is the last one written
+  EXPECT_TRUE(names(message_of([&] { attn::encoder_layer_backward(layer, cache, dy, wrong); }),
+                    "encoder_layer_backward"));
+  wrong.norm1.gamma.setZero(8);
+  EXPECT_TRUE(untouched(wrong)) << "encoder_layer_backward accumulated before it threw";
+}
+
+TEST(BackwardErrors, DecoderLayerBackward) {
+  attn::Rng rng(37);
+  const attn::DecoderLayer layer = attn::decoder_layer_init(rng, 8, 2, 16);
+  const Matrix x = attn::random_normal(rng, 5, 8), memory = attn::random_normal(rng, 6, 8),
+               dy = attn::random_normal(rng, 5, 8);
+  attn::DecoderLayerCache cache;
+  attn::decoder_layer_forward(layer, x, memory, {}, &cache);
+  attn::DecoderLayer grads = attn::zeros_like(layer);
+  EXPECT_TRUE(names(message_of([&] {
+                      attn::decoder_layer_backward(layer, memory, cache, Matrix(5, 7), grads);
+                    }),
+                    "decoder_layer_backward"));
+  EXPECT_TRUE(names(message_of([&] {
+                      attn::decoder_layer_backward(layer, memory.topRows(4), cache, dy, grads);
+                    }),
+                    "decoder_layer_backward"));  // a memory other than the forward's
+  EXPECT_TRUE(untouched(grads));
+  attn::DecoderLayer wrong = attn::zeros_like(layer);
+  wrong.self_attn.q_proj.bias.resize(5);  // the self-attention's gradient, the last one written
+  EXPECT_TRUE(names(message_of([&] {
+                      attn::decoder_layer_backward(layer, memory, cache, dy, wrong);
+                    }),
+                    "decoder_layer_backward"));
+  wrong.self_attn.q_proj.bias.setZero(8);
+  EXPECT_TRUE(untouched(wrong)) << "decoder_layer_backward accumulated before it threw";
 }
 
 }  // namespace

@@ -323,7 +323,7 @@ TEST(Chapter, HelpNamesTheChapterAndTheDefaultFigureFolder) {
 TEST(DefaultPlotsDir, IsThePlotsFolderOfTheCheckoutTheTestWasBuiltIn) {
   // The test executable lives in <checkout>/build/<preset>/... like the chapters, so the
   // walk up from it must find this checkout's plots/, decided at run time.
-  const fs::path expected = fs::path(ATTN_TEST_DATA_DIR).parent_path().parent_path() / "plots";
+  const fs::path expected = fs::path(ATTN_SOURCE_DIR) / "plots";
   EXPECT_EQ(fs::weakly_canonical(course::default_plots_dir()), fs::weakly_canonical(expected));
 }
 

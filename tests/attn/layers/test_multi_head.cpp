@@ -9,7 +9,9 @@
 #include "course/npy.hpp"
 #include "attn/core/random.hpp"
 
+#include "backward_fixture.hpp"
 #include "expect.hpp"
+#include "fixtures.hpp"
 
 #include <gtest/gtest.h>
 
@@ -31,7 +33,9 @@ using attn::Matrix;
 using attn::MatrixD;
 using attn::RowVector;
 
-std::string data(const std::string& file) { return std::string(ATTN_TEST_DATA_DIR) + "/" + file; }
+std::filesystem::path data(const std::string& file) {
+  return attn_test::fixture("multi_head", file);
+}
 
 // ---- torch.nn.MultiheadAttention ----------------------------------------------------------------
 
@@ -218,92 +222,6 @@ TEST(MultiHead, AQueryWithNothingToSeeGetsTheOutputBiasWhateverTheValuesHold) {
   EXPECT_FALSE(r.out.row(2).allFinite());
 }
 
-// ---- Linear and LayerNorm -----------------------------------------------------------------------
-
-TEST(Linear, HandComputed) {
-  attn::Linear l{Matrix(2, 3), RowVector(2)};
-  l.weight << 1, 0, -1,  //
-      2, 1, 0;
-  l.bias << 0.5f, -1;
-  Matrix x(1, 3);
-  x << 3, 4, 5;
-  const Matrix y = attn::linear_forward(l, x);  // x W^T + b = (3 - 5 + 0.5, 6 + 4 - 1)
-  EXPECT_EQ(y(0, 0), -1.5f);
-  EXPECT_EQ(y(0, 1), 9.0f);
-}
-
-TEST(LayerNorm, HandComputed) {
-  // x = (1, 2, 3, 4): mean 2.5, biased variance (2.25 + 0.25 + 0.25 + 2.25) / 4 = 1.25.
-  attn::LayerNorm ln = attn::layer_norm_init(4);
-  Matrix x(2, 4);
-  x << 1, 2, 3, 4,  //
-      7, 7, 7, 7;   // a constant row: variance 0, eps keeps it finite, y = beta
-  ln.beta << 0.5f, 0, 0, -0.5f;
-  const Matrix y = attn::layer_norm_forward(ln, x);
-  const double s = std::sqrt(1.25 + 1e-5);
-  EXPECT_FLOAT_EQ(y(0, 0), static_cast<float>(-1.5 / s + 0.5));
-  EXPECT_FLOAT_EQ(y(0, 1), static_cast<float>(-0.5 / s));
-  EXPECT_FLOAT_EQ(y(0, 3), static_cast<float>(1.5 / s - 0.5));
-  for (Index c = 0; c < 4; ++c) EXPECT_EQ(y(1, c), ln.beta(c));
-  // With the unbiased variance (1/(d-1)) y(0, 0) would be -1.5 / sqrt(5/3): a 13% difference.
-  EXPECT_GT(std::abs(y(0, 0) - static_cast<float>(-1.5 / std::sqrt(5.0 / 3.0) + 0.5)), 0.1f);
-}
-
-TEST(LayerNorm, CacheKeepsEachRowsMeanAndRstd) {
-  // The same two rows as above: mean 2.5 and biased variance 1.25; a constant row, variance 0.
-  // eps is the float 1e-5f, widened exactly to double inside the root.
-  const attn::LayerNorm ln = attn::layer_norm_init(4);
-  Matrix x(2, 4);
-  x << 1, 2, 3, 4,  //
-      7, 7, 7, 7;
-  attn::LayerNormCache cache;
-  const Matrix y = attn::layer_norm_forward(ln, x, &cache);
-  const double eps = static_cast<double>(1e-5f);
-  ASSERT_EQ(cache.mean.size(), 2);
-  ASSERT_EQ(cache.rstd.size(), 2);
-  EXPECT_EQ(cache.mean(0), 2.5);  // 10 / 4: exact
-  EXPECT_EQ(cache.mean(1), 7.0);
-  // 1 / sqrt(v + eps) in double: the same operations, so equal to the last bit.
-  EXPECT_EQ(cache.rstd(0), 1.0 / std::sqrt(1.25 + eps));
-  EXPECT_EQ(cache.rstd(1), 1.0 / std::sqrt(0.0 + eps));
-  EXPECT_TRUE(identical(y, attn::layer_norm_forward(ln, x)));  // the cache changes nothing
-}
-
-// Issue 11: eps = 0 was accepted (PyTorch accepts it too), and a constant row then computed
-// (x - mean) / sqrt(0 + 0) = 0 / 0 = NaN. The course requires eps > 0 and finite.
-TEST(LayerNorm, EpsMustBeFiniteAndPositive) {
-  Matrix x(1, 4);
-  x << 7, 7, 7, 7;
-  attn::LayerNorm ln = attn::layer_norm_init(4);
-  for (float eps : {0.0f, -0.0f, -1e-5f, std::numeric_limits<float>::quiet_NaN(),
-                    std::numeric_limits<float>::infinity()}) {
-    ln.eps = eps;
-    EXPECT_EQ(message_of([&] { attn::layer_norm_forward(ln, x); }),
-              "layer_norm_forward: eps must be finite and > 0 (with eps = 0 a constant row "
-              "would divide 0 by 0)")
-        << eps;
-  }
-  // The smallest positive eps is enough: x - mean is exactly 0 here (28 / 4 = 7 exactly), and
-  // 0 times 1 / sqrt(1.4e-45) (~2.7e22, finite) is 0, so y is beta exactly.
-  ln.eps = std::numeric_limits<float>::denorm_min();
-  ln.beta << 1, 2, 3, 4;
-  EXPECT_TRUE(identical(attn::layer_norm_forward(ln, x), Matrix(ln.beta)));
-}
-
-TEST(LayerNorm, MatchesTorchLayerNorm) {
-  for (const std::string c : {"small", "shifted"}) {
-    const auto load = [&](const std::string& what) {
-      return course::read_npy(data("ln_" + c + "_" + what + ".npy")).to_matrix();
-    };
-    attn::LayerNorm ln{RowVector(load("weight")), RowVector(load("bias")), 1e-5f};
-    const Matrix y = attn::layer_norm_forward(ln, load("x"));
-    // Outputs are O(1); PyTorch's float32 statistics were within 3e-7 of float64 (fixture
-    // script), ours are double: 1e-5 is generous for both, and far below any formula error
-    // (an unbiased variance or eps outside the root moves outputs by > 1e-3 here).
-    EXPECT_LT((y - load("y")).cwiseAbs().maxCoeff(), 1e-5f) << c;
-  }
-}
-
 // ---- Errors name the shapes ---------------------------------------------------------------------
 
 // Issue 11: multi_head_init(rng, 0, 1) said "1 heads do not divide d_model = 0". A size of 0
@@ -403,6 +321,166 @@ TEST(MultiHead, TheTiledPathAgreesWithThePlainOneAboveOneTile) {
   const Matrix small = x.topRows(100);  // [100 x E]
   EXPECT_FALSE(attn::multi_head_forward(mha, small, small, small, {.need_weights = false})
                    .weights.empty());
+}
+
+
+// ---- The backward pass (chapter 09) ------------------------------------------------------------
+
+using attn_test::all_zero;
+using attn_test::Comparison;
+using attn_test::Fixture;
+using attn_test::names;
+using attn_test::untouched;
+using attn::AllowedMask;
+
+TEST(BackwardFixture, MultiHeadSelfAttention) {
+  // nn.MultiheadAttention(16, 4), query = key = value = x, keys 4 and 5 blocked: x reached the
+  // output three ways, so its gradient is the sum of the three input gradients.
+  Comparison c("mha_self");
+  const Fixture& fx = c.fixture();
+  const attn::MultiHeadAttention mha = fx.mha("", 4);
+  const Matrix x = fx.matrix("x");
+  const AllowedMask allowed = fx.mask("allowed");
+  const attn::MultiHeadResult r = attn::multi_head_forward(mha, x, x, x, {.allowed = allowed});
+  c.check("out", r.out);
+  attn::MultiHeadAttention grads = attn::zeros_like(mha);
+  const auto g = attn::multi_head_backward(mha, x, x, x, r, fx.matrix("dy"), grads);
+  c.check("d_x", g.d_query + g.d_key + g.d_value);
+  c.check_parameters(grads);
+  c.expect_every_gradient_compared();
+}
+
+TEST(BackwardFixture, MultiHeadCrossAttention) {
+  // nn.MultiheadAttention(12, 3), key = value = memory: d_memory = d_key + d_value.
+  Comparison c("mha_cross");
+  const Fixture& fx = c.fixture();
+  const attn::MultiHeadAttention mha = fx.mha("", 3);
+  const Matrix query = fx.matrix("query"), memory = fx.matrix("memory");
+  const AllowedMask allowed = fx.mask("allowed");  // all 1
+  const attn::MultiHeadResult r =
+      attn::multi_head_forward(mha, query, memory, memory, {.allowed = allowed});
+  c.check("out", r.out);
+  attn::MultiHeadAttention grads = attn::zeros_like(mha);
+  const auto g = attn::multi_head_backward(mha, query, memory, memory, r, fx.matrix("dy"), grads);
+  c.check("d_query", g.d_query);
+  c.check("d_memory", g.d_key + g.d_value);
+  c.check_parameters(grads);
+  c.expect_every_gradient_compared();
+}
+
+TEST(BackwardIdentity, KeyBiasGradientIsZeroUpToRoundOff) {
+  // Adding a vector b_K to every key adds q . b_K to a whole row of scores, which the softmax
+  // ignores: d loss / d b_K = 0 exactly, whatever the inputs. In the backward it is the sum of
+  // dK's rows, scale sum_i (sum_j dS_ij) q_i, and every row of dS sums to 0 (dS = P * (dP -
+  // rowsum(P * dP)), sum_j P_ij = 1). What is left is float round-off: a few ulps of the
+  // other bias blocks' scale. (On the mha_self fixture, where PyTorch leaves <= 1.1e-7.)
+  const Fixture fx{"bw_mha_self_"};
+  const attn::MultiHeadAttention mha = fx.mha("", 4);
+  const Matrix x = fx.matrix("x");
+  const AllowedMask allowed = fx.mask("allowed");
+  const attn::MultiHeadResult r = attn::multi_head_forward(mha, x, x, x, {.allowed = allowed});
+  attn::MultiHeadAttention grads = attn::zeros_like(mha);
+  attn::multi_head_backward(mha, x, x, x, r, fx.matrix("dy"), grads);
+  const double scale = std::max(grads.q_proj.bias.cwiseAbs().maxCoeff(),
+                                grads.v_proj.bias.cwiseAbs().maxCoeff());
+  EXPECT_GT(scale, 0.1);
+  EXPECT_LE(grads.k_proj.bias.cwiseAbs().maxCoeff(), 1e-6 * scale);
+}
+
+TEST(BackwardBehaviour, CausalMultiHeadEarlierPositionsIgnoreTokenT) {
+  // Self-attention (x = query = key = value) [6 x 16], 4 heads, causal, t = 3; x rows t..5
+  // changed (token t and the ones after it).
+  //  Forward, any d_out: out rows 0..t-1 are invariant (query i reads x rows <= i only).
+  //  Backward with d_out rows t.. zero: d_concat rows t.. are 0, so in every head dS rows t..
+  //  are 0; dQ, dK, dV rows < t then collect only from queries < t, which never read x rows
+  //  >= t; dQ rows >= t are 0, and dK, dV rows >= t are 0 (keys >= t are blocked for the
+  //  queries < t, the only ones passing anything back). Hence:
+  //    invariant to the bit: d_x rows 0..t-1, and every parameter gradient (a parameter
+  //      gradient sums products of an x row, or a concat row, with the matching row of dQ, dK,
+  //      dV or d_out; for rows >= t that row is 0, so the changed x rows add only zeros);
+  //    exactly 0: d_x rows t..5.
+  //  Without the zero d_out, d_x rows < t DO change (through d_key and d_value: later queries
+  //  attend to earlier keys and values), which the test also checks, to show the condition is
+  //  needed.
+  constexpr Index n = 6, t = 3, E = 16;
+  attn::Rng rng(25);
+  attn::MultiHeadAttention mha = attn::multi_head_init(rng, E, 4);
+  mha.q_proj.bias = attn::random_normal(rng, 1, E);
+  mha.v_proj.bias = attn::random_normal(rng, 1, E);
+  Matrix x = attn::random_normal(rng, n, E);
+  const AllowedMask causal = attn::causal_mask(n);
+  struct Run {
+    attn::MultiHeadResult r;
+    Matrix d_x;
+    attn::MultiHeadAttention grads;
+  };
+  const auto run = [&](const Matrix& dy) {
+    Run out{attn::multi_head_forward(mha, x, x, x, {.allowed = causal}), {}, attn::zeros_like(mha)};
+    const auto g = attn::multi_head_backward(mha, x, x, x, out.r, dy, out.grads);
+    out.d_x = g.d_query + g.d_key + g.d_value;
+    return out;
+  };
+  Matrix dy = attn::random_normal(rng, n, E);
+  const Matrix x0 = x;
+  const auto change = [&] { x.bottomRows(n - t) = attn::random_normal(rng, n - t, E, 0.0, 3.0); };
+  // Any d_out: the forward rows < t are invariant, the input gradient rows < t are not.
+  const Run a0 = run(dy);
+  change();
+  const Run a1 = run(dy);
+  EXPECT_TRUE(identical(a1.r.out.topRows(t), a0.r.out.topRows(t)));
+  EXPECT_FALSE(identical(a1.d_x.topRows(t), a0.d_x.topRows(t)));
+  // d_out zero from t on: all of it.
+  x = x0;
+  dy.bottomRows(n - t).setZero();
+  const Run b0 = run(dy);
+  change();
+  const Run b1 = run(dy);
+  EXPECT_TRUE(identical(b1.r.out.topRows(t), b0.r.out.topRows(t)));
+  EXPECT_FALSE(identical(b1.r.out.bottomRows(n - t), b0.r.out.bottomRows(n - t)));
+  EXPECT_TRUE(identical(b1.d_x.topRows(t), b0.d_x.topRows(t)));
+  EXPECT_TRUE(all_zero(b0.d_x.bottomRows(n - t)) && all_zero(b1.d_x.bottomRows(n - t)));
+  const auto p0 = attn::parameters(b0.grads), p1 = attn::parameters(b1.grads);
+  for (std::size_t i = 0; i < p0.size(); ++i) {
+    EXPECT_TRUE(identical(p1[i].value, p0[i].value)) << p0[i].key << " from " << p0[i].first;
+  }
+}
+
+TEST(BackwardAccumulation, MultiHeadDoublesExactly) {
+  attn::Rng rng(14);
+  const Matrix x = attn::random_normal(rng, 5, 8), dy = attn::random_normal(rng, 5, 8);
+  attn::MultiHeadAttention mha = attn::multi_head_init(rng, 8, 2);
+  mha.q_proj.bias = attn::random_normal(rng, 1, 8);  // non-zero biases, as a trained layer has
+  mha.k_proj.bias = attn::random_normal(rng, 1, 8);
+  const attn::MultiHeadResult r = attn::multi_head_forward(mha, x, x, x);
+  attn_test::expect_accumulates_exactly(
+      [&](attn::MultiHeadAttention& g) { attn::multi_head_backward(mha, x, x, x, r, dy, g); },
+      mha);
+}
+
+TEST(BackwardErrors, MultiHeadBackward) {
+  attn::Rng rng(35);
+  const attn::MultiHeadAttention mha = attn::multi_head_init(rng, 8, 2);
+  const Matrix x = attn::random_normal(rng, 5, 8), dy = attn::random_normal(rng, 5, 8);
+  const attn::MultiHeadResult r = attn::multi_head_forward(mha, x, x, x);
+  const Matrix x3 = attn::random_normal(rng, 3, 8);
+  const attn::MultiHeadResult other = attn::multi_head_forward(mha, x3, x3, x3);
+  attn::MultiHeadAttention grads = attn::zeros_like(mha);
+  EXPECT_TRUE(names(message_of([&] {
+                      attn::multi_head_backward(mha, x, x, x, r, Matrix(5, 7), grads);
+                    }),
+                    "multi_head_backward"));
+  EXPECT_TRUE(names(message_of([&] {
+                      attn::multi_head_backward(mha, x, x, x, other, dy, grads);
+                    }),
+                    "multi_head_backward"));  // the cache of another input
+  EXPECT_TRUE(untouched(grads));
+  attn::MultiHeadAttention wrong = attn::zeros_like(mha);
+  wrong.v_proj.weight.resize(8, 7);  // one projection's gradient of the wrong shape
+  EXPECT_TRUE(names(message_of([&] { attn::multi_head_backward(mha, x, x, x, r, dy, wrong); }),
+                    "multi_head_backward"));
+  EXPECT_TRUE((wrong.out_proj.weight.array() == 0).all() &&
+              (wrong.q_proj.weight.array() == 0).all())
+      << "multi_head_backward accumulated into other gradients before it threw";
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "course/npy.hpp"
 
 #include "expect.hpp"
+#include "fixtures.hpp"
 
 #include <gtest/gtest.h>
 
@@ -57,7 +58,7 @@ void for_each_parameter(L& pair, const std::string& prefix, F&& f) {
 }
 
 course::NpyArray load(const std::string& name) {
-  return course::read_npy(std::string(ATTN_TEST_DATA_DIR) + "/optim_" + name + ".npy");
+  return course::read_npy(attn_test::fixture("optim", "optim_" + name + ".npy"));
 }
 
 /// The distance between two finite floats in units in the last place (0: the same float).

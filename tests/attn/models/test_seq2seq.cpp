@@ -8,6 +8,7 @@
 #include "course/npy.hpp"
 
 #include "expect.hpp"
+#include "fixtures.hpp"
 
 #include <gtest/gtest.h>
 
@@ -35,8 +36,7 @@ struct StepCase {
   double label_smoothing;
 
   course::NpyArray get(const std::string& what) const {
-    return course::read_npy(std::string(ATTN_TEST_DATA_DIR) + "/step_" + name + "_" + what +
-                            ".npy");
+    return course::read_npy(attn_test::fixture("train_step", "step_" + name + "_" + what + ".npy"));
   }
   // A state_dict key's file name: dots become underscores.
   static std::string file_key(std::string key) {
@@ -196,7 +196,7 @@ TEST(Seq2SeqTest, ParameterKeysFollowPyTorchsOrder) {
     for (const auto& p : attn::parameters(m)) {
       if (p.first == 0) ours.push_back(p.key);
     }
-    std::ifstream keys(std::string(ATTN_TEST_DATA_DIR) + "/step_" + c.name + "_keys.txt");
+    std::ifstream keys(attn_test::fixture("train_step", "step_" + c.name + "_keys.txt"));
     std::vector<std::string> theirs;
     for (std::string line; std::getline(keys, line);) theirs.push_back(line.substr(0, line.find(' ')));
     EXPECT_EQ(ours, theirs) << c.name;

@@ -1,6 +1,6 @@
 // A right answer to exercise 09 (chapters/09_training/exercise/softmax_backward.cpp), written
 // without the library's attention_backward, so that the course's suite can prove that
-// tests/exercise_09.cpp passes a right answer as well as failing the stub.
+// tests/chapters/exercise_09.cpp passes a right answer as well as failing the stub.
 //
 // For one row, p = softmax(s) and dp = dL/dp; the Jacobian J = diag(p) - p p^T is symmetric,
 // so ds = J dp = p * dp - p (p . dp): entry j is p_j (dp_j - sum_k p_k dp_k). Over all rows:

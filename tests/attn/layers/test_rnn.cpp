@@ -5,6 +5,8 @@
 
 #include "course/npy.hpp"
 
+#include "fixtures.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -29,8 +31,8 @@ using attn::RowVector;
 // wrong bias, transpose or step order would still miss it by orders of magnitude.
 constexpr float kTorchTol = 1e-5f;
 
-std::string fixture(const std::string& name) {
-  return std::string(ATTN_TEST_DATA_DIR) + "/rnn_" + name + ".npy";
+std::filesystem::path fixture(const std::string& name) {
+  return attn_test::fixture("rnn", "rnn_" + name + ".npy");
 }
 
 Matrix load(const std::string& name) { return course::read_npy(fixture(name)).to_matrix(); }
