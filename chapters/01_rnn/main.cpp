@@ -15,8 +15,6 @@
 #include "attn/layers/rnn.hpp"
 #include "course/chapter.hpp"
 
-#include <Eigen/Eigenvalues>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -38,13 +36,6 @@ struct Knobs {
   Index H_exp = 32, D = 50, n_seeds = 8;  // the experiment
   std::vector<double> scales = {0.5, 1.0, std::sqrt(3.0), 3.0};  // W_hh x s
 };
-
-// The largest |eigenvalue| of W_hh: above 1 some direction grows step after step, below 1
-// every direction shrinks (before tanh' <= 1 shrinks it further).
-double spectral_radius(const Matrix& W) {
-  const Eigen::MatrixXd Wd = W.cast<double>();
-  return Eigen::EigenSolver<Eigen::MatrixXd>(Wd, false).eigenvalues().cwiseAbs().maxCoeff();
-}
 
 // The distances the experiment's table shows: 0, 1, 2, 5, then every `step` up to D.
 std::vector<Index> table_distances(Index D) {
@@ -263,7 +254,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
     const attn::RnnCell base = attn::rnn_init(exp_rng, I, k.H_exp);
     const Matrix Xe = attn::random_normal(exp_rng, D + 1, I);  // x<1..D+1> [(D+1) x I]
     const RowVector a0 = RowVector::Zero(k.H_exp);             // [1 x H_exp]
-    const double rho_base = spectral_radius(base.weight_hh);   // rho(s W) = s rho(W)
+    const double rho_base = attn::spectral_radius(base.weight_hh);   // rho(s W) = s rho(W)
     for (std::size_t s = 0; s < n_s; ++s) {
       // [experiment]
       attn::RnnCell scaled = base;
@@ -355,21 +346,21 @@ int main(int argc, char** argv) {
   course::Chapter ch("01_rnn", "The RNN recurrence", 2026);
   ch.cites("notes 000 and 004");
   Knobs k;
-  ch.option("--input-size", k.I, "I, features per input x<t>")->check(CLI::Range(1, 64));
-  ch.option("--hidden", k.H, "H, size of the hidden state a<t>")->check(CLI::Range(1, 256));
+  ch.option("--input-size", k.I, "I, features per input x<t>").range(1, 64);
+  ch.option("--hidden", k.H, "H, size of the hidden state a<t>").range(1, 256);
   ch.option("--steps", k.T, "T, length of the worked example's sequence")
-      ->check(CLI::Range(1, 1000));
+      .range(1, 1000);
   ch.option("--experiment-hidden", k.H_exp, "H of the dependence experiment")
-      ->check(CLI::Range(1, 256));
+      .range(1, 256);
   ch.option("--distance", k.D, "largest distance T-1 the experiment measures")
-      ->check(CLI::Range(1, 200));
+      .range(1, 200);
   // The experiment's time grows as seeds x scales x distance x H^2 x I: with every other knob at
   // its largest, 64 models took 25-27 s on a desktop CPU, 32 take 10-13 s.
   ch.option("--seeds", k.n_seeds,
             "random models averaged per point of the experiment (at most 32: the run's time "
             "grows with it, and with every knob at its largest 32 take ~10 s on a desktop CPU)")
-      ->check(CLI::Range(1, 32));
+      .range(1, 32);
   ch.option("--scales", k.scales, "W_hh scales (x PyTorch's init), e.g. 0.5,1,3; at most 6 values")
-      ->delimiter(',')->expected(1, 6)->check(course::finite_range(0.1, 10.0));
+      .items(',', 1, 6).range(0.1, 10.0);
   return ch.run(argc, argv, [&] { lesson(ch, k); });
 }

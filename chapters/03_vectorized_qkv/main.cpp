@@ -339,9 +339,9 @@ int main(int argc, char** argv) {
   course::Chapter ch("03_vectorized_qkv", "Vectorised Q, K, V", 2026);
   ch.cites("notes 000, 001 and 002");
   Knobs k;
-  ch.option("--n", k.n, "words in note 001's example (steps 4 and 5)")->check(CLI::Range(4, 64));
+  ch.option("--n", k.n, "words in note 001's example (steps 4 and 5)").range(4, 64);
   ch.option("--d-model", k.d_model, "features per word in note 001's example")
-      ->check(CLI::Range(4, 2048));
+      .range(4, 2048);
   ch.flag("--scale,!--no-scale", k.scale,
           "divide the worked example's scores by sqrt(d_k) (default: no, as the notes)");
   return ch.run(argc, argv, [&] { lesson(ch, k); });

@@ -411,11 +411,11 @@ int main(int argc, char** argv) {
   ch.cites("notes 001, 003 and 004");
   Knobs knob;
   ch.option("--samples", knob.samples, "samples in note 001's experiment (sections 1-3)")
-      ->check(CLI::Range(10, 200000));
+      .range(10, 200000);
   ch.option("--std", knob.std, "standard deviation of those samples")
-      ->check(course::finite_range(0.01, 1000.0));
+      .range(0.01, 1000.0);
   ch.option("--d-k", knob.d_k, "width of the query and keys of section 5's attention row")
-      ->check(CLI::Range(1, 16384));
+      .range(1, 16384);
   ch.flag("--no-scale", knob.no_scale,
           "section 5 computes softmax(q K^T) instead of softmax(q K^T / sqrt(d_k))");
   return ch.run(argc, argv, [&] { lesson(ch, knob); });

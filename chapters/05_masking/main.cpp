@@ -505,20 +505,20 @@ int main(int argc, char** argv) {
   Knobs k;
   ch.option("--mask", k.mask,
             "mask of the note-001 batch: none, pad, causal (pad + causal) or window (pad + window)")
-      ->check(CLI::IsMember({"none", "pad", "causal", "window"}));
+      .one_of({"none", "pad", "causal", "window"});
   ch.option("--window", k.window, "W of the window mask: query i sees keys |i - j| <= W")
-      ->check(CLI::Range(0, 64));
+      .range(0, 64);
   ch.option("--fill", k.fill, "score given to a blocked key: neg-inf or -1e9")
-      ->check(CLI::IsMember({"neg-inf", "-1e9"}));
+      .one_of({"neg-inf", "-1e9"});
   ch.option("--ids", k.ids,
             "token ids of the batch, sentences separated by '/', padded with 0; at most 16 "
             "sentences of at most 64 tokens")
-      ->check(CLI::Validator([](const std::string& s) { return parse_ids(s); }, "IDS"));
+      .check("IDS", [](const std::string& s) { return parse_ids(s); });
   ch.option("--vocab", k.vocab, "vocabulary size (ids must be below it)")
-      ->check(CLI::Range(2, 100000));
-  ch.option("--d-model", k.d_model, "features per token")->check(CLI::Range(2, 2048));
+      .range(2, 100000);
+  ch.option("--d-model", k.d_model, "features per token").range(2, 2048);
   ch.option("--d-k", k.d_k, "the d_k in the scale 1/sqrt(d_k), as note 001 uses it")
-      ->check(CLI::Range(1, 2048));
+      .range(1, 2048);
   ch.require_knobs([&] {
     attn::TokenIds ids;  // [B x n]
     parse_ids(k.ids, &ids);

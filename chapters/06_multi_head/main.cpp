@@ -303,12 +303,12 @@ int main(int argc, char** argv) {
   ch.cites("notes 001, 002 and 003");
   Knobs k;
   ch.option("--heads", k.heads, "number of heads H (must divide d_model)")
-      ->check(CLI::Range(1, 64));
-  ch.option("--d-model", k.d_model, "features per token d_model")->check(CLI::Range(1, 1024));
+      .range(1, 64);
+  ch.option("--d-model", k.d_model, "features per token d_model").range(1, 1024);
   ch.option("--seq-len", k.seq_len, "tokens per sentence (sentence 1 has n-2 real ones)")
-      ->check(CLI::Range(3, 64));
+      .range(3, 64);
   ch.option("--mask", k.mask, "none, pad, or causal (padding and causal)")
-      ->check(CLI::IsMember({"none", "pad", "causal"}));
+      .one_of({"none", "pad", "causal"});
   ch.require_knobs([&] {
     return k.d_model % k.heads == 0
                ? std::string()

@@ -471,12 +471,12 @@ int main(int argc, char** argv) {
   Knobs knob;
   ch.option("--d-model", knob.d_model,
             "features per position; even, since columns come in (sin, cos) pairs")
-      ->check(CLI::Range(2, 512));
+      .range(2, 512);
   ch.option("--positions", knob.positions, "positions in the table and its heat map")
-      ->check(CLI::Range(1, 512));
+      .range(1, 512);
   ch.option("--max-offset", knob.max_offset,
             "largest offset k for the rotation check and the dot-product curve")
-      ->check(CLI::Range(1, 4096));
+      .range(1, 4096);
   ch.require_knobs([&] {
     return knob.d_model % 2 == 0
                ? ""

@@ -402,13 +402,13 @@ int main(int argc, char** argv) {
   course::Chapter ch("08_transformer_block", "The transformer block", 2026);
   ch.cites("notes 001, 002 and 003");
   Knobs k;
-  ch.option("--layers", k.layers, "encoder and decoder layers each")->check(CLI::Range(1, 12));
+  ch.option("--layers", k.layers, "encoder and decoder layers each").range(1, 12);
   ch.option("--heads", k.heads, "heads per attention (must divide d_model)")
-      ->check(CLI::Range(1, 64));
-  ch.option("--d-model", k.d_model, "features per token")->check(CLI::Range(2, 1024));
-  ch.option("--d-ff", k.d_ff, "width of the feed-forward layer")->check(CLI::Range(1, 4096));
+      .range(1, 64);
+  ch.option("--d-model", k.d_model, "features per token").range(2, 1024);
+  ch.option("--d-ff", k.d_ff, "width of the feed-forward layer").range(1, 4096);
   ch.option("--norm", k.norm, "post (the paper's Add & Norm) or pre (norm first)")
-      ->check(CLI::IsMember({"post", "pre"}));
+      .one_of({"post", "pre"});
   ch.require_knobs([&] {
     if (k.d_model % k.heads == 0) return std::string();
     return fmt::format("--heads {} does not divide --d-model {}: each head needs d_k = d_model / "

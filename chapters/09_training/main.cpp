@@ -573,34 +573,23 @@ int main(int argc, char** argv) {
   course::Chapter ch("09_training", "Attention learns: training, backward passes by hand", 2026);
   Knobs k;
   ch.option("--task", k.task, "reversal, induction or both")
-      ->check(CLI::IsMember({"both", "reversal", "induction"}));
-  ch.option("--steps", k.steps, "training steps of each task")->check(CLI::Range(1, 100000));
-  ch.option("--lr", k.lr, "Adam's peak learning rate")->check(CLI::Range(1e-6, 1.0));
-  ch.option("--layers", k.layers, "layers (reversal: encoder and decoder each)")
-      ->check(CLI::Range(1, 8));
-  ch.option("--heads", k.heads, "heads per attention (must divide d_model)")
-      ->check(CLI::Range(1, 16));
-  ch.option("--d-model", k.d_model, "features per token")->check(CLI::Range(2, 256));
-  ch.option("--length", k.length, "reversal: symbols per sequence")->check(CLI::Range(2, 32));
-  ch.option("--context", k.context, "induction: tokens per sequence")->check(CLI::Range(8, 40));
+      .one_of({"both", "reversal", "induction"});
+  ch.option("--steps", k.steps, "training steps of each task").range(1, 100000);
+  ch.option("--lr", k.lr, "Adam's peak learning rate").range(1e-6, 1.0);
+  ch.option("--layers", k.layers, "layers (reversal: encoder and decoder each)").range(1, 8);
+  ch.option("--heads", k.heads, "heads per attention (must divide d_model)").range(1, 16);
+  ch.option("--d-model", k.d_model, "features per token").range(2, 256);
+  ch.option("--length", k.length, "reversal: symbols per sequence").range(2, 32);
+  ch.option("--context", k.context, "induction: tokens per sequence").range(8, 40);
   ch.option("--label-smoothing", k.label_smoothing, "reversal: label smoothing (the paper: 0.1)")
-      ->check(CLI::Range(0.0, 0.9));
+      .range(0.0, 0.9);
   ch.option("--norm", k.norm, "reversal: pre (norm first) or post (the paper's Add & Norm)")
-      ->check(CLI::IsMember({"pre", "post"}));
-  // Where files go, not what is computed: not knobs, so not in a manifest.
-  ch.app().add_option("--save", k.save, "write the trained weights to DIR/reversal and "
-                                        "DIR/induction (a checkpoint per task)");
-  ch.app().add_option("--load", k.load, "start from the weights --save wrote (evaluate only, "
-                                        "unless --steps is given: then train on)");
+      .one_of({"pre", "post"});
+  ch.path("--save", k.save, "write the trained weights to DIR/reversal and DIR/induction (a "
+                            "checkpoint per task)");
+  ch.path("--load", k.load, "start from the weights --save wrote (evaluate only, unless --steps "
+                            "is given: then train on)");
   ch.require_knobs([&] {
-    // CLI11's Range lets NaN through (every comparison with it is false).
-    if (!std::isfinite(k.lr)) {
-      return fmt::format("--lr {}: the learning rate must be a number", k.lr);
-    }
-    if (!std::isfinite(k.label_smoothing)) {
-      return fmt::format("--label-smoothing {}: it must be a number in [0, 0.9]",
-                         k.label_smoothing);
-    }
     if (k.d_model % k.heads != 0) {
       return fmt::format("--heads {} does not divide --d-model {}: each head needs d_k = "
                          "d_model / heads columns", k.heads, k.d_model);
@@ -608,7 +597,7 @@ int main(int argc, char** argv) {
     return checkpoint_problem(ch, k);
   });
   return ch.run(argc, argv, [&] {
-    k.steps_given = ch.app().count("--steps") > 0;
+    k.steps_given = ch.given("--steps");
     lesson(ch, k);
   });
 }

@@ -28,7 +28,6 @@
 #include "measure.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <iostream>
 #include <limits>
@@ -109,24 +108,12 @@ void memory_wall(course::Chapter& ch) {
 
   // The split of the time, measured live: on stderr, since seconds differ between runs.
   const Index n = 1024;
-  attn::Rng rng(7);
-  const Matrix Q = attn::random_normal(rng, n, 64), K = attn::random_normal(rng, n, 64),
-               V = attn::random_normal(rng, n, 64);  // [n x 64] each
-  Matrix S(n, n), out(n, 64);                        // [n x n], [n x 64]
-  const double gemm1 = efficiency::best_of_three([&] { S.noalias() = Q * K.transpose(); });
-  const Matrix scores = S * 0.125f;  // [n x n], scaled by 1/sqrt(64)
-  const double soft = efficiency::best_of_three([&] {
-    S = scores;
-    for (Index r = 0; r < n; ++r) attn::softmax_inplace({S.row(r).data(), std::size_t(n)});
-  });
-  const double gemm2 = efficiency::best_of_three([&] { out.noalias() = S * V; });
-  const double copy = efficiency::best_of_three([&] { S = scores; });
-  const double total = gemm1 + (soft - copy) + gemm2;
+  const efficiency::NaiveSplit t = efficiency::time_naive_attention(n);
   std::cerr << fmt::format(
       "measured: naive attention at n = {}, d = 64, one call: Q K^T {:.2f} ms ({:.0f}%), the "
       "softmax pass {:.2f} ms ({:.0f}%), P V {:.2f} ms ({:.0f}%)\n",
-      n, gemm1 * 1e3, 100 * gemm1 / total, (soft - copy) * 1e3, 100 * (soft - copy) / total,
-      gemm2 * 1e3, 100 * gemm2 / total);
+      n, t.scores * 1e3, 100 * t.scores / t.total(), t.softmax * 1e3,
+      100 * t.softmax / t.total(), t.values * 1e3, 100 * t.values / t.total());
   ch.prose("The program has just timed naive attention at n = 1,024 (the line 'measured:' on "
            "stderr; it varies by machine and load). The two GEMMs do all 4 n^2 d flops; the "
            "pass between them does none of them, but an exp per entry and a trip of the n x n "
@@ -532,17 +519,17 @@ int main(int argc, char** argv) {
   Knobs k;
   ch.option("--row", k.row,
             "the row the online softmax reads: 2 to 16 comma-separated numbers in [-1000, 1000]")
-      ->check(CLI::Validator([](const std::string& s) { return parse_row(s); }, "ROW"));
+      .check("ROW", [](const std::string& s) { return parse_row(s); });
   ch.option("--split", k.split, "the merge's cut: entries before and from it")
-      ->check(CLI::Range(1, 15));
-  ch.option("--n", k.n, "tokens of the tiled example")->check(CLI::Range(1, 64));
-  ch.option("--d", k.d, "d_k = d_v of the tiled example")->check(CLI::Range(1, 64));
-  ch.option("--query-tile", k.query_tile, "B_q, queries per tile")->check(CLI::Range(1, 64));
-  ch.option("--key-tile", k.key_tile, "B_k, keys per tile")->check(CLI::Range(1, 64));
+      .range(1, 15);
+  ch.option("--n", k.n, "tokens of the tiled example").range(1, 64);
+  ch.option("--d", k.d, "d_k = d_v of the tiled example").range(1, 64);
+  ch.option("--query-tile", k.query_tile, "B_q, queries per tile").range(1, 64);
+  ch.option("--key-tile", k.key_tile, "B_k, keys per tile").range(1, 64);
   ch.option("--mask", k.mask, "the example's mask: none, causal or pad")
-      ->check(CLI::IsMember({"none", "causal", "pad"}));
+      .one_of({"none", "causal", "pad"});
   ch.option("--padding", k.padding, "with --mask pad: how many keys at the end are padding")
-      ->check(CLI::Range(0, 64));
+      .range(0, 64);
   ch.flag("--measure", k.measure,
           "time this machine (about 20 s) and draw the speed figures from it");
   ch.require_knobs([&] {

@@ -2,6 +2,7 @@
 #include "measure.hpp"
 
 #include "attn/ops/attention.hpp"
+#include "attn/ops/softmax.hpp"
 #include "attn/core/random.hpp"
 #include "attn/kernels/tiled_attention.hpp"
 #include "course/fma_peak.hpp"
@@ -86,6 +87,22 @@ double best_of_three(const std::function<void()>& f) {
     best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
   }
   return best;
+}
+
+NaiveSplit time_naive_attention(Index n) {
+  attn::Rng rng(7);
+  const Matrix Q = attn::random_normal(rng, n, kD), K = attn::random_normal(rng, n, kD),
+               V = attn::random_normal(rng, n, kD);  // [n x 64] each
+  Matrix S(n, n), out(n, kD);                        // [n x n], [n x 64]
+  const double scores = best_of_three([&] { S.noalias() = Q * K.transpose(); });
+  const Matrix scaled = S * 0.125f;  // [n x n], scaled by 1/sqrt(64)
+  const double softmax_and_copy = best_of_three([&] {
+    S = scaled;
+    for (Index r = 0; r < n; ++r) attn::softmax_inplace({S.row(r).data(), std::size_t(n)});
+  });
+  const double values = best_of_three([&] { out.noalias() = S * V; });
+  const double copy = best_of_three([&] { S = scaled; });
+  return {scores, softmax_and_copy - copy, values};
 }
 
 Measurements measure(const std::function<void(const std::string&)>& progress) {

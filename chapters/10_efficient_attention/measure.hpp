@@ -52,6 +52,15 @@ struct Measurements {
   std::vector<MemoryPoint> memory;  ///< optional: only the committed table has them
 };
 
+/// Naive attention's three passes at n queries and keys, d = 64, timed apart (seconds, the best
+/// of three calls): the product Q K^T, the softmax pass over the n x n scores (without the copy
+/// that restores them between calls), and the product P V.
+struct NaiveSplit {
+  double scores = 0, softmax = 0, values = 0;
+  double total() const { return scores + softmax + values; }
+};
+NaiveSplit time_naive_attention(Index n);
+
 /// Times every path on this machine; `progress` is told what runs next (for stderr). Takes
 /// some twenty seconds.
 Measurements measure(const std::function<void(const std::string&)>& progress);

@@ -1,6 +1,7 @@
 // chapter.cpp: one chapter run, from the command line to the closing "Try this".
 #include "course/chapter.hpp"
 
+#include "course/cli.hpp"
 #include "course/interrupt.hpp"
 
 #include <fcntl.h>
@@ -13,6 +14,7 @@
 #include <exception>
 #include <iostream>
 #include <string>
+#include <type_traits>
 
 namespace course {
 
@@ -52,8 +54,9 @@ Chapter::Chapter(std::string name, std::string title, std::uint64_t default_seed
     : name_(std::move(name)),
       title_(std::move(title)),
       out_(out),
-      cli_(name_, "Chapter " + number_of(name_) + ": " + title_, default_seed) {
-  cli_.app().add_flag("--step", stepping_,
+      cli_(std::make_unique<ChapterCli>(name_, "Chapter " + number_of(name_) + ": " + title_,
+                                        default_seed)) {
+  cli_->app().add_flag("--step", stepping_,
                       "Pause after each step until Enter (only when both the input and the "
                       "output are a terminal)");
 }
@@ -64,10 +67,96 @@ void Chapter::cites(const std::string& notes) {
   cites_ = "Lecture " + notes + ": the course's sources; what each note is, and where the "
            "course uses it, is on the sources page (docs/sources.md in the repository, "
            "\"The lecture notes\" on the site).";
-  cli_.app().footer(cites_);
+  cli_->app().footer(cites_);
 }
 
-void Chapter::require_knobs(std::function<std::string()> rule) { cli_.add_rule(std::move(rule)); }
+void Chapter::require_knobs(std::function<std::string()> rule) {
+  cli_->add_rule(std::move(rule));
+}
+
+std::uint64_t Chapter::seed() const { return cli_->options().seed; }
+
+// ---- Knobs ----------------------------------------------------------------------------------------
+
+namespace {
+
+// A knob's value as the run used it, for a dump's manifest: the variable itself, read after
+// parsing (so "--scale=false" is false and 1.7320508075688772 keeps every digit), lists
+// joined by commas as they are typed.
+template <typename T>
+std::string knob_text(const T& value) {
+  if constexpr (requires { value.begin(); } && !std::is_convertible_v<T, std::string_view>)
+    return fmt::format("{}", fmt::join(value, ","));
+  else
+    return fmt::format("{}", value);
+}
+
+}  // namespace
+
+template <typename T>
+Knob Chapter::add_knob(const std::string& flag, T& value, const std::string& help) {
+  CLI::Option* o = nullptr;
+  if constexpr (std::is_same_v<T, bool>) {
+    o = cli_->app().add_flag(flag, value, help);
+  } else {
+    o = cli_->option(flag, value, help);
+  }
+  knob_values_.emplace_back(o->get_name(), [&value] { return knob_text(value); });
+  using Element = std::conditional_t<std::is_same_v<T, std::vector<double>>, double, T>;
+  return Knob(o, std::is_floating_point_v<Element>);
+}
+
+Knob Chapter::option(const std::string& flag, int& value, const std::string& help) {
+  return add_knob(flag, value, help);
+}
+Knob Chapter::option(const std::string& flag, long& value, const std::string& help) {
+  return add_knob(flag, value, help);
+}
+Knob Chapter::option(const std::string& flag, double& value, const std::string& help) {
+  return add_knob(flag, value, help);
+}
+Knob Chapter::option(const std::string& flag, std::string& value, const std::string& help) {
+  return add_knob(flag, value, help);
+}
+Knob Chapter::option(const std::string& flag, std::vector<double>& value,
+                     const std::string& help) {
+  return add_knob(flag, value, help);
+}
+Knob Chapter::flag(const std::string& flag, bool& value, const std::string& help) {
+  return add_knob(flag, value, help);
+}
+
+void Chapter::path(const std::string& flag, std::string& value, const std::string& help) {
+  cli_->app().add_option(flag, value, help);
+}
+
+bool Chapter::given(const std::string& flag) const { return cli_->app().count(flag) > 0; }
+
+Knob& Knob::range(double lo, double hi) {
+  if (floating_) {
+    option_->check(finite_range(lo, hi));
+  } else {
+    // Whole bounds, so that --help reads "INT in [1 - 64]".
+    option_->check(CLI::Range(static_cast<long long>(lo), static_cast<long long>(hi)));
+  }
+  return *this;
+}
+
+Knob& Knob::one_of(std::initializer_list<std::string> choices) {
+  option_->check(CLI::IsMember(std::vector<std::string>(choices)));
+  return *this;
+}
+
+Knob& Knob::check(const std::string& kind, std::function<std::string(const std::string&)> check) {
+  option_->check(CLI::Validator(
+      [check = std::move(check)](const std::string& text) { return check(text); }, kind));
+  return *this;
+}
+
+Knob& Knob::items(char delimiter, int min, int max) {
+  option_->delimiter(delimiter)->expected(min, max);
+  return *this;
+}
 
 namespace {
 
@@ -97,11 +186,11 @@ int Chapter::run(int argc, char** argv, const std::function<void()>& lesson) {
     return 1;
   }
   interrupt::install();
-  if (const std::optional<int> code = cli_.parse(argc, argv)) return output_checked(*code);
+  if (const std::optional<int> code = cli_->parse(argc, argv)) return output_checked(*code);
   // --step waits for a person: never in a pipe, a test or CI, where nobody presses Enter.
   stepping_ = stepping_ && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO);
-  plot_ = cli_.plotter();
-  dump_ = cli_.dumper(source());
+  plot_ = cli_->plotter();
+  dump_ = cli_->dumper(source());
   try {
     lesson();
     dump_.finish();

@@ -31,7 +31,6 @@
 /// `ch.say("q^{} = ({:.4f})", i + 1, fmt::join(Q.col(i), ", "))`.
 #pragma once
 
-#include "course/cli.hpp"
 #include "course/dump.hpp"
 #include "course/plot.hpp"
 #include "course/print.hpp"
@@ -43,13 +42,45 @@
 #include <functional>
 #include <initializer_list>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+namespace CLI {
+class Option;
+}  // namespace CLI
+
 namespace course {
+
+class ChapterCli;
+
+/// A knob just declared, to say which values it takes, chained on the declaration:
+/// `ch.option("--heads", k.heads, "heads per layer").range(1, 64)`. The checks run while the
+/// command line is parsed; a value that fails one ends the program with its message and the
+/// usage, exit code 2, before the lesson starts. (The knobs are CLI11 options inside
+/// chapter.cpp; a chapter's own file never compiles CLI11, the costliest header of the course.)
+class Knob {
+ public:
+  /// The value lies in [lo, hi]: a whole number for an integer knob, a finite number for a
+  /// floating-point one ("nan" passes every comparison, so it is refused by name).
+  Knob& range(double lo, double hi);
+  /// The value is one of `choices`, spelled exactly.
+  Knob& one_of(std::initializer_list<std::string> choices);
+  /// The value passes `check`, which returns the problem or "" when the text is fine; `kind`
+  /// names the value in --help ("IDS").
+  Knob& check(const std::string& kind, std::function<std::string(const std::string&)> check);
+  /// A list knob: `min` to `max` values in one argument, separated by `delimiter` ("0.5,1,3").
+  Knob& items(char delimiter, int min, int max);
+
+ private:
+  friend class Chapter;
+  Knob(CLI::Option* option, bool floating) : option_(option), floating_(floating) {}
+  CLI::Option* option_;
+  bool floating_;
+};
 
 /// One command of the closing "Try this" list: the options, and what they show.
 struct TryThis {
@@ -85,19 +116,19 @@ class Chapter {
 
   /// A knob with a value: `--heads 4`. Its default is shown in --help. An integer knob (or a
   /// list of them) is read in decimal, "064" as 64, and "64.0" is refused as not a whole number,
-  /// before the checks chained on the result: see ChapterCli::option() and whole_number().
-  template <typename T>
-  CLI::Option* option(const std::string& flag, T& value, const std::string& help) {
-    CLI::Option* o = cli_.option(flag, value, help);
-    knob_values_.emplace_back(o->get_name(), [&value] { return knob_text(value); });
-    return o;
-  }
+  /// before the checks chained on the result (Knob; ChapterCli::option() and whole_number()).
+  Knob option(const std::string& flag, int& value, const std::string& help);
+  Knob option(const std::string& flag, long& value, const std::string& help);
+  Knob option(const std::string& flag, double& value, const std::string& help);
+  Knob option(const std::string& flag, std::string& value, const std::string& help);
+  Knob option(const std::string& flag, std::vector<double>& value, const std::string& help);
   /// An on/off knob: `--scale`.
-  CLI::Option* flag(const std::string& flag, bool& value, const std::string& help) {
-    CLI::Option* o = cli_.app().add_flag(flag, value, help);
-    knob_values_.emplace_back(o->get_name(), [&value] { return knob_text(value); });
-    return o;
-  }
+  Knob flag(const std::string& flag, bool& value, const std::string& help);
+  /// A folder the run reads or writes (`--save DIR`): an option, but not a knob, since it says
+  /// where files go and not what is computed, so a manifest does not record it.
+  void path(const std::string& flag, std::string& value, const std::string& help);
+  /// Whether the command line gave `flag` (a knob declared above), whatever its value.
+  bool given(const std::string& flag) const;
   /// A rule that involves several knobs (heads must divide d_model), checked right after
   /// parsing and before any folder is made: return the problem, or "" when the knobs agree.
   void require_knobs(std::function<std::string()> rule);
@@ -105,8 +136,6 @@ class Chapter {
   /// 003 and 004"). A reader who never saw them learns what they are from the line this adds
   /// under the opening line and at the end of --help: the sources page, docs/sources.md.
   void cites(const std::string& notes);
-  /// The CLI11 application, for anything the two helpers above do not cover.
-  CLI::App& app() { return cli_.app(); }
 
   /// Parses the command line and runs `lesson`. Returns the exit code for main(): 0 after the
   /// lesson or --help, 2 after a usage error, 1 when the lesson throws.
@@ -114,7 +143,7 @@ class Chapter {
 
   // ---- What a lesson uses ------------------------------------------------------------------
 
-  std::uint64_t seed() const { return cli_.options().seed; }
+  std::uint64_t seed() const;
   const std::string& name() const { return name_; }
   /// What a dump's manifest records about this run: the chapter, the seed and every knob with
   /// the value the run uses (not where files go). A checkpoint (checkpoint.hpp) records the same.
@@ -184,21 +213,15 @@ class Chapter {
   /// `code`, or 1 with "write error" on stderr when the narration could not be written.
   int output_checked(int code);
 
-  // A knob's value as the run used it, for a dump's manifest: the variable itself, read after
-  // parsing (so "--scale=false" is false and 1.7320508075688772 keeps every digit), lists
-  // joined by commas as they are typed.
+  // Declares a knob of any of the types above (chapter.cpp) and records how to read its value
+  // back for a dump's manifest.
   template <typename T>
-  static std::string knob_text(const T& value) {
-    if constexpr (requires { value.begin(); } && !std::is_convertible_v<T, std::string_view>)
-      return fmt::format("{}", fmt::join(value, ","));
-    else
-      return fmt::format("{}", value);
-  }
+  Knob add_knob(const std::string& flag, T& value, const std::string& help);
 
   std::string name_, title_, cites_;
   std::vector<std::pair<std::string, std::function<std::string()>>> knob_values_;
   std::ostream& out_;
-  ChapterCli cli_;
+  std::unique_ptr<ChapterCli> cli_;  // the command line: CLI11, compiled in chapter.cpp only
   std::vector<std::function<std::string()>> knob_rules_;
   bool stepping_ = false;
   int steps_ = 0;

@@ -2,6 +2,7 @@
 // promise (notices, prose and shape traces wrap by themselves), real shapes in a trace, the
 // closing "What to notice" / "Try this", and knob rules that stop a run before it writes.
 #include "course/chapter.hpp"
+#include "course/cli.hpp"
 
 #include "chapter_run.hpp"
 

@@ -4,6 +4,8 @@
 #include "attn/layers/parameters.hpp"
 #include "attn/ops/softmax.hpp"
 
+#include <Eigen/Eigenvalues>
+
 #include <cmath>
 #include <string>
 
@@ -282,6 +284,15 @@ MatrixD input_jacobian_central_difference(const RnnCell& cell, const Matrix& X,
     J.col(j) = (a_plus - a_minus).transpose() / (2.0 * eps);
   }
   return J;
+}
+
+double spectral_radius(const Matrix& W) {
+  require(W.rows() == W.cols() && W.rows() >= 1, "spectral_radius", [&] {
+    return "W is " + shape_str(W) + ": it must be square and not empty";
+  });
+  // Widened exactly to double, in the column-major layout EigenSolver works in.
+  const Eigen::MatrixXd A = W.cast<double>();
+  return Eigen::EigenSolver<Eigen::MatrixXd>(A, false).eigenvalues().cwiseAbs().maxCoeff();
 }
 
 }  // namespace attn

@@ -120,4 +120,9 @@ std::vector<MatrixD> input_jacobians(const RnnCell& cell, const Matrix& X, const
 MatrixD input_jacobian_central_difference(const RnnCell& cell, const Matrix& X,
                                           const RowVector& h0, double eps = 1e-4);
 
+/// The spectral radius of a square W [H x H], its largest |eigenvalue|, in double. For W_hh it
+/// says what the recurrence does to a direction step after step: above 1 some direction grows,
+/// below 1 every one shrinks (and tanh' <= 1 shrinks it further).
+double spectral_radius(const Matrix& W);
+
 }  // namespace attn

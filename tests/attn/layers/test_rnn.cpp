@@ -5,6 +5,7 @@
 
 #include "course/npy.hpp"
 
+#include "expect.hpp"
 #include "fixtures.hpp"
 
 #include <gtest/gtest.h>
@@ -370,6 +371,20 @@ TEST(Rnn, ParametersAreNnRnnsStateDict) {
   const attn::RnnCellD twin = attn::cast<double>(cell);
   EXPECT_EQ(twin.weight_hh, cell.weight_hh.cast<double>());
   EXPECT_EQ(twin.bias_hh, cell.bias_hh.cast<double>());
+}
+
+// Eigenvalues by hand: [[0, -2], [2, 0]] has +-2i (|.| = 2, though no entry's magnitude
+// exceeds 2 and the trace is 0); a triangular matrix has its diagonal, here 0.5 and -3.
+TEST(Rnn, SpectralRadiusIsTheLargestAbsoluteEigenvalue) {
+  Matrix rotation(2, 2), triangular(2, 2);
+  rotation << 0, -2,  //
+      2, 0;
+  triangular << 0.5f, 7,  //
+      0, -3;
+  EXPECT_NEAR(attn::spectral_radius(rotation), 2.0, 1e-12);  // double eigenvalues of O(1)
+  EXPECT_NEAR(attn::spectral_radius(triangular), 3.0, 1e-12);
+  EXPECT_EQ(attn_test::message_of([] { attn::spectral_radius(Matrix::Zero(2, 3)); }),
+            "spectral_radius: W is [2 x 3]: it must be square and not empty");
 }
 
 TEST(Rnn, EmptySequenceGivesNoStates) {
