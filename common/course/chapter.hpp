@@ -49,9 +49,12 @@
 #include <utility>
 #include <vector>
 
+/// @cond FORWARD_DECLARATIONS
+// CLI11's option, which a Knob points to (chapter.cpp compiles CLI11; no chapter does).
 namespace CLI {
 class Option;
 }  // namespace CLI
+/// @endcond
 
 namespace course {
 
