@@ -19,6 +19,7 @@ if (($# != 2)); then
 fi
 bin=$(realpath "$1")/bin out=$(realpath -m "$2")
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/lib.sh  # chapter_list
 [[ -x $bin/01_rnn ]] || { echo "capture_outputs: no chapters in $bin: build them first" >&2; exit 2; }
 
 # The second option set of each chapter: every knob it has that changes the numbers.
@@ -39,8 +40,7 @@ rm -rf "$out"
 mkdir -p "$out"
 errors=$(mktemp)
 trap 'rm -f "$errors"' EXIT
-mapfile -t chapters < <(sed -n '/^set(ATTN_CHAPTERS/,/CACHE/p' chapters/CMakeLists.txt |
-                          grep -oE '^ +[0-9]{2}_[a-z_0-9]+' | tr -d ' ')
+mapfile -t chapters < <(chapter_list)
 for chapter in "${chapters[@]}"; do
   [[ -n ${other[$chapter]:-} ]] || { echo "capture_outputs: no second option set for $chapter" >&2; exit 1; }
   for set in default other; do

@@ -138,6 +138,13 @@ build_with_progress() {
   printf '  built in %s (log: %s)\n' "$(minutes $((SECONDS - t0)))" "$log"
 }
 
+# chapter_list: the chapters in reading order, one per line, from their one list (ATTN_CHAPTERS in
+# chapters/CMakeLists.txt). Run from the repository's root.
+chapter_list() {
+  sed -n '/^set(ATTN_CHAPTERS/,/CACHE/p' chapters/CMakeLists.txt |
+    grep -oE '^ +[0-9]{2}_[a-z0-9_]+' | tr -d ' '
+}
+
 # source_of OBJECT: the source an object is made from, as make names the object
 # ("chapters/CMakeFiles/01_rnn.dir/01_rnn/main.cpp" is chapters/01_rnn/main.cpp).
 source_of() { sed -E 's#^([^/]+)/CMakeFiles/[^/]+\.dir/#\1/#' <<<"$1"; }

@@ -11,7 +11,7 @@
 # last line; exits non-zero when a step fails, naming the step and its log.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-source scripts/lib.sh  # jobs, first_error
+source scripts/lib.sh  # jobs, first_error, chapter_list
 dir=build/platforms/aarch64
 logs=$dir/logs
 mkdir -p "$logs/chapters"
@@ -96,8 +96,7 @@ cmake --build "$dir" -j "$jobs" >"$logs/build.log" 2>&1 ||
 say "built in $((SECONDS - t0)) s"
 
 # 3. Every chapter in reading order (chapters/CMakeLists.txt, ATTN_CHAPTERS), under qemu.
-mapfile -t chapters < <(sed -n '/^set(ATTN_CHAPTERS/,/)/p' chapters/CMakeLists.txt |
-                          grep -oE '^ +[0-9]{2}_[a-z_]+' | tr -d ' ')
+mapfile -t chapters < <(chapter_list)
 ((${#chapters[@]})) || fail "no chapters found in chapters/CMakeLists.txt"
 for chapter in "${chapters[@]}"; do
   t0=$SECONDS
