@@ -2,6 +2,7 @@
 // checking everything before it writes anything.
 #include "course/checkpoint.hpp"
 
+#include "course/dump.hpp"
 #include "course/files.hpp"
 #include "course/npy.hpp"
 
@@ -20,9 +21,6 @@ namespace course {
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr const char* kManifest = "manifest.json";
-constexpr const char* kJournal = "INCOMPLETE.txt";
 
 [[noreturn]] void refuse(const std::string& what) { throw CheckpointError(what); }
 
@@ -80,12 +78,12 @@ Manifest read_manifest(const fs::path& dir, const std::string& chapter) {
   const fs::file_status folder = fs::status(dir, ec);
   if (!fs::exists(folder)) refuse(dir.string() + ": no such folder: no checkpoint was saved there");
   if (!fs::is_directory(folder)) refuse(dir.string() + ": not a folder: a checkpoint is a folder");
-  if (fs::exists(fs::symlink_status(dir / kJournal, ec))) {
-    refuse((dir / kJournal).string() +
+  if (fs::exists(fs::symlink_status(dir / kDumpJournal, ec))) {
+    refuse((dir / kDumpJournal).string() +
            ": the run that saved this checkpoint did not finish (it was stopped while writing): "
            "save it again");
   }
-  const fs::path path = dir / kManifest;
+  const fs::path path = dir / kDumpManifest;
   const fs::file_status file = fs::status(path, ec);
   if (!fs::exists(file)) {
     refuse(path.string() + ": missing: " + dir.string() + " is not a checkpoint of the course");
@@ -226,7 +224,7 @@ void load_checkpoint(const fs::path& dir, const std::string& chapter,
   for (const StateDictTensor& t : layout) {
     const SavedTensor& saved = m.tensors.at(t.key);
     if (!is_plain_npy_name(saved.file)) {
-      refuse((dir / kManifest).string() + ": the file of " + t.key + ", \"" + saved.file +
+      refuse((dir / kDumpManifest).string() + ": the file of " + t.key + ", \"" + saved.file +
              "\", is not a .npy file in the checkpoint's folder");
     }
     if (saved.shape != t.shape) {

@@ -27,9 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kManifest = "manifest.json";
-constexpr const char* kJournal = "INCOMPLETE.txt";
-
 // A name an earlier run may have written: a plain .npy file name in the folder itself, so a
 // doctored manifest cannot send the clean-up anywhere else.
 bool is_dump_file_name(const std::string& name) {
@@ -42,11 +39,11 @@ bool is_dump_file_name(const std::string& name) {
 std::set<std::string> files_of_earlier_run(const fs::path& dir, std::string& problem) {
   std::set<std::string> files;
   std::error_code ec;
-  if (fs::exists(dir / kManifest, ec)) {
-    std::ifstream in(dir / kManifest);
+  if (fs::exists(dir / kDumpManifest, ec)) {
+    std::ifstream in(dir / kDumpManifest);
     const nlohmann::json m = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
     if (!m.is_object() || !m.contains("arrays") || !m["arrays"].is_array()) {
-      problem = (dir / kManifest).string() + " is not a dump manifest of the course";
+      problem = (dir / kDumpManifest).string() + " is not a dump manifest of the course";
       return files;
     }
     for (const auto& a : m["arrays"]) {
@@ -54,8 +51,8 @@ std::set<std::string> files_of_earlier_run(const fs::path& dir, std::string& pro
         files.insert(a["file"].get<std::string>());
     }
   }
-  if (fs::exists(dir / kJournal, ec)) {
-    std::ifstream in(dir / kJournal);
+  if (fs::exists(dir / kDumpJournal, ec)) {
+    std::ifstream in(dir / kDumpJournal);
     for (std::string line; std::getline(in, line);) {
       if (!line.empty() && line[0] != '#') files.insert(line);
     }
@@ -123,9 +120,9 @@ void Dumper::begin() {
       "# The files listed below (some may be gone already) are removed by the next run with\n"
       "# --dump here.\n";
   for (const std::string& f : old) journal += f + "\n";
-  write_file_atomically(dir_ / kJournal, journal);
+  write_file_atomically(dir_ / kDumpJournal, journal);
   std::error_code ec;
-  fs::remove(dir_ / kManifest, ec);
+  fs::remove(dir_ / kDumpManifest, ec);
   for (const std::string& f : old) {
     // A plain file or link inside the folder, never a folder, whatever a manifest says.
     if (!is_dump_file_name(f)) continue;
@@ -140,7 +137,7 @@ void Dumper::store(Entry entry, std::size_t bytes,
   begin();
   // Listed before it is written: a run stopped between the two leaves a name in the journal
   // for a file that does not exist (harmless), never a file that no list names.
-  append_line(dir_ / kJournal, file_of(entry.name));
+  append_line(dir_ / kDumpJournal, file_of(entry.name));
   write(dir_ / file_of(entry.name));
   written_.push_back(std::move(entry));
   const std::uint64_t before = bytes_;
@@ -254,16 +251,16 @@ void Dumper::finish() {
     text += "}";
   }
   text += written_.empty() ? "]\n}\n" : "\n  ]\n}\n";
-  write_file_atomically(dir_ / kManifest, text);
+  write_file_atomically(dir_ / kDumpManifest, text);
   std::error_code ec;
-  fs::remove(dir_ / kJournal, ec);
+  fs::remove(dir_ / kDumpJournal, ec);
 }
 
 void Dumper::abandon() noexcept {
   if (!enabled() || !begun_) return;
   std::error_code ec;
   for (const Entry& e : written_) fs::remove(dir_ / file_of(e.name), ec);
-  fs::remove(dir_ / kJournal, ec);
+  fs::remove(dir_ / kDumpJournal, ec);
   written_.clear();
 }
 
@@ -271,7 +268,7 @@ std::string Dumper::summary() const {
   if (!enabled() || written_.empty()) return {};
   std::string s = "wrote " + std::to_string(written_.size()) + " arrays to " + dir_.string() + "/:";
   for (std::size_t i = 0; i < written_.size(); ++i) s += (i == 0 ? " " : ", ") + written_[i].name;
-  return s + " (listed in " + kManifest + ")";
+  return s + " (listed in " + kDumpManifest + ")";
 }
 
 // ---- A model's parameters ----------------------------------------------------------------------

@@ -46,6 +46,11 @@ struct Parameter;
 
 namespace course {
 
+/// The two names of a dump folder's bookkeeping, shared by dumps and checkpoints (a checkpoint
+/// is a dump folder): the manifest, written last, and the journal of an unfinished run.
+inline constexpr const char* kDumpManifest = "manifest.json";
+inline constexpr const char* kDumpJournal = "INCOMPLETE.txt";
+
 /// What a dump's manifest records about the run that wrote it.
 struct DumpSource {
   std::string chapter{};                                       ///< "08_transformer_block"

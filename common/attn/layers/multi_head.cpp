@@ -12,8 +12,6 @@ namespace attn {
 
 namespace {
 
-std::string str(Index n) { return std::to_string(n); }
-
 // Whether the scores fit in one tile of the tiled path (128 x 128 by default): then tiling has
 // nothing to split, the weights are at most 64 KiB a head, and the plain path does the same
 // work with less bookkeeping (chapter 09's training, on 8 and 24 tokens, ran 27% slower tiled).
@@ -44,7 +42,7 @@ void check_head_sizes(Index d_model, Index heads, const char* where) {
   require_at_least_one(d_model, where, "d_model");
   require_at_least_one(heads, where, "heads");
   require(d_model % heads == 0, where, [&] {
-    return str(heads) + " heads do not divide d_model = " + str(d_model) +
+    return std::to_string(heads) + " heads do not divide d_model = " + std::to_string(d_model) +
            ": each head needs d_k = d_model / heads columns";
   });
 }
@@ -90,7 +88,7 @@ MultiHeadAttention multi_head_from_pytorch(const Matrix& in_proj_weight,
   require(in_proj_bias.size() == 0 || in_proj_bias.size() == 3 * E, "multi_head_from_pytorch",
           [&] {
             return "in_proj_bias is " + shape_str(in_proj_bias) + ": it must be [1 x " +
-                   str(3 * E) + "] or empty";
+                   std::to_string(3 * E) + "] or empty";
           });
   MultiHeadAttention mha;
   mha.heads = heads;
@@ -256,7 +254,7 @@ MultiHeadBatchResult multi_head_forward(const MultiHeadAttention& mha, const Bat
   });
   require(!opts.allowed || opts.allowed->fits(B), "multi_head_forward", [&] {
     return "the mask is " + opts.allowed->shape_str() + " but query is " + query.shape_str() +
-           ": the mask's batch must be " + str(B) + " or 1 (shared)";
+           ": the mask's batch must be " + std::to_string(B) + " or 1 (shared)";
   });
   MultiHeadBatchResult r{Batch(B, query.rows(), mha.d_model()),
                          Batch(B * H, query.rows(), key.rows()), H};

@@ -13,8 +13,6 @@ namespace attn {
 
 namespace {
 
-std::string str(Index n) { return std::to_string(n); }
-
 template <Real T>
 T embedding_scale(const AttentionOnlyOf<T>& model) {
   return static_cast<T>(std::sqrt(static_cast<double>(model.d_model())));
@@ -48,7 +46,7 @@ MatrixOf<T> attention_only_forward(const AttentionOnlyOf<T>& model, std::span<co
                                    AttentionOnlyCacheOf<T>* cache, NeedWeights need) {
   const auto n = static_cast<Index>(ids.size());
   require(n >= 1 && n <= model.context(), "attention_only_forward", [&] {
-    return "the sequence has " + str(n) + " tokens: it must have 1 to " + str(model.context()) +
+    return "the sequence has " + std::to_string(n) + " tokens: it must have 1 to " + std::to_string(model.context()) +
            " (the context T, pos_embed's rows)";
   });
   require(model.pos_embed.cols() == model.d_model(), "attention_only_forward", [&] {
@@ -59,8 +57,8 @@ MatrixOf<T> attention_only_forward(const AttentionOnlyOf<T>& model, std::span<co
   for (Index i = 0; i < n; ++i) {
     const int id = ids[static_cast<std::size_t>(i)];
     require(id >= 0 && id < model.vocab(), "attention_only_forward", [&] {
-      return "ids[" + str(i) + "] = " + std::to_string(id) + " is outside the vocabulary [0, " +
-             str(model.vocab()) + ")";
+      return "ids[" + std::to_string(i) + "] = " + std::to_string(id) + " is outside the vocabulary [0, " +
+             std::to_string(model.vocab()) + ")";
     });
   }
   AttentionOnlyCacheOf<T> local;
@@ -100,8 +98,8 @@ void attention_only_backward(const AttentionOnlyOf<T>& model, std::span<const in
               grads.pos_embed.rows() == model.context() &&
               grads.pos_embed.cols() == model.d_model(),
           "attention_only_backward", [&] {
-            return "d_logits is " + shape_str(d_logits) + " for " + str(n) +
-                   " tokens and a cache of " + str(c.normed.rows()) + " tokens and " +
+            return "d_logits is " + shape_str(d_logits) + " for " + std::to_string(n) +
+                   " tokens and a cache of " + std::to_string(c.normed.rows()) + " tokens and " +
                    std::to_string(c.layers.size()) + " layers: pass the cache of this "
                    "sequence's forward, d_logits [n x V] and grads = zeros_like(model)";
           });

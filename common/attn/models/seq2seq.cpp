@@ -14,8 +14,6 @@ namespace attn {
 
 namespace {
 
-std::string str(Index n) { return std::to_string(n); }
-
 // Key j may be attended to iff ids[j] is not padding; with `causal`, also only j <= i.
 AllowedMask key_mask(std::span<const int> keys, Index n_q, int pad_id, bool causal) {
   const auto n_k = static_cast<Index>(keys.size());
@@ -32,7 +30,7 @@ template <Real T>
 void check_length(const Seq2SeqOf<T>& model, std::size_t n, const char* name) {
   require(n >= 1 && static_cast<Index>(n) <= model.max_len(), "seq2seq_forward", [&] {
     return std::string(name) + " has " + std::to_string(n) + " tokens: it must have 1 to " +
-           str(model.max_len()) + " (max_len, the positional table's length)";
+           std::to_string(model.max_len()) + " (max_len, the positional table's length)";
   });
 }
 
@@ -51,7 +49,7 @@ MatrixOf<T> embed_sequence(const Seq2SeqOf<T>& model, const MatrixOf<T>& table,
 
 Seq2Seq seq2seq_init(Rng& rng, const Seq2SeqConfig& c) {
   require(c.vocab >= 2, "seq2seq_init", [&] {
-    return "vocab is " + str(c.vocab) + ": it must be at least 2 (padding and one token)";
+    return "vocab is " + std::to_string(c.vocab) + ": it must be at least 2 (padding and one token)";
   });
   check_head_sizes(c.d_model, c.heads, "seq2seq_init");
   require_at_least_one(c.d_ff, "seq2seq_init", "d_ff");
@@ -59,7 +57,7 @@ Seq2Seq seq2seq_init(Rng& rng, const Seq2SeqConfig& c) {
   require_at_least_one(c.max_len, "seq2seq_init", "max_len");
   require(c.pad_id >= 0 && c.pad_id < c.vocab, "seq2seq_init", [&] {
     return "pad_id " + std::to_string(c.pad_id) + " is outside the vocabulary [0, " +
-           str(c.vocab) + ")";
+           std::to_string(c.vocab) + ")";
   });
   require(std::isfinite(c.embedding_std) && c.embedding_std > 0.0, "seq2seq_init", [&] {
     return "embedding_std is " + std::to_string(c.embedding_std) + ": it must be finite and > 0";
@@ -141,8 +139,8 @@ void seq2seq_backward(const Seq2SeqOf<T>& model, std::span<const int> src,
   require(d_logits.rows() == n_t && d_logits.cols() == model.vocab() &&
               c.memory.rows() == n_s && c.decoder_out.rows() == n_t,
           "seq2seq_backward", [&] {
-            return "d_logits is " + shape_str(d_logits) + " for " + str(n_t) +
-                   " target tokens and a cache of " + str(c.decoder_out.rows()) +
+            return "d_logits is " + shape_str(d_logits) + " for " + std::to_string(n_t) +
+                   " target tokens and a cache of " + std::to_string(c.decoder_out.rows()) +
                    ": pass the cache of this pair's forward and d_logits [n_t x V]";
           });
   check_grads_like(model, grads, "seq2seq_backward");
@@ -222,12 +220,12 @@ Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>& model, const Seq2SeqBatch& bat
 TokenIds seq2seq_greedy(const Seq2Seq& model, const TokenIds& src, int bos, Index steps,
                         int threads) {
   require(steps >= 1 && steps <= model.max_len(), "seq2seq_greedy", [&] {
-    return "steps is " + str(steps) + ": it must be 1 to " + str(model.max_len()) +
+    return "steps is " + std::to_string(steps) + ": it must be 1 to " + std::to_string(model.max_len()) +
            " (max_len: the last step reads bos and steps - 1 decoded tokens)";
   });
   require(bos >= 0 && bos < model.vocab(), "seq2seq_greedy", [&] {
     return "bos " + std::to_string(bos) + " is outside the vocabulary [0, " +
-           str(model.vocab()) + ")";
+           std::to_string(model.vocab()) + ")";
   });
   detail::check_threads(threads, "seq2seq_greedy");
   const Index B = src.rows();
