@@ -2,6 +2,7 @@
 #include "course/print.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -25,11 +26,6 @@ std::vector<Index> visible(Index n, Index limit) {
   return idx;
 }
 
-std::string fixed(double v, int precision) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", precision, v);  // "C" locale: '.' decimal point
-  return buf;
-}
 
 }  // namespace
 
@@ -53,7 +49,7 @@ std::string format_matrix(std::string_view name, const MatrixD& m, const PrintOp
   std::size_t width = 3;  // room for "..."
   for (Index r : rows) {
     for (Index c : cols) {
-      if (r >= 0 && c >= 0) width = std::max(width, fixed(m(r, c), opts.precision).size());
+      if (r >= 0 && c >= 0) width = std::max(width, fixed_text(m(r, c), opts.precision).size());
     }
   }
   for (Index c : cols) {
@@ -85,7 +81,7 @@ std::string format_matrix(std::string_view name, const MatrixD& m, const PrintOp
   }
   for (Index r : rows) {
     line(row_label(r), [&](Index c) {
-      return (r < 0 || c < 0) ? std::string("...") : fixed(m(r, c), opts.precision);
+      return (r < 0 || c < 0) ? std::string("...") : fixed_text(m(r, c), opts.precision);
     });
   }
   return out;
@@ -133,6 +129,12 @@ void banner(std::ostream& os, std::string_view title) {
   constexpr std::size_t kWidth = 88;
   const std::size_t used = title.size() + 4;  // "== " + title + " "
   os << "\n== " << title << ' ' << std::string(used < kWidth ? kWidth - used : 0, '=') << "\n";
+}
+
+std::string fixed_text(double v, int precision) {
+  char buf[400];  // 1e308 with 9 decimals still fits
+  const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, precision);
+  return std::string(buf, r.ptr);
 }
 
 }  // namespace course

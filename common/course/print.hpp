@@ -60,6 +60,11 @@ std::vector<std::string> labels(std::string_view prefix, Index n);
 /// 640000 -> "640,000": big counts read at a glance.
 std::string with_commas(long long n);
 
+/// `v` with `precision` decimals ("0.1250"), '.' as the decimal point whatever the locale;
+/// "inf", "-inf" or "nan" when `v` is not finite. Every number the course prints or writes
+/// into a figure's script in fixed point goes through here.
+std::string fixed_text(double v, int precision);
+
 /// Formats `m` under the header "<name> [rows x cols]" (no header when name is empty).
 std::string format_matrix(std::string_view name, const MatrixD& m, const PrintOptions& opts = {});
 
