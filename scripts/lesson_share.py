@@ -17,7 +17,9 @@ finish) or comments on it. It is plumbing (P) when it is one of:
      with ch.dump, ch.dumper, course::save_, course::load_, ch.given (and its continuation
      lines count with it);
   6. a function of the file whose name says it handles input or files: parse_*, read_*,
-     write_*, save_*, load_*, check_*, *_problem (its comment lines above it too).
+     write_*, save_*, load_*, check_*, *_problem (its comment lines above it too);
+  7. a statement that lays out a figure rather than computing what it shows: it starts with
+     ch.plot() or calls a draw_* function (its continuation lines count with it).
 
 Comment lines count as lesson except inside a plumbing block (3, 4, 6). Blank lines count for
 neither. Exits 0; it measures, it does not judge (the bar is in the issue: at least 65%).
@@ -31,7 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PLUMBING_FUNCTION = re.compile(
     r"^[A-Za-z][\w:<>,\s\*&]*?\s(?:parse_\w+|read_\w+|write_\w+|save_\w+|load_\w+|check_\w+|\w+_problem)\s*\(")
 PLUMBING_STATEMENT = re.compile(
-    r"^\s*(?:ch\.dump\(|ch\.dumper\(|course::save_|course::load_|.*\bch\.given\()")
+    r"^\s*(?:ch\.dump\(|ch\.dumper\(|course::save_|course::load_|.*\bch\.given\(|ch\.plot\(\)"
+    r"|(?:if \(.*\) )?(?:\w+::)?draw_\w+\()")
 
 
 def chapters():

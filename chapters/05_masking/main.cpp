@@ -18,11 +18,12 @@
 #include "attn/core/random.hpp"
 #include "attn/ops/softmax.hpp"
 #include "course/chapter.hpp"
+#include "inspect.hpp"
+#include "token_ids.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ namespace {
 using attn::AllowedMask;
 using attn::Index;
 using attn::Matrix;
+using masking::BlockedWeights;
+using masking::blocked_weights;
+using masking::parse_ids;
+using masking::show_mask;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr int kPad = 0;  // the padding id, as in note 001
@@ -43,96 +48,9 @@ struct Knobs {
   Index window = 1, vocab = 10, d_model = 512, d_k = 64;
 };
 
-// "5,2,1,0,0/1,3,1,4,0" -> [[5,2,1,0,0],[1,3,1,4,0]]: sentences separated by '/', ids by ','.
-// Returns the problem, or "" after filling `ids` (when given).
-std::string parse_ids(const std::string& text, attn::TokenIds* ids = nullptr) {
-  std::vector<std::vector<int>> rows;
-  std::stringstream sentences(text);
-  for (std::string sentence; std::getline(sentences, sentence, '/');) {
-    std::vector<int>& row = rows.emplace_back();
-    std::stringstream tokens(sentence);
-    for (std::string token; std::getline(tokens, token, ',');) {
-      std::size_t used = 0;
-      try {
-        row.push_back(std::stoi(token, &used));
-      } catch (const std::exception&) {  // not a number, or beyond int: `used` stays 0
-      }
-      if (used == 0 || used != token.size() || row.back() < 0) {
-        return fmt::format("'{}' is not a token id (a whole number >= 0)", token);
-      }
-    }
-    if (row.empty()) return fmt::format("an empty sentence in '{}'", text);
-    if (row.size() != rows[0].size()) {
-      return fmt::format("every sentence must be padded to the same length ({} and {})",
-                         rows[0].size(), row.size());
-    }
-  }
-  if (rows.empty()) return fmt::format("no sentences in '{}'", text);
-  if (rows.size() > 16) return "at most 16 sentences";
-  if (rows[0].size() > 64) return "at most 64 tokens per sentence";
-  if (ids) ids->resize(std::ssize(rows), std::ssize(rows[0]));  // [B x n]
-  for (Index b = 0; ids && b < ids->rows(); ++b) {
-    ids->row(b) = Eigen::Map<const Eigen::RowVectorXi>(rows[b].data(), ids->cols());
-  }
-  return "";
-}
-
-// A mask as the notes draw it, 1 = may attend and . = blocked, a label per query (row) and per
-// key (column), laid out like Chapter::show. Too many keys for the line width: the first and
-// last few, "..." between, as Chapter::show elides a wide matrix.
-void show_mask(course::Chapter& ch, const std::string& name, const AllowedMask& m,
-               const std::vector<std::string>& queries, const std::vector<std::string>& keys) {
-  std::size_t lw = 0, w = 1;  // the widest query label, the widest key label
-  for (const std::string& q : queries) lw = std::max(lw, q.size());
-  for (const std::string& key : keys) w = std::max(w, key.size());
-  const Index n_k = std::ssize(keys);
-  // Each cell takes w + 2 columns after the indent (2) and the label column (lw + 2).
-  const Index fits =
-      static_cast<Index>((course::Chapter::kWidth - 4 - lw) / (std::max<std::size_t>(w, 3) + 2));
-  std::vector<Index> cols;  // the keys shown, -1 for "..."
-  for (Index j = 0; j < n_k; ++j) {
-    if (n_k <= fits || j < (fits - 1) / 2 || j >= n_k - (fits - 1) / 2) {
-      cols.push_back(j);
-    } else if (cols.empty() || cols.back() != -1) {
-      cols.push_back(-1);
-    }
-  }
-  if (n_k > fits) w = std::max<std::size_t>(w, 3);
-  std::vector<std::string> header;
-  for (const Index j : cols) header.push_back(j < 0 ? "..." : keys[j]);
-  ch.out() << fmt::format("{} {}   (1 = may attend, . = blocked)\n", name, course::shape(m));
-  ch.say("{:<{}}  {:>{}}", "", lw, fmt::join(header, "  "), w);
-  for (Index i = 0; i < m.rows(); ++i) {
-    std::vector<std::string> cells;  // "1" or "." per key shown
-    for (const Index j : cols) cells.push_back(j < 0 ? "..." : m(i, j) ? "1" : ".");
-    ch.say("{:<{}}  {:>{}}", queries[i], lw, fmt::join(cells, "  "), w);
-  }
-}
-
 // The largest weight that lands where the mask says it must not (0 when none does).
 float largest_blocked_weight(const attn::Batch& weights, const attn::AllowedBatch& allowed) {
   return (!allowed.data().array()).select(weights.data().array(), 0.0f).maxCoeff();
-}
-
-// The weights on blocked keys, split by whether the query has any key left: with one left, a
-// blocked weight is exactly 0 under either fill; with none, -1e9 averages the blocked keys.
-struct BlockedWeights {
-  float with_keys = 0.0f;     // the largest blocked weight of a query that has a key left
-  float without_keys = 0.0f;  // the largest weight of a query that has none
-};
-BlockedWeights blocked_weights(const attn::Batch& weights, const attn::AllowedBatch& allowed) {
-  BlockedWeights r;
-  for (Index b = 0; b < allowed.batch(); ++b) {
-    for (Index i = 0; i < allowed.rows(); ++i) {
-      const bool any = allowed[b].row(i).any();
-      for (Index j = 0; j < allowed.cols(); ++j) {
-        if (allowed[b](i, j)) continue;
-        float& largest = any ? r.with_keys : r.without_keys;
-        largest = std::max(largest, weights[b](i, j));
-      }
-    }
-  }
-  return r;
 }
 
 void lesson(course::Chapter& ch, const Knobs& k) {

@@ -13,6 +13,7 @@
 #include "attn/layers/positional_encoding.hpp"
 #include "attn/core/random.hpp"
 #include "course/chapter.hpp"
+#include "figures.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -27,7 +28,6 @@ namespace {
 using attn::Index;
 using attn::Matrix;
 using attn::MatrixD;
-using course::values_of;  // an Eigen vector as the std::vector<double> a figure takes
 
 struct Knobs {
   Index d_model = 128;     // features per position: d_model / 2 (sin, cos) pairs
@@ -185,15 +185,8 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   ch.dump("weights_man_bites_dog_pe", bp.r.weights);
   ch.dump("out_dog_bites_man_pe", ap.r.out);
   ch.dump("out_man_bites_dog_pe", bp.r.out);
-  ch.plot().heatmap_grid(
-      "07_permutation",
-      {{a.r.weights, "no PE: dog bites man", words_a, words_a},
-       {b.r.weights, "no PE: man bites dog", words_b, words_b},
-       {ap.r.weights, "with PE: dog bites man", words_a, words_a},
-       {bp.r.weights, "with PE: man bites dog", words_b, words_b}},
-      {.title = "Attention weights; rows = queries, columns = keys, in sentence order",
-       .xlabel = "key", .ylabel = "query", .columns = 2, .cmin = 0.0, .cmax = 1.0,
-       .show_values = true, .panel_px = 300});
+  position_figures::draw_permutation(ch.plot(), a.r.weights, b.r.weights, ap.r.weights,
+                                     bp.r.weights, words_a, words_b);
 
   ch.step("PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)");
   const Index d8 = 8;
@@ -246,27 +239,8 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
               two_pi / omega(pairs - 1));
   }
   ch.dump("pe", pe);
-  ch.plot().heatmap("07_encoding", pe,
-                    {.title = fmt::format("Sinusoidal position vectors PE {}", course::shape(pe)),
-                     .xlabel = "feature (columns 2i, 2i+1 = sin, cos of pair i)",
-                     .ylabel = "position pos",
-                     .first_index = 0,  // pos and the feature column count from 0 in the formula
-                     .cmin = -1.0, .cmax = 1.0, .width_px = 900,
-                     .height_px = 640});
-  const std::vector<double> positions =  // 0..P-1
-      values_of(Eigen::VectorXd::LinSpaced(P, 0, P - 1));
-  std::vector<course::Series> waves;
-  for (Index last = -1; const double share : {0.0, 1.0 / 4, 1.0 / 2}) {  // omega 1, 0.1, 0.01
-    const Index i = std::lround(share * pairs);  // pair i at 2i / d_model = share
-    if (i >= pairs || i == last) continue;       // small d_model: fewer distinct pairs
-    last = i;
-    // Pair 0 jumps a radian per position: its curve shows the samples.
-    waves.push_back({.label = fmt::format("PE(pos, {}): sin, omega = {:.3g}", 2 * i, omega(i)),
-                     .x = positions, .y = values_of(pe.col(2 * i)), .points = i == 0});
-  }
-  ch.plot().lines("07_frequencies", waves,
-                  {.title = "Columns of PE: one sinusoid per pair, each slower than the last",
-                   .xlabel = "position pos", .ylabel = "PE(pos, 2i)"});
+  position_figures::draw_encoding(ch.plot(), pe);
+  position_figures::draw_frequencies(ch.plot(), pe, omega);
 
   ch.step("PE(pos + k) = R(k) PE(pos): one fixed rotation for every pos");
   // [rotation]
@@ -372,18 +346,7 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
                                        pairs));
   }
   ch.dump("dot_by_offset", MatrixD(dot_by_offset.transpose()));  // [1 x K+1]
-  const std::vector<double> offsets = values_of(Eigen::VectorXd::LinSpaced(K + 1, 0, K));  // 0..K
-  ch.plot().lines(
-      "07_dot_product",
-      {{.label = "sum_i cos(omega_i k)", .x = offsets, .y = values_of(dot_by_offset),
-        .points = false},
-       {.label = "PE(0) . PE(k)", .x = offsets, .y = values_of(first), .points = K <= 200,
-        .dashed = true},
-       {.label = fmt::format("PE({0}) . PE({0} + k)", P - 1), .x = offsets, .y = values_of(later),
-        .points = K <= 200, .dashed = true}},
-      {.title = fmt::format("Similarity of two position vectors depends only on their offset k "
-                            "(d_model {})", d_model),
-       .xlabel = "offset k", .ylabel = "PE(pos) . PE(pos + k)"});
+  position_figures::draw_dot_product(ch.plot(), dot_by_offset, first, later, P, d_model);
 
   ch.step("Learned or hand-crafted position vectors (note 002)");
   const Index far = std::min<Index>(50, P + K - 1);

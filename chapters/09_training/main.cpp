@@ -22,6 +22,9 @@
 #include "attn/models/seq2seq.hpp"
 #include "course/chapter.hpp"
 #include "course/checkpoint.hpp"
+#include "checkpoints.hpp"
+#include "figures.hpp"
+#include "knobs.hpp"
 #include "tasks.hpp"
 #include "train.hpp"
 
@@ -39,42 +42,11 @@ using attn::Index;
 using attn::Matrix;
 using attn::MatrixD;
 using training::History;
+using training::induction_config;
+using training::Knobs;
+using training::reversal_config;
 using training::Schedule;
 using training::StepResult;
-
-struct Knobs {
-  std::string task = "both";  // "reversal", "induction" or "both"
-  Index steps = 800;          // training steps of each task
-  double lr = 3e-3;           // Adam's peak learning rate, after the warm-up
-  Index layers = 2;           // encoder and decoder layers (reversal), attention layers (induction)
-  Index heads = 1;            // heads per attention; must divide d_model
-  Index d_model = 32;         // features per token
-  Index length = 8;           // reversal: symbols per sequence
-  Index context = 24;         // induction: tokens per sequence
-  double label_smoothing = 0.0;
-  std::string norm = "pre";  // reversal: "pre" (x + f(Norm(x))) or "post" (Norm(x + f(x)))
-  std::string save;          // --save DIR: the trained weights, DIR/reversal and DIR/induction
-  std::string load;          // --load DIR: start from them (evaluate only, unless --steps)
-  bool steps_given = false;  // --steps on the command line (with --load: continue training)
-
-  // With --load and no --steps the weights are only evaluated.
-  Index training_steps() const { return load.empty() || steps_given ? steps : 0; }
-};
-
-attn::Seq2SeqConfig reversal_config(const Knobs& k) {
-  return {.vocab = training::kReversalVocab, .d_model = k.d_model, .heads = k.heads,
-          .d_ff = 2 * k.d_model, .layers = k.layers,
-          .norm = k.norm == "pre" ? attn::NormPlacement::pre : attn::NormPlacement::post,
-          .tied = false, .pad_id = training::kPad, .max_len = k.length,
-          .embedding_std = 1.0 / std::sqrt(static_cast<double>(k.d_model))};
-}
-
-attn::AttentionOnlyConfig induction_config(const Knobs& k) {
-  return {.vocab = training::kInductionVocab, .d_model = k.d_model, .heads = k.heads,
-          .layers = k.layers, .context = k.context};
-}
-
-constexpr Index kSavedExamples = 8;  // held-out sequences saved with a checkpoint, for its replay
 
 constexpr Index kBatch = 32;      // sequences per training step
 constexpr Index kHeldOut = 1000;  // held-out sequences for the final scores
@@ -168,14 +140,9 @@ void gradient_checks(course::Chapter& ch) {
   ch.prose("where scale is the tensor's largest gradient (at least 1e-3 of its layer's largest). "
            "The worst tensor of each case:");
   const std::vector<attn::GradientReport> reports = attn::check_all_layers(ch.seed());
-  std::vector<double> x, errors;
-  std::vector<std::pair<double, std::string>> names;
   for (std::size_t i = 0; i < reports.size(); ++i) {
     const attn::GradientReport& r = reports[i];
     ch.say("  {:<50} {:.1e}", r.layer, r.worst());
-    x.push_back(static_cast<double>(i + 1));
-    errors.push_back(std::max(r.worst(), 1e-16));  // a log axis cannot show an exact 0
-    names.push_back({static_cast<double>(i + 1), r.layer});
     if (!(r.worst() <= attn::kGradientCheckTolerance)) {
       throw std::runtime_error(fmt::format("the gradient check of {} failed: {:.1e} > 1e-6",
                                            r.layer, r.worst()));
@@ -190,16 +157,7 @@ void gradient_checks(course::Chapter& ch) {
                 ? ": a key bias, whose true gradient is exactly 0 (adding one number to every "
                   "score of a row changes no softmax), so only rounding is left to measure"
                 : "");
-  ch.plot().lines("09_gradient_check",
-                  {course::curve_for_log_y("worst relative error of the layer's gradients", x, errors,
-                                           {.line = false})},
-                  {.title = "Backward passes against central differences (double precision)",
-                   .ylabel = "max |analytic - numeric| / scale",
-                   .logy = true,
-                   .width_px = 1000,
-                   .height_px = 640,
-                   .xtics = names,
-                   .hlines = {{attn::kGradientCheckTolerance, "the bar, 1e-6"}}});
+  training::draw_gradient_check(ch.plot(), reports);
 }
 
 // ---- 3. Reversal ----------------------------------------------------------------------------------
@@ -221,30 +179,6 @@ double anti_diagonal(const attn::Seq2Seq& model, const attn::Seq2SeqBatch& batch
     mass += w.rowwise().reverse().trace() / static_cast<double>(w.rows());
   }
   return mass / static_cast<double>(batch.src.rows());
-}
-
-// The trained weights as a checkpoint, with kSavedExamples held-out pairs, their logits under
-// teacher forcing and their greedy decodings, for scripts/check_training_checkpoint.py.
-void save_reversal(course::Chapter& ch, const std::string& dir, const attn::Seq2Seq& model,
-                   const attn::Seq2SeqBatch& held_out) {
-  const Index k = kSavedExamples, n = held_out.src.cols();
-  attn::Batch logits(k, n, model.vocab());  // [k, n, V]
-  Matrix greedy(k, n);                      // [k x n]
-  for (Index b = 0; b < k; ++b) {
-    const std::span<const int> src(held_out.src.row(b).data(), static_cast<std::size_t>(n));
-    logits[b] = attn::seq2seq_forward<float>(
-        model, src, {held_out.tgt_in.row(b).data(), static_cast<std::size_t>(n)});
-    const std::vector<int> got = training::greedy_reverse(model, src);
-    for (Index i = 0; i < n; ++i) greedy(b, i) = static_cast<float>(got[static_cast<std::size_t>(i)]);
-  }
-  course::save_checkpoint(dir, ch.source(), model, [&](course::Dumper& d) {
-    d("eval_src", Matrix(held_out.src.topRows(k).cast<float>()));
-    d("eval_tgt_in", Matrix(held_out.tgt_in.topRows(k).cast<float>()));
-    d("eval_logits", logits);
-    d("eval_greedy", greedy);
-  });
-  ch.say("saved the weights to {} (replay: /usr/bin/python3 scripts/check_training_checkpoint.py "
-         "{})", dir, dir);
 }
 
 void reversal(course::Chapter& ch, const Knobs& k) {
@@ -327,45 +261,12 @@ void reversal(course::Chapter& ch, const Knobs& k) {
               "(or not alone) learned where to read; other layers or heads may do the work.",
               diagonal);
   }
-  if (steps > 0) {
-  ch.plot().heatmap_grid("09_reversal_timelapse", frames,
-                         {.title = "Reversal: cross-attention as training goes (one held-out "
-                                   "sequence; rows output, columns source)",
-                          .xlabel = "source token", .ylabel = "output token",
-                          .columns = static_cast<int>(std::min<std::size_t>(frames.size(), 3)),
-                          .cmin = 0.0, .cmax = 1.0, .panel_px = 260});
-  ch.plot().lines("09_reversal_curves",
-                  {course::curve("train loss (each step)", h.step, h.loss, {.points = false}),
-                   course::curve("held-out loss", h.eval_step, h.eval_loss),
-                   course::curve("held-out sequences exactly reversed", h.eval_step,
-                                 h.eval_accuracy, {.dashed = true})},
-                  {.title = "Reversal: loss and accuracy against training steps",
-                   .xlabel = "step", .ylabel = "loss (cross-entropy) / fraction"});
-  }
+  if (steps > 0) training::draw_reversal_training(ch.plot(), frames, h);
   ch.dump("reversal_cross_attention", frames.back().values);
-  if (!k.save.empty()) save_reversal(ch, k.save + "/reversal", model, held_out);
+  if (!k.save.empty()) training::save_reversal(ch, k.save + "/reversal", model, held_out);
 }
 
 // ---- 4. Induction heads ---------------------------------------------------------------------------
-
-// The trained weights with kSavedExamples held-out sequences and their logits.
-void save_induction(course::Chapter& ch, const std::string& dir, const attn::AttentionOnly& model,
-                    const std::vector<training::InductionSequence>& held_out) {
-  const Index k = kSavedExamples, T = model.context();
-  Matrix ids(k, T);                              // [k x T]
-  attn::Batch logits(k, T, model.vocab());       // [k, T, V]
-  for (Index b = 0; b < k; ++b) {
-    const std::vector<int>& seq = held_out[static_cast<std::size_t>(b)].ids;
-    for (Index t = 0; t < T; ++t) ids(b, t) = static_cast<float>(seq[static_cast<std::size_t>(t)]);
-    logits[b] = attn::attention_only_forward<float>(model, seq);
-  }
-  course::save_checkpoint(dir, ch.source(), model, [&](course::Dumper& d) {
-    d("eval_ids", ids);
-    d("eval_logits", logits);
-  });
-  ch.say("saved the weights to {} (replay: /usr/bin/python3 scripts/check_training_checkpoint.py "
-         "{})", dir, dir);
-}
 
 void induction(course::Chapter& ch, const Knobs& k) {
   ch.step("Task {}: induction heads in a {}-layer attention-only decoder",
@@ -468,77 +369,9 @@ void induction(course::Chapter& ch, const Knobs& k) {
               last_induction, shared ? " (each summed over the layer's heads)" : "");
   }
 
-  attn::AttentionOnlyCache cache;
-  attn::attention_only_forward<float>(model, ex.ids, &cache, attn::NeedWeights::yes);
-  std::vector<course::HeatmapPanel> heads;
-  for (std::size_t l = 0; l < cache.layers.size(); ++l) {
-    for (std::size_t hd = 0; hd < cache.layers[l].attn.weights.size(); ++hd) {
-      heads.push_back({cache.layers[l].attn.weights[hd],
-                       fmt::format("layer {} head {}", l + 1, hd + 1), ex_tokens, ex_tokens,
-                       causal});
-    }
-  }
-  ch.plot().heatmap_grid("09_induction_heads", heads,
-                         {.title = "Induction: every head on one held-out sequence (rows query, "
-                                   "columns key; causal)",
-                          .xlabel = "key token", .ylabel = "query token",
-                          .columns = static_cast<int>(std::min<std::size_t>(heads.size(), 4)),
-                          .cmin = 0.0, .cmax = 1.0,
-                          .panel_px = 420});
-  if (steps > 0) {
-  ch.plot().heatmap_grid("09_induction_timelapse", frames,
-                         {.title = fmt::format("Induction: layer {}, head 1, as training goes",
-                                               k.layers),
-                          .xlabel = "key token", .ylabel = "query token",
-                          .columns = static_cast<int>(std::min<std::size_t>(frames.size(), 3)),
-                          .cmin = 0.0, .cmax = 1.0, .panel_px = 300});
-  ch.plot().lines("09_induction_curves",
-                  {course::curve("train loss (each step)", h.step, h.loss, {.points = false}),
-                   course::curve("held-out loss", h.eval_step, h.eval_loss),
-                   course::curve("held-out accuracy (second copy)", h.eval_step, h.eval_accuracy,
-                                 {.dashed = true})},
-                  {.title = "Induction heads: loss and accuracy against training steps",
-                   .xlabel = "step", .ylabel = "loss (cross-entropy) / fraction"});
-  }
-  if (!k.save.empty()) save_induction(ch, k.save + "/induction", model, held_out);
-}
-
-// What is wrong with --save or --load, or "": checked before anything runs, so that a bad
-// folder or checkpoint is a usage error (exit 2), not a failure after minutes of training.
-// --load is read whole into models of the sizes the knobs give: a missing, unfinished, foreign,
-// truncated or differently shaped checkpoint is named here.
-std::string checkpoint_problem(const course::Chapter& ch, const Knobs& k) {
-  std::vector<std::string> tasks;
-  if (k.task != "induction") tasks.push_back("reversal");
-  if (k.task != "reversal") tasks.push_back("induction");
-  for (const std::string& task : tasks) {
-    if (!k.save.empty()) {
-      const std::string problem = course::check_dump_folder(k.save + "/" + task);
-      if (!problem.empty()) return "--save: " + problem;
-    }
-    if (k.load.empty()) continue;
-    try {
-      // --heads changes no tensor's shape, only how Q, K, V are split: compare it by name.
-      const auto recorded = course::checkpoint_options(k.load + "/" + task, ch.name());
-      const auto heads = recorded.find("--heads");
-      if (heads != recorded.end() && heads->second != std::to_string(k.heads)) {
-        return fmt::format("--load: {}/{} was trained with --heads {}, but this run has --heads "
-                           "{}: the same weights split into other heads compute another model",
-                           k.load, task, heads->second, k.heads);
-      }
-      attn::Rng rng(0);
-      if (task == "reversal") {
-        attn::Seq2Seq model = attn::seq2seq_init(rng, reversal_config(k));
-        course::load_checkpoint(k.load + "/reversal", ch.name(), model);
-      } else {
-        attn::AttentionOnly model = attn::attention_only_init(rng, induction_config(k));
-        course::load_checkpoint(k.load + "/induction", ch.name(), model);
-      }
-    } catch (const course::CheckpointError& e) {
-      return std::string("--load: ") + e.what();
-    }
-  }
-  return "";
+  training::draw_induction_heads(ch.plot(), model, ex.ids, ex_tokens, causal);
+  if (steps > 0) training::draw_induction_training(ch.plot(), frames, h, k.layers);
+  if (!k.save.empty()) training::save_induction(ch, k.save + "/induction", model, held_out);
 }
 
 void lesson(course::Chapter& ch, const Knobs& k) {
@@ -594,7 +427,7 @@ int main(int argc, char** argv) {
       return fmt::format("--heads {} does not divide --d-model {}: each head needs d_k = "
                          "d_model / heads columns", k.heads, k.d_model);
     }
-    return checkpoint_problem(ch, k);
+    return training::checkpoint_problem(ch, k);
   });
   return ch.run(argc, argv, [&] {
     k.steps_given = ch.given("--steps");

@@ -25,13 +25,13 @@
 #include "attn/kernels/tiled_attention.hpp"
 #include "course/chapter.hpp"
 #include "course/files.hpp"
+#include "figures.hpp"
 #include "measure.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <limits>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -46,7 +46,7 @@ using attn::Vector;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 struct Knobs {
-  std::string row = "3,1,4,1,5,9,2,6";  // the row the online softmax reads
+  std::vector<double> row{3, 1, 4, 1, 5, 9, 2, 6};  // the row the online softmax reads
   Index split = 3;                      // the merge's cut: entries [0, split) and [split, end)
   Index n = 10;                         // tokens of the tiled example (queries and keys)
   Index d = 4;                          // d_k = d_v of the tiled example
@@ -55,27 +55,6 @@ struct Knobs {
   Index padding = 3;                    // pad: this many keys at the end are padding
   bool measure = false;                 // time this machine instead of reading measured.tsv
 };
-
-// "3,1,4" -> {3, 1, 4}. Returns the problem, or "" after filling `values` (when given).
-std::string parse_row(const std::string& text, std::vector<float>* values = nullptr) {
-  std::vector<float> row;
-  std::stringstream entries(text);
-  for (std::string entry; std::getline(entries, entry, ',');) {
-    std::size_t used = 0;
-    float x = 0;
-    try {
-      x = std::stof(entry, &used);
-    } catch (const std::exception&) {  // not a number, or beyond float: `used` stays 0
-    }
-    if (used == 0 || used != entry.size() || !(std::abs(x) <= 1000)) {
-      return fmt::format("'{}' is not a number from -1000 to 1000", entry);
-    }
-    row.push_back(x);
-  }
-  if (row.size() < 2 || row.size() > 16) return "the row needs 2 to 16 numbers";
-  if (values) *values = std::move(row);
-  return "";
-}
 
 // "(1.0597, 0.0819, ...)": the first six entries of a vector, each 8 wide, so a line stays
 // within 100 columns whatever B_q is.
@@ -124,8 +103,7 @@ void memory_wall(course::Chapter& ch) {
 
 void online_softmax(course::Chapter& ch, const Knobs& k) {
   ch.step("Online softmax: one pass instead of three");
-  std::vector<float> x;
-  parse_row(k.row, &x);
+  const std::vector<float> x(k.row.begin(), k.row.end());
   const auto n = static_cast<Index>(x.size());
   const Eigen::Map<const attn::RowVector> row(x.data(), n);  // [1 x n]
   ch.show("x", row, {.precision = 2, .col_labels = course::labels("x_", n)});
@@ -201,28 +179,6 @@ attn::TiledAttentionOptions tiled_options(const Example& e) {
                                    .key_tile = e.key_tile};
   if (!e.causal) opts.allowed.emplace(e.allowed);
   return opts;
-}
-
-// The tile map as characters: '#' computed without a mask test, '/' mixed, '.' skipped.
-void show_tile_map(course::Chapter& ch, const attn::TileMap& map) {
-  // Up to 9 key tiles a column of 2 characters, then 3, so that "10" does not touch "9";
-  // beyond 24 tiles the map is not drawn (it would pass 100 columns), only counted.
-  if (map.key_tiles > 24 || map.query_tiles > 24) return;
-  const int width = map.key_tiles > 9 ? 3 : 2;
-  std::string header;
-  for (Index j = 0; j < map.key_tiles; ++j) header += fmt::format("{:>{}}", j + 1, width);
-  ch.say("{:>12}  {}", "key tile:", header);
-  for (Index i = 0; i < map.query_tiles; ++i) {
-    std::string s;
-    for (Index j = 0; j < map.key_tiles; ++j) {
-      const attn::TileKind kind = map(i, j);
-      s += fmt::format("{:>{}}", kind == attn::TileKind::full    ? "#"
-                                 : kind == attn::TileKind::mixed ? "/"
-                                                                 : ".",
-                       width);
-    }
-    ch.say("query tile {:>2}{}", i + 1, s);
-  }
 }
 
 // What one query tile keeps while the key tiles stream past: per query the running maximum m
@@ -323,7 +279,7 @@ void tiled_forward(course::Chapter& ch, const Knobs& k, const Example& e) {
            "whole (with a causal mask, the tiles above the diagonal; with padding, the tiles "
            "of padded keys):");
   const attn::TileMap map = attn::tile_map(n, n, opts);
-  show_tile_map(ch, map);
+  efficiency::show_tile_map(ch, map);
   const attn::TileCounts c = map.counts();
   ch.say("{} tiles: {} without a mask test, {} mixed, {} skipped", c.total, c.full, c.mixed,
          c.skipped);
@@ -416,75 +372,7 @@ void measurements(course::Chapter& ch, const Knobs& k) {
              course::with_commas(p.n), p.mib);
     }
   }
-  // Memory beyond the inputs and the output, by count: the plain path's n x n weights against
-  // the tiled path's tiles (B_q x B_k scores, B_q x d accumulator, per thread) and L.
-  std::vector<double> ns, plain_mib, tiled_mib;
-  for (double n = 256; n <= 65536; n *= 2) {
-    ns.push_back(n);
-    plain_mib.push_back(n * n * 4 / (1024.0 * 1024));
-    // One thread's score tile [B_k x B_q], Q_i^T [64 x B_q] and output accumulator [B_q x 64];
-    // per call L [n] and V in the kernel's panels [n x 64] (tiled_attention.hpp).
-    const attn::TiledAttentionOptions tiles;
-    const auto bq = static_cast<double>(tiles.query_tile), bk = static_cast<double>(tiles.key_tile);
-    tiled_mib.push_back((bq * bk + 2 * bq * 64 + n + n * 64) * 4 / (1024.0 * 1024));
-  }
-  if (ch.plot().enabled()) {
-    std::vector<course::Series> speed;
-    std::vector<double> n_axis, plain, tiled, causal, gemms;
-    for (const efficiency::SpeedRow& r : m->speed) {
-      n_axis.push_back(static_cast<double>(r.n));
-      plain.push_back(r.plain);
-      tiled.push_back(r.tiled);
-      causal.push_back(r.tiled_causal);
-      gemms.push_back(r.gemms);
-    }
-    ch.plot().lines("10_speed",
-                    {course::curve("plain (weights kept)", n_axis, plain),
-                     course::curve("tiled", n_axis, tiled),
-                     course::curve("tiled, causal (tiles skipped)", n_axis, causal),
-                     course::curve("the plain path's two GEMMs alone", n_axis, gemms,
-                                   {.dashed = true})},
-                    {.title = fmt::format("Attention, d = 64, one thread ({})", m->date),
-                     .xlabel = "n (tokens)", .ylabel = "GFLOP/s (4 n^2 d counted)", .logx = true,
-                     .hlines = {{m->peak, "one core's FMA peak"}}});
-    std::vector<course::Series> memory{
-        course::curve("plain, counted: the n x n weights", ns, plain_mib, {.points = false}),
-        course::curve("tiled, counted: one thread's tiles, L and V's panels", ns, tiled_mib,
-                      {.points = false})};
-    for (const char* path : {"plain", "tiled", "tiled-causal"}) {
-      std::vector<double> n_measured, mib_measured;
-      for (const efficiency::MemoryPoint& p : m->memory) {
-        if (p.path != path) continue;
-        n_measured.push_back(static_cast<double>(p.n));
-        // Peak RSS moves in pages: a call that allocated nothing new reads 0, which a log
-        // axis cannot show; 4 KiB (one page) is the resolution of the measurement.
-        mib_measured.push_back(std::max(p.mib, 4.0 / 1024));
-      }
-      if (!n_measured.empty()) {
-        memory.push_back(course::curve(fmt::format("{}, measured peak RSS", path), n_measured,
-                                       mib_measured, {.line = false}));
-      }
-    }
-    ch.plot().lines("10_memory", memory,
-                    {.title = "Memory beyond the inputs and the output, one head, float32",
-                     .xlabel = "n (tokens)", .ylabel = "MiB", .logx = true, .logy = true});
-    std::vector<Index> sizes;
-    for (const auto& c : m->sweep) {
-      if (std::find(sizes.begin(), sizes.end(), c.query_tile) == sizes.end()) sizes.push_back(c.query_tile);
-    }
-    Matrix sweep(static_cast<Index>(sizes.size()), static_cast<Index>(sizes.size()));  // [B_q x B_k]
-    std::vector<std::string> tics;
-    for (Index s : sizes) tics.push_back(fmt::format("{}", s));
-    for (const auto& c : m->sweep) {
-      const auto i = std::find(sizes.begin(), sizes.end(), c.query_tile) - sizes.begin();
-      const auto j = std::find(sizes.begin(), sizes.end(), c.key_tile) - sizes.begin();
-      if (j < std::ssize(sizes)) sweep(i, j) = static_cast<float>(c.gflops);
-    }
-    ch.plot().heatmap("10_tile_sweep", sweep,
-                      {.title = "Tiled attention, n = 1024, d = 64: GFLOP/s by tile size",
-                       .xlabel = "B_k (keys per tile)", .ylabel = "B_q (queries per tile)",
-                       .xtics = tics, .ytics = tics, .show_values = true, .value_precision = 0});
-  }
+  if (ch.plot().enabled()) efficiency::draw_figures(ch.plot(), *m);
   if (k.measure && ch.plot().enabled()) {
     course::write_file_atomically(ch.plot().out_dir() / "10_measured.tsv", efficiency::to_tsv(*m));
   }
@@ -519,7 +407,7 @@ int main(int argc, char** argv) {
   Knobs k;
   ch.option("--row", k.row,
             "the row the online softmax reads: 2 to 16 comma-separated numbers in [-1000, 1000]")
-      .check("ROW", [](const std::string& s) { return parse_row(s); });
+      .items(',', 2, 16).range(-1000, 1000);
   ch.option("--split", k.split, "the merge's cut: entries before and from it")
       .range(1, 15);
   ch.option("--n", k.n, "tokens of the tiled example").range(1, 64);
@@ -533,10 +421,8 @@ int main(int argc, char** argv) {
   ch.flag("--measure", k.measure,
           "time this machine (about 20 s) and draw the speed figures from it");
   ch.require_knobs([&] {
-    std::vector<float> row;
-    parse_row(k.row, &row);
-    if (k.split >= std::ssize(row)) {
-      return fmt::format("--split {} must be below the row's length {}", k.split, row.size());
+    if (k.split >= std::ssize(k.row)) {
+      return fmt::format("--split {} must be below the row's length {}", k.split, k.row.size());
     }
     if (k.mask == "pad" && k.padding > k.n) {
       return fmt::format("--padding {} is more than --n {}", k.padding, k.n);
