@@ -146,8 +146,14 @@ chapter_list() {
 }
 
 # source_of OBJECT: the source an object is made from, as make names the object
-# ("chapters/CMakeFiles/01_rnn.dir/01_rnn/main.cpp" is chapters/01_rnn/main.cpp).
-source_of() { sed -E 's#^([^/]+)/CMakeFiles/[^/]+\.dir/#\1/#' <<<"$1"; }
+# ("chapters/CMakeFiles/01_rnn.dir/01_rnn/main.cpp" is chapters/01_rnn/main.cpp). A folder of
+# the libraries compiled as one unit (ATTN_UNITY) is named by its files:
+# ".../attn.dir/Unity/unity_ops_cxx.cxx" is common/attn/ops/*.cpp.
+source_of() {
+  sed -E -e 's#^common/CMakeFiles/attn\.dir/Unity/unity_([a-z]+)_cxx\.cxx$#common/attn/\1/*.cpp#' \
+    -e 's#^common/CMakeFiles/course\.dir/Unity/unity_[0-9]+_cxx\.cxx$#common/course/*.cpp#' \
+    -e 's#^([^/]+)/CMakeFiles/[^/]+\.dir/#\1/#' <<<"$1"
+}
 
 # object_cost_of OBJECT: the table's seconds for the source of an object.
 object_cost_of() {

@@ -47,10 +47,9 @@ cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$dir/CMakeCache.txt")
        "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores," \
        "$("$cxx" --version | head -n1)"
   # "<s> <build>/common CMakeFiles/attn.dir/attn/ops/softmax.cpp.o" is common/attn/ops/softmax.cpp,
-  # the name build_with_progress looks up.
+  # the name build_with_progress looks up (lib.sh's source_of).
   while read -r seconds folder object; do
-    printf '%s/%s\t%.0f\n' "${folder#"$build"/}" \
-      "$(sed -E 's#^CMakeFiles/[^/]+\.dir/(.*)\.o$#\1#' <<<"$object")" "$seconds"
+    printf '%s\t%.0f\n' "$(source_of "${folder#"$build"/}/${object%.o}")" "$seconds"
   done <"$times" | sort
 } >scripts/compile_seconds.tsv
 echo "scripts/compile_seconds.tsv: $(grep -vc '^#' scripts/compile_seconds.tsv) sources"
