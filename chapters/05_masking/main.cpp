@@ -18,6 +18,7 @@
 #include "attn/core/random.hpp"
 #include "attn/ops/softmax.hpp"
 #include "course/chapter.hpp"
+#include "figures.hpp"
 #include "inspect.hpp"
 #include "token_ids.hpp"
 
@@ -229,18 +230,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.dump("scale", Matrix(Matrix::Constant(1, 1, scale)));  // [1 x 1], for replaying the dump
   ch.dump("weights", r.weights);
   ch.dump("out", r.out);
-  std::vector<course::HeatmapPanel> batch_panels;  // one [n x n] panel per sentence
-  for (Index b = 0; b < B && b < 8; ++b) {
-    const std::vector<std::string> tokens = course::id_labels(ids, b);
-    batch_panels.push_back({Matrix(r.weights[b]), fmt::format("sentence {}", b + 1), tokens,
-                            tokens, attn::AllowedMask(allowed[b])});
-  }
-  ch.plot().heatmap_grid("05_batch_weights", batch_panels,
-                         {.title = (k.ids == Knobs{}.ids ? "Note 001's batch" : "The --ids batch") +
-                                   std::string(": each sentence's weights with the ") + k.mask +
-                                   " mask",
-                          .xlabel = "key", .ylabel = "query", .columns = 2,
-                          .cmin = 0.0, .cmax = 1.0, .show_values = n <= 8, .panel_px = 340});
+  masking::draw_batch_weights(ch.plot(), r.weights, allowed, ids,
+                              k.ids == Knobs{}.ids ? "Note 001's batch" : "The --ids batch", k.mask);
 
   ch.step("Sidebar: the masked_fill that did nothing");
   ch.prose("Note 001's code says   scores.masked_fill(mask, -1e9)   and drops the result. "
@@ -389,12 +380,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
            a.weights.maxCoeff(), (a.weights.array() == 0.0f).count(), nf * nf);
     panels.push_back({a.weights, title, {}, {}, mask});
   }
-  // Two by two, so the figure reads at the width of a page (four in a row made it 1390 px).
-  ch.plot().heatmap_grid("05_masks", panels,
-                         {.title = "The same scores under four masks (weights; blocked keys "
-                                   "hatched)",
-                          .xlabel = "key j", .ylabel = "query i", .columns = 2, .cmin = 0.0,
-                          .cmax = 1.0, .panel_px = 260});
+  masking::draw_four_masks(ch.plot(), panels);
   ch.notice("a mask only removes keys; the softmax hands their share to the keys left.");
 
   ch.finish(

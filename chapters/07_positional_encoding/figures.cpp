@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-namespace position_figures {
+namespace positional {
 
 using attn::Index;
 using course::values_of;  // an Eigen vector as the std::vector<double> a figure takes
@@ -73,4 +73,4 @@ void draw_dot_product(course::Plotter& plot, const Eigen::VectorXd& dot_by_offse
        .xlabel = "offset k", .ylabel = "PE(pos) . PE(pos + k)"});
 }
 
-}  // namespace position_figures
+}  // namespace positional

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace position_figures {
+namespace positional {
 
 /// 07_permutation: the weights of "dog bites man" and "man bites dog", without and with PE.
 void draw_permutation(course::Plotter& plot, const attn::Matrix& plain_a,
@@ -27,4 +27,4 @@ void draw_dot_product(course::Plotter& plot, const Eigen::VectorXd& dot_by_offse
                       const Eigen::VectorXf& first, const Eigen::VectorXf& later, attn::Index P,
                       attn::Index d_model);
 
-}  // namespace position_figures
+}  // namespace positional

@@ -14,6 +14,7 @@
 #include "attn/core/random.hpp"
 #include "course/chapter.hpp"
 #include "figures.hpp"
+#include "self_attention.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -28,30 +29,15 @@ namespace {
 using attn::Index;
 using attn::Matrix;
 using attn::MatrixD;
+using positional::Projections;
+using positional::SelfAttention;
+using positional::self_attention;
 
 struct Knobs {
   Index d_model = 128;     // features per position: d_model / 2 (sin, cos) pairs
   Index positions = 100;   // P: rows of the whole table and its heat map
   Index max_offset = 100;  // K: the largest shift k of the rotation check and the dot products
 };
-
-// One self-attention layer and everything it computes on X [n x d_model].
-struct Projections {
-  Matrix W_q, W_k, W_v;  // [d_model x d_model] each
-};
-struct SelfAttention {
-  Matrix Q, K, V;           // [n x d_model] each
-  attn::AttentionResult r;  // weights [n x n], out [n x d_model]
-};
-
-SelfAttention self_attention(const Matrix& X, const Projections& W) {
-  SelfAttention s;  // assigned below: built from the products, Q, K, V round differently (Eigen)
-  s.Q = X * W.W_q;  // [n x d_model]
-  s.K = X * W.W_k;  // [n x d_model]
-  s.V = X * W.W_v;  // [n x d_model]
-  s.r = attn::attention(s.Q, s.K, s.V);  // softmax(Q K^T / sqrt(d_model)) V
-  return s;
-}
 
 // A rounding-sized difference: "0" when it is exactly zero, else "2.4e-07".
 std::string tiny(double x) { return x == 0.0 ? "0" : fmt::format("{:.1e}", x); }
@@ -185,7 +171,7 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   ch.dump("weights_man_bites_dog_pe", bp.r.weights);
   ch.dump("out_dog_bites_man_pe", ap.r.out);
   ch.dump("out_man_bites_dog_pe", bp.r.out);
-  position_figures::draw_permutation(ch.plot(), a.r.weights, b.r.weights, ap.r.weights,
+  positional::draw_permutation(ch.plot(), a.r.weights, b.r.weights, ap.r.weights,
                                      bp.r.weights, words_a, words_b);
 
   ch.step("PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)");
@@ -239,8 +225,8 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
               two_pi / omega(pairs - 1));
   }
   ch.dump("pe", pe);
-  position_figures::draw_encoding(ch.plot(), pe);
-  position_figures::draw_frequencies(ch.plot(), pe, omega);
+  positional::draw_encoding(ch.plot(), pe);
+  positional::draw_frequencies(ch.plot(), pe, omega);
 
   ch.step("PE(pos + k) = R(k) PE(pos): one fixed rotation for every pos");
   // [rotation]
@@ -346,7 +332,7 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
                                        pairs));
   }
   ch.dump("dot_by_offset", MatrixD(dot_by_offset.transpose()));  // [1 x K+1]
-  position_figures::draw_dot_product(ch.plot(), dot_by_offset, first, later, P, d_model);
+  positional::draw_dot_product(ch.plot(), dot_by_offset, first, later, P, d_model);
 
   ch.step("Learned or hand-crafted position vectors (note 002)");
   const Index far = std::min<Index>(50, P + K - 1);
