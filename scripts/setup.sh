@@ -17,6 +17,7 @@ packages=(
   chromium chromium-driver python3-selenium  # the site checked in a real browser (check_site.py)
   python3-numpy                   # the .npy round-trip test proves the format against NumPy itself
   clang                           # the sanitize preset, and scripts/fuzz.sh (libFuzzer: GCC has none)
+  clang-format                    # the sources' layout, checked by the tests (scripts/check_format.sh)
   libomp-dev                      # OpenMP for clang++ (g++ brings its own libgomp)
   libclang-rt-dev                 # clang's ASan/UBSan and libFuzzer runtimes (libclang-rt-14-dev)
 )

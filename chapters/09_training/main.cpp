@@ -52,7 +52,7 @@ constexpr Index kBatch = 32;      // sequences per training step
 constexpr Index kHeldOut = 1000;  // held-out sequences for the final scores
 constexpr Index kCurveHeldOut = 200;  // held-out sequences for the curves, every 50 steps
 
-// ---- 1. One backward step by hand ----------------------------------------------------------------
+// ---- 1. One backward step by hand ---------------------------------------------------------------
 
 void backward_by_hand(course::Chapter& ch) {
   ch.step("One backward step by hand: two tokens, d = 2");
@@ -120,7 +120,7 @@ void backward_by_hand(course::Chapter& ch) {
   ch.dump("example_dV", Matrix(dV.cast<float>()));
 }
 
-// ---- 2. Every backward pass, checked --------------------------------------------------------------
+// ---- 2. Every backward pass, checked ------------------------------------------------------------
 
 // Whether a gradient-check name is the key block of a stacked in_proj_bias, "...in_proj_bias[E:2E]":
 // the one bias whose true gradient is exactly 0 (the query's and the value's are not).
@@ -160,7 +160,7 @@ void gradient_checks(course::Chapter& ch) {
   training::draw_gradient_check(ch.plot(), reports);
 }
 
-// ---- 3. Reversal ----------------------------------------------------------------------------------
+// ---- 3. Reversal --------------------------------------------------------------------------------
 
 // Cross-attention of the last decoder layer, head 1, on one pair, teacher-forced: [n x n].
 Matrix cross_attention(const attn::Seq2Seq& model, const attn::Seq2SeqBatch& batch, Index b) {
@@ -266,7 +266,7 @@ void reversal(course::Chapter& ch, const Knobs& k) {
   if (!k.save.empty()) training::save_reversal(ch, k.save + "/reversal", model, held_out);
 }
 
-// ---- 4. Induction heads ---------------------------------------------------------------------------
+// ---- 4. Induction heads -------------------------------------------------------------------------
 
 void induction(course::Chapter& ch, const Knobs& k) {
   ch.step("Task {}: induction heads in a {}-layer attention-only decoder",

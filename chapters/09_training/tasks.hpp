@@ -18,7 +18,7 @@ namespace training {
 
 using attn::Index;
 
-// ---- Reversal ------------------------------------------------------------------------------------
+// ---- Reversal -----------------------------------------------------------------------------------
 
 inline constexpr int kPad = 0, kBos = 1;  // then the symbols 2 .. kReversalVocab - 1
 inline constexpr Index kReversalVocab = 12;
@@ -38,7 +38,7 @@ std::vector<int> greedy_reverse(const attn::Seq2Seq& model, std::span<const int>
 /// The fraction of the batch's sources whose greedy decoding is exactly their reversal.
 double exact_reversals(const attn::Seq2Seq& model, const attn::Seq2SeqBatch& batch);
 
-// ---- Induction -----------------------------------------------------------------------------------
+// ---- Induction ----------------------------------------------------------------------------------
 
 inline constexpr Index kInductionVocab = 32;
 

@@ -63,7 +63,7 @@ std::string first_entries(const Vector& v) {
   return fmt::format("({:>8.4f}{})", fmt::join(v.head(shown), ", "), shown < v.size() ? ", ..." : "");
 }
 
-// ---- 1. The memory wall ----------------------------------------------------------------------------
+// ---- 1. The memory wall -------------------------------------------------------------------------
 
 std::string mib(double bytes) {
   return bytes >= 1024.0 * 1024 * 1024 ? fmt::format("{:.0f} GiB", bytes / (1024.0 * 1024 * 1024))
@@ -99,7 +99,7 @@ void memory_wall(course::Chapter& ch) {
            "matrix through memory, and its share of the time is what tiling removes.");
 }
 
-// ---- 2. Online softmax ------------------------------------------------------------------------------
+// ---- 2. Online softmax --------------------------------------------------------------------------
 
 void online_softmax(course::Chapter& ch, const Knobs& k) {
   ch.step("Online softmax: one pass instead of three");
@@ -154,7 +154,7 @@ void online_softmax(course::Chapter& ch, const Knobs& k) {
             "orders of a float sum do.");
 }
 
-// ---- 3. Tiled attention, forward ---------------------------------------------------------------------
+// ---- 3. Tiled attention, forward ----------------------------------------------------------------
 
 struct Example {
   Matrix Q, K, V;        // [n x d] each
@@ -293,7 +293,7 @@ void tiled_forward(course::Chapter& ch, const Knobs& k, const Example& e) {
             100.0 * static_cast<double>(big.skipped) / static_cast<double>(big.total));
 }
 
-// ---- 4. Tiled attention, backward ----------------------------------------------------------------------
+// ---- 4. Tiled attention, backward ---------------------------------------------------------------
 
 void tiled_backward(course::Chapter& ch, const Example& e) {
   ch.step("The backward pass from L: recompute, do not store");
@@ -323,7 +323,7 @@ void tiled_backward(course::Chapter& ch, const Example& e) {
             "which is what makes long sequences fit at all.");
 }
 
-// ---- 5. The measurements -------------------------------------------------------------------------
+// ---- 5. The measurements ------------------------------------------------------------------------
 
 void measurements(course::Chapter& ch, const Knobs& k) {
   ch.step("What it buys: speed and memory");

@@ -76,7 +76,7 @@ void Chapter::require_knobs(std::function<std::string()> rule) {
 
 std::uint64_t Chapter::seed() const { return cli_->options().seed; }
 
-// ---- Knobs ----------------------------------------------------------------------------------------
+// ---- Knobs --------------------------------------------------------------------------------------
 
 namespace {
 

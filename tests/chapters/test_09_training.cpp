@@ -55,7 +55,7 @@ std::pair<double, double> head_scores(const std::string& out, int layer, int hea
   return {previous, induction};
 }
 
-// ---- The worked example: two tokens, d = 2 ----------------------------------------------------------
+// ---- The worked example: two tokens, d = 2 ------------------------------------------------------
 
 TEST(Chapter09, BackwardByHandPrintsTheHandArithmetic) {
   const attn_test::Output r = attn_test::run_chapter("09_training", "--no-plots --steps 1",

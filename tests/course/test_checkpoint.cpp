@@ -111,7 +111,7 @@ std::string file_of(std::string key) {
   return key + ".npy";
 }
 
-// ---- Saving and loading --------------------------------------------------------------------------
+// ---- Saving and loading -------------------------------------------------------------------------
 
 void expect_round_trip(const Seq2SeqConfig& c, const std::string& name) {
   const fs::path dir = attn_test::scratch("checkpoint", name);
@@ -485,7 +485,7 @@ TEST(StateDictLayout, RefusesBlocksThatDoNotTile) {
                        "does not continue"));
 }
 
-// ---- scripts/check_training_checkpoint.py ---------------------------------------------------------
+// ---- scripts/check_training_checkpoint.py -------------------------------------------------------
 
 const std::string kPython = "/usr/bin/python3";
 const std::string kScript =

@@ -233,14 +233,14 @@ DecoderLayerInputGradsOf<T> decoder_layer_backward(const DecoderLayerOf<T>& laye
   check_grads_like(layer, grads, "decoder_layer_backward");
   const MatrixOf<T> d_y = d_out;  // [n_t x d_model]
   DecoderLayerInputGradsOf<T> result;
-  // ---- feed-forward ------------------------------------------------------------------------------
+  // ---- feed-forward -----------------------------------------------------------------------------
   const MatrixOf<T> d_h2 = residual_backward(
       layer.norm3, layer.norm, cache.sublayer3, d_y,
       [&](const MatrixOf<T>& d) {
         return ffn_backward(layer.ff, cache.sublayer3.sublayer_in, cache.ff, d, grads.ff);
       },
       grads.norm3);
-  // ---- cross-attention: the target's queries, the memory's keys and values -----------------------
+  // ---- cross-attention: the target's queries, the memory's keys and values ----------------------
   const MatrixOf<T> d_h1 = residual_backward(
       layer.norm2, layer.norm, cache.sublayer2, d_h2,
       [&](const MatrixOf<T>& d) {
@@ -252,7 +252,7 @@ DecoderLayerInputGradsOf<T> decoder_layer_backward(const DecoderLayerOf<T>& laye
         return std::move(g.d_query);
       },
       grads.norm2);
-  // ---- causal self-attention ---------------------------------------------------------------------
+  // ---- causal self-attention --------------------------------------------------------------------
   result.d_x = residual_backward(
       layer.norm1, layer.norm, cache.sublayer1, d_h1,
       [&](const MatrixOf<T>& d) {

@@ -124,7 +124,7 @@ MatrixOf<T> seq2seq_forward(const Seq2SeqOf<T>& model, std::span<const int> src,
     y = layer_norm_forward(*model.decoder_norm, c.decoder_norm_in, &c.decoder_norm);
   }
   c.decoder_out = std::move(y);  // [n_t x E]
-  // ---- logits -------------------------------------------------------------------------------------
+  // ---- logits -----------------------------------------------------------------------------------
   c.logits.resize(n_t, model.vocab());  // [n_t x V]
   c.logits.noalias() = c.decoder_out * model.output_weight().transpose();
   if (model.generator.has_bias()) c.logits.rowwise() += model.generator.bias;
@@ -145,7 +145,7 @@ void seq2seq_backward(const Seq2SeqOf<T>& model, std::span<const int> src,
           });
   check_grads_like(model, grads, "seq2seq_backward");
   const T scale = static_cast<T>(std::sqrt(static_cast<double>(model.d_model())));
-  // ---- the generator: logits = y W^T + b, W = tgt_embed when tied --------------------------------
+  // ---- the generator: logits = y W^T + b, W = tgt_embed when tied -------------------------------
   MatrixOf<T>& d_weight = model.tied ? grads.tgt_embed : grads.generator.weight;
   d_weight.noalias() += d_logits.transpose() * c.decoder_out;  // [V x E]
   if (model.generator.has_bias()) grads.generator.bias += d_logits.colwise().sum();

@@ -383,7 +383,7 @@ TEST(AttentionOnlyIgnore, TheBatchMeanIsOverTheBatchCount) {
   }
 }
 
-// ---- Sequences side by side ----------------------------------------------------------------------
+// ---- Sequences side by side ---------------------------------------------------------------------
 
 // A batch of B random sequences over the small model's vocabulary, every third target ignored.
 attn::AttentionOnlyBatch random_batch(std::uint64_t seed, Index B) {

@@ -28,7 +28,7 @@ using attn::Seq2Seq;
 using attn_test::identical;
 using attn_test::message_of;
 
-// ---- One case of step_<case>_*.npy ----------------------------------------------------------------
+// ---- One case of step_<case>_*.npy --------------------------------------------------------------
 
 struct StepCase {
   std::string name;  // "post"
