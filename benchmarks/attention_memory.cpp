@@ -21,9 +21,9 @@
 // The plain path is refused above n = 16384 (1 GiB of weights there; 65536 would want
 // 16 GiB and the machine has less). Times are one call on an unpinned process: for speed see
 // bench_efficient.
-#include "attn/ops/attention.hpp"
 #include "attn/core/random.hpp"
 #include "attn/kernels/tiled_attention.hpp"
+#include "attn/ops/attention.hpp"
 
 #include <fmt/format.h>
 
@@ -50,8 +50,9 @@ constexpr Index kMaxTiled = 262144;  // ~16x the minutes of 65536; its inputs ar
 enum class Path { Plain, Tiled, TiledCausal };
 
 int usage(std::string_view problem) {
-  fmt::print(stderr, "attention_memory: {}\nusage: attention_memory plain|tiled|tiled-causal N "
-                     "[THREADS]   (d = 64; plain: N <= {}, tiled: N <= {})\n",
+  fmt::print(stderr,
+             "attention_memory: {}\nusage: attention_memory plain|tiled|tiled-causal N "
+             "[THREADS]   (d = 64; plain: N <= {}, tiled: N <= {})\n",
              problem, kMaxPlain, kMaxTiled);
   return 2;
 }
@@ -122,10 +123,10 @@ int main(int argc, char** argv) {
 
   attn::Rng rng(42);
   const Matrix Q = attn::random_normal(rng, n, kD), K = attn::random_normal(rng, n, kD),
-               V = attn::random_normal(rng, n, kD);  // [n x d] each, every page written
-  attn::AttentionResult plain;                        // out [n x d]; weights made by the call
-  Matrix out;                                         // the tiled path's out [n x d]
-  Eigen::VectorXf lse;                                // and L [n]
+               V = attn::random_normal(rng, n, kD);         // [n x d] each, every page written
+  attn::AttentionResult plain;                              // out [n x d]; weights made by the call
+  Matrix out;                                               // the tiled path's out [n x d]
+  Eigen::VectorXf lse;                                      // and L [n]
   double io_bytes = 4.0 * static_cast<double>(4 * n * kD);  // Q, K, V, out
   if (path == Path::Plain) {
     plain.out = Matrix::Zero(n, kD);

@@ -14,9 +14,9 @@
 //
 //   build/release/benchmarks/bench_attention --benchmark_min_time=0.2
 //   taskset -c 1 build/release/benchmarks/bench_attention --benchmark_filter=Tiny
+#include "attn/core/random.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/ops/column_attention.hpp"
-#include "attn/core/random.hpp"
 
 #include <benchmark/benchmark.h>
 

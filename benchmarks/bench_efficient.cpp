@@ -46,11 +46,11 @@
 // scripts/measure_efficiency.sh OUT runs both (and attention_memory) into a summary table.
 #include "course/fma_peak.hpp"
 
-#include "attn/ops/attention.hpp"
-#include "attn/ops/masks.hpp"
-#include "attn/layers/multi_head.hpp"
 #include "attn/core/random.hpp"
 #include "attn/kernels/tiled_attention.hpp"
+#include "attn/layers/multi_head.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/masks.hpp"
 
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
@@ -147,7 +147,7 @@ void BM_Gemms(benchmark::State& state) {
 // per-thread scratch tiles exist before the clock starts.
 void tiled(benchmark::State& state, Index n, const attn::TiledAttentionOptions& opts) {
   const Inputs in = make_inputs(n);
-  Matrix out = Matrix::Zero(n, kD);               // [n x d]
+  Matrix out = Matrix::Zero(n, kD);                // [n x d]
   Eigen::VectorXf lse = Eigen::VectorXf::Zero(n);  // [n]
   attn::tiled_attention_into(in.Q, in.K, in.V, out, lse, opts);
   for (auto _ : state) {
@@ -265,11 +265,7 @@ BENCHMARK(BM_TiledPadding)->Apply(sizes);
 BENCHMARK(BM_TileSweep)->Apply(tile_grid);
 BENCHMARK(BM_PlainBackward)->Apply(backward_sizes);
 BENCHMARK(BM_TiledBackward)->Apply(backward_sizes);
-BENCHMARK(BM_MultiHead)
-    ->ArgName("need_weights")
-    ->Arg(0)
-    ->Arg(1)
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MultiHead)->ArgName("need_weights")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 // peak_ratio is a rate counter only so that it is divided by the same time as FLOP/s; the
 // console would print it as "0.55/s". This console reporter prints the plain number it is (the

@@ -12,11 +12,11 @@
 //
 //   build/release/benchmarks/bench_training --benchmark_min_time=0.5
 //   (not pinned to one core with taskset: Seq2SeqStep/2 needs two)
+#include "attn/core/random.hpp"
+#include "attn/layers/parameters.hpp"
+#include "attn/models/seq2seq.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/training/optim.hpp"
-#include "attn/layers/parameters.hpp"
-#include "attn/core/random.hpp"
-#include "attn/models/seq2seq.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -42,8 +42,8 @@ void BM_AttentionForward(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   const double nf = static_cast<double>(n);
-  state.counters["FLOP/s"] = benchmark::Counter(4.0 * nf * nf * kD,
-                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(4.0 * nf * nf * kD, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_AttentionBackward(benchmark::State& state) {
@@ -59,8 +59,8 @@ void BM_AttentionBackward(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   const double nf = static_cast<double>(n);
-  state.counters["FLOP/s"] = benchmark::Counter(8.0 * nf * nf * kD,
-                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(8.0 * nf * nf * kD, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // 32 random sequences of length 8 over tokens 2..11, the target their reversal.
@@ -79,9 +79,14 @@ void BM_Seq2SeqStep(benchmark::State& state) {
   constexpr Index B = 32, n = 8;
   const int threads = static_cast<int>(state.range(0));
   attn::Rng rng(7);
-  attn::Seq2Seq model = attn::seq2seq_init(
-      rng, {.vocab = 12, .d_model = 32, .heads = 1, .d_ff = 64, .layers = 2,
-            .norm = attn::NormPlacement::pre, .max_len = n, .embedding_std = 1.0 / std::sqrt(32.0)});
+  attn::Seq2Seq model = attn::seq2seq_init(rng, {.vocab = 12,
+                                                 .d_model = 32,
+                                                 .heads = 1,
+                                                 .d_ff = 64,
+                                                 .layers = 2,
+                                                 .norm = attn::NormPlacement::pre,
+                                                 .max_len = n,
+                                                 .embedding_std = 1.0 / std::sqrt(32.0)});
   attn::Seq2Seq grads = attn::zeros_like(model);
   const attn::Seq2SeqBatch batch = reversal_batch(rng, B, n);
   auto params = attn::parameters(model);
@@ -95,8 +100,8 @@ void BM_Seq2SeqStep(benchmark::State& state) {
     // A non-const lvalue: Google Benchmark 1.8 (Debian 13) deprecates the const& overload.
     benchmark::DoNotOptimize(step.loss);
   }
-  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(B * n),
-                                                  benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(B * n), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 BENCHMARK(BM_AttentionForward)->Arg(64)->Arg(256)->Arg(1024);

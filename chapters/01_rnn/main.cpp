@@ -32,8 +32,8 @@ using attn::MatrixD;
 using attn::RowVector;
 
 struct Knobs {
-  Index I = 3, H = 4, T = 5;              // the worked example
-  Index H_exp = 32, D = 50, n_seeds = 8;  // the experiment
+  Index I = 3, H = 4, T = 5;                                     // the worked example
+  Index H_exp = 32, D = 50, n_seeds = 8;                         // the experiment
   std::vector<double> scales = {0.5, 1.0, std::sqrt(3.0), 3.0};  // W_hh x s
 };
 
@@ -131,15 +131,16 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.say("The head: y_hat<t> = softmax(W_y a<t> + b_y) with W_y {}: a probability per class.",
          course::shape(head.weight));
   // [shapes]
-  const attn::RnnRun n_to_1 = attn::many_to_one(cell, head, X, h0);     // y_hat [1 x O]
-  const attn::RnnRun n_to_n = attn::many_to_many(cell, head, X, h0);    // Y_hat [T x O]
-  const attn::RnnRun one_to_n =                                         // Y_hat [T x I]
-      attn::one_to_many(generator, gen_head, x1, h0, T);  // x<t+1> = y_hat<t>
-  const attn::RnnSeq2SeqRun s2s =                                       // Y_hat [M x O]
-      attn::rnn_seq2seq(cell, decoder, head, X, h0, M);   // decoder a<0> = encoder a<T>
+  const attn::RnnRun n_to_1 = attn::many_to_one(cell, head, X, h0);   // y_hat [1 x O]
+  const attn::RnnRun n_to_n = attn::many_to_many(cell, head, X, h0);  // Y_hat [T x O]
+  const attn::RnnRun one_to_n =                                       // Y_hat [T x I]
+      attn::one_to_many(generator, gen_head, x1, h0, T);              // x<t+1> = y_hat<t>
+  const attn::RnnSeq2SeqRun s2s =                                     // Y_hat [M x O]
+      attn::rnn_seq2seq(cell, decoder, head, X, h0, M);               // decoder a<0> = encoder a<T>
   // [shapes]
   ch.gap();
-  ch.flow({{"N->1 (classify a sequence): x", X}, {a_T, n_to_1.states.bottomRows(1)},
+  ch.flow({{"N->1 (classify a sequence): x", X},
+           {a_T, n_to_1.states.bottomRows(1)},
            {"y_hat", n_to_1.outputs}});
   ch.show("y_hat", n_to_1.outputs);
   ch.gap();
@@ -150,7 +151,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.flow({{"1->N (generate): x<1>", x1}, {"A", one_to_n.states}, {"Y_hat", one_to_n.outputs}});
   ch.show("Y_hat", one_to_n.outputs, {.row_labels = at_steps("y_hat", one_to_n.outputs.rows())});
   ch.notice("each output is the next input, x<t+1> = y_hat<t>, so O = I = {} and step t+1 cannot "
-            "start before step t ends.", I);
+            "start before step t ends.",
+            I);
   ch.gap();
   ch.flow({{"seq2seq (encode N, decode M): x", X}, {"context " + a_T, s2s.context}});
   ch.flow({{"then the decoder from it: A", s2s.decoder_states}, {"Y_hat", s2s.outputs}});
@@ -158,7 +160,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.show("Y_hat", s2s.outputs, {.row_labels = at_steps("y_hat", M)});
   if (T * I > H) {
     ch.notice("the decoder feeds its outputs back as 1->N does, and sees the {} inputs only "
-              "through these {} numbers: the context is a bottleneck.", T, H);
+              "through these {} numbers: the context is a bottleneck.",
+              T, H);
   } else {  // the context could hold this input whole; not a longer one
     ch.notice("the decoder feeds its outputs back as 1->N does, and sees the {} inputs only "
               "through these {} numbers. Here they outnumber the {} input numbers, but their "
@@ -179,7 +182,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   course::Series rnn_path{.label = "RNN: t cell steps, each waiting for the one before",
                           .points = false};
   course::Series attn_path{.label = "self-attention: 1 step, every pair connected directly",
-                           .points = false, .dashed = true};
+                           .points = false,
+                           .dashed = true};
   for (Index t = 1; t <= D; ++t) {
     rnn_path.x.push_back(t);
     rnn_path.y.push_back(t);
@@ -219,7 +223,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   if (!(diff <= kRelative * largest + kFloor)) {
     throw std::runtime_error(fmt::format(
         "the chain rule disagrees with central differences: {} differs by {:.1e}, more than "
-        "{:.0e} of its largest entry {:.1e} plus {:.0e}", dJ, diff, kRelative, largest, kFloor));
+        "{:.0e} of its largest entry {:.1e} plus {:.0e}",
+        dJ, diff, kRelative, largest, kFloor));
   }
   if (diff <= kRelative * largest) {
     ch.say("analytic {} matches central finite differences: max relative difference {:.1e}", dJ,
@@ -230,13 +235,14 @@ void lesson(course::Chapter& ch, const Knobs& k) {
            diff, kFloor);
     ch.notice("its largest entry is {:.1e}: below ~{:.0e} the error of central differences "
               "(eps = 1e-4) is as large as the entries, so only that absolute floor is checked. "
-              "x<1> hardly reaches a<{}>: the vanishing this chapter is about.", largest, kFloor,
-              Tc);
+              "x<1> hardly reaches a<{}>: the vanishing this chapter is about.",
+              largest, kFloor, Tc);
   }
   if (T > Tc) {
     ch.notice("the check uses x<1..{}> of the {} steps (dumped as d_a{}_d_x1): central "
               "differences lose precision as the Jacobian shrinks along a sequence; step 7 "
-              "follows longer distances by the chain rule alone.", Tc, T, Tc);
+              "follows longer distances by the chain rule alone.",
+              Tc, T, Tc);
   }
 
   ch.step("How much of x<1> reaches a<T>, as the distance T-1 grows");
@@ -252,9 +258,9 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   attn::Rng exp_rng(ch.seed() + 1);
   for (Index m = 0; m < k.n_seeds; ++m) {
     const attn::RnnCell base = attn::rnn_init(exp_rng, I, k.H_exp);
-    const Matrix Xe = attn::random_normal(exp_rng, D + 1, I);  // x<1..D+1> [(D+1) x I]
-    const RowVector a0 = RowVector::Zero(k.H_exp);             // [1 x H_exp]
-    const double rho_base = attn::spectral_radius(base.weight_hh);   // rho(s W) = s rho(W)
+    const Matrix Xe = attn::random_normal(exp_rng, D + 1, I);       // x<1..D+1> [(D+1) x I]
+    const RowVector a0 = RowVector::Zero(k.H_exp);                  // [1 x H_exp]
+    const double rho_base = attn::spectral_radius(base.weight_hh);  // rho(s W) = s rho(W)
     for (std::size_t s = 0; s < n_s; ++s) {
       // [experiment]
       attn::RnnCell scaled = base;
@@ -280,8 +286,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
     per_step[s] = std::exp((log_norm(s, D) - log_norm(s, 0)) / D);
     scale_names.push_back(fmt::format("x{:.2f}", scales[s]));
   }
-  ch.say("H = {}, I = {}, {} models per scale; geometric mean of ||d a<T>/d x<1>||_F.", k.H_exp,
-         I, k.n_seeds);
+  ch.say("H = {}, I = {}, {} models per scale; geometric mean of ||d a<T>/d x<1>||_F.", k.H_exp, I,
+         k.n_seeds);
   ch.say("W_hh scale s      {:>11}", fmt::join(scale_names, ""));
   ch.say("mean rho(W_hh)    {:11.2f}", fmt::join(rho, ""));
   ch.say("distance T-1");
@@ -300,10 +306,10 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   std::vector<course::Series> curves;
   for (std::size_t s = 0; s < n_s; ++s) {
     // "W_hh" is left out of figure text: gnuplot's enhanced mode reads "_" as a subscript.
-    course::Series c{.label = fmt::format("RNN, recurrent weights x{:.2f} (rho {:.2f}){}",
-                                          scales[s], rho[s],
-                                          scales[s] == 1.0 ? ", PyTorch's init" : ""),
-                     .points = false};
+    course::Series c{
+        .label = fmt::format("RNN, recurrent weights x{:.2f} (rho {:.2f}){}", scales[s], rho[s],
+                             scales[s] == 1.0 ? ", PyTorch's init" : ""),
+        .points = false};
     for (Index d = 0; d <= D; ++d) {
       if (norm(s, d) > 0.0) {  // a log axis cannot show an underflow to 0
         c.x.push_back(d);
@@ -321,7 +327,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
                     .dashed = true});
   ch.plot().lines("01_dependence", curves,
                   {.title = fmt::format("How much of x<1> reaches a<T> (H = {}, geometric mean "
-                                        "of {} models)", k.H_exp, k.n_seeds),
+                                        "of {} models)",
+                                        k.H_exp, k.n_seeds),
                    .xlabel = "distance T - 1 (steps between x<1> and a<T>)",
                    .ylabel = "Frobenius norm of d a<T> / d x<1>",
                    .logy = true});
@@ -332,7 +339,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
        "differs.",
        "a<t> needs a<t-1>, so the loop over t is sequential; only X W_ih^T is one big product.",
        fmt::format("x<1>'s effect on a<T> changes ~{:.2f}x per step at W_hh {} (<1 vanishes, "
-                   ">1 explodes).", per_step[ref], scale_names[ref]),
+                   ">1 explodes).",
+                   per_step[ref], scale_names[ref]),
        "Self-attention joins x<1> to every output in one step, all outputs at once: chapter 02."},
       {{"--scales 1.5,1.75,2,2.5,3", "where does decay turn into growth?"},
        {"--experiment-hidden 4", "small H: rho varies a lot between models"},
@@ -348,12 +356,9 @@ int main(int argc, char** argv) {
   Knobs k;
   ch.option("--input-size", k.I, "I, features per input x<t>").range(1, 64);
   ch.option("--hidden", k.H, "H, size of the hidden state a<t>").range(1, 256);
-  ch.option("--steps", k.T, "T, length of the worked example's sequence")
-      .range(1, 1000);
-  ch.option("--experiment-hidden", k.H_exp, "H of the dependence experiment")
-      .range(1, 256);
-  ch.option("--distance", k.D, "largest distance T-1 the experiment measures")
-      .range(1, 200);
+  ch.option("--steps", k.T, "T, length of the worked example's sequence").range(1, 1000);
+  ch.option("--experiment-hidden", k.H_exp, "H of the dependence experiment").range(1, 256);
+  ch.option("--distance", k.D, "largest distance T-1 the experiment measures").range(1, 200);
   // The experiment's time grows as seeds x scales x distance x H^2 x I: with every other knob at
   // its largest, 64 models took 25-27 s on a desktop CPU, 32 take 10-13 s.
   ch.option("--seeds", k.n_seeds,
@@ -361,6 +366,7 @@ int main(int argc, char** argv) {
             "grows with it, and with every knob at its largest 32 take ~10 s on a desktop CPU)")
       .range(1, 32);
   ch.option("--scales", k.scales, "W_hh scales (x PyTorch's init), e.g. 0.5,1,3; at most 6 values")
-      .items(',', 1, 6).range(0.1, 10.0);
+      .items(',', 1, 6)
+      .range(0.1, 10.0);
   return ch.run(argc, argv, [&] { lesson(ch, k); });
 }

@@ -10,8 +10,8 @@
 //
 //   02_attention_by_hand [--scale] [--random-weights] [--seed N] [--out DIR] [--no-plots]
 //                        [--dump DIR] [--step]
-#include "attn/ops/column_attention.hpp"
 #include "attn/core/random.hpp"
+#include "attn/ops/column_attention.hpp"
 #include "attn/ops/softmax.hpp"
 #include "course/chapter.hpp"
 
@@ -183,10 +183,10 @@ void lesson(course::Chapter& ch, const Knobs& k) {
 
   ch.step("Outputs: y^i = sum_j alpha'_{{i,j}} v^j (a weighted sum of values)");
   ch.say("Note 000's own example first, with its values and made-up weights:");
-  Matrix V_note(2, 4);  // [d_v x n]: v^1 = (1,0), v^2 = (0,2), v^3 = (3,0), v^4 = (0,4)
+  Matrix V_note(2, 4);   // [d_v x n]: v^1 = (1,0), v^2 = (0,2), v^3 = (3,0), v^4 = (0,4)
   V_note << 1, 0, 3, 0,  //
       0, 2, 0, 4;
-  Matrix W_note(4, 4);  // [n_k x n_q]: the note's four weight columns
+  Matrix W_note(4, 4);         // [n_k x n_q]: the note's four weight columns
   W_note << 0.1f, 0.1f, 0, 0,  //
       0, 0.2f, 0, 0,           //
       0, 0.3f, 0.3f, 0,        //
@@ -237,7 +237,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   } else {
     ch.notice("each y^i is a blend of the values, mixed by query i's column of A'. {} of the "
               "weights {} exactly 0 (exp of a score far below its column's best underflows "
-              "float), so {} out of {} y^i.", zeros, zeros == 1 ? "is" : "are",
+              "float), so {} out of {} y^i.",
+              zeros, zeros == 1 ? "is" : "are",
               zeros == 1 ? "that value drops" : "those values drop", zeros == 1 ? "its" : "their");
   }
   ch.notice("no y^i waits for another: all four could be computed at once.");
@@ -251,7 +252,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const double lib_diff = attn::max_abs_diff(lib.Y, Y);
   if (!(lib_diff <= 1e-5 * (1.0 + V.cwiseAbs().maxCoeff()))) {
     throw std::runtime_error(fmt::format("attn::column_attention_loops disagrees with the loops "
-                                         "above: max |difference| of Y = {:.1e}", lib_diff));
+                                         "above: max |difference| of Y = {:.1e}",
+                                         lib_diff));
   }
   ch.say("attn::column_attention_loops gives the same Y{}: max |difference| = {:.1e}",
          lib_diff == 0.0 ? "" : " to float rounding", lib_diff);

@@ -13,9 +13,9 @@
 //
 //   03_vectorized_qkv [--n N] [--d-model D] [--scale | --no-scale] [--seed N] [--out DIR]
 //                     [--no-plots] [--dump DIR] [--step]
+#include "attn/core/random.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/ops/column_attention.hpp"
-#include "attn/core/random.hpp"
 #include "attn/ops/softmax.hpp"
 #include "course/chapter.hpp"
 
@@ -78,7 +78,10 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const std::vector<std::string> x_i = course::labels("x^", n), q_i = course::labels("q^", n),
                                  k_j = course::labels("k^", n), v_j = course::labels("v^", n),
                                  y_i = course::labels("y^", n);
-  ch.flow({{"X", X}, {"Q = W_q X", Q}, {"A = K^T Q", A}, {"A' = softmax(A)", A_prime},
+  ch.flow({{"X", X},
+           {"Q = W_q X", Q},
+           {"A = K^T Q", A},
+           {"A' = softmax(A)", A_prime},
            {"Y = V A'", Y}});
   ch.say("with W_q {}, K^T {}, V {}", course::shape(W_q), course::shape(K.transpose()),
          course::shape(V));
@@ -107,8 +110,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.step("The same numbers as chapter 02's loops");
   const attn::ColumnAttention loops =
       attn::column_attention_loops(W_q, W_k, W_v, X, {.scale = k.scale});
-  ch.say("{:<41}{}", "worked example, max |loops - products|:",
-         differences(loops, Q, A, A_prime, Y));
+  ch.say("{:<41}{}",
+         "worked example, max |loops - products|:", differences(loops, Q, A, A_prime, Y));
   // The notice below says Q, A and A' agree exactly: a difference there is a bug, not rounding.
   if (attn::max_abs_diff(loops.Q, Q) != 0.0 || attn::max_abs_diff(loops.A, A) != 0.0 ||
       attn::max_abs_diff(loops.A_prime, A_prime) != 0.0) {
@@ -119,7 +122,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   if (k.scale) {  // K^T Q is exact; the one multiplication by 1/sqrt(2) rounds alike in both
     ch.notice("Q, K, V, K^T Q hold integers and quarters, exact in float in any order, and both "
               "forms round K^T Q x 1/sqrt({}) once, the same way; A' is the same softmax of the "
-              "same numbers. Y sums inexact weights, so its last bit may differ.", d_k);
+              "same numbers. Y sums inexact weights, so its last bit may differ.",
+              d_k);
   } else {
     ch.notice("Q, K, V, A hold integers and quarters, exact in float in any order; A' is the same "
               "softmax of the same numbers. Y sums inexact weights, so its last bit may differ.");
@@ -141,13 +145,15 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.step("Tokens as rows: softmax(Q K^T / sqrt(d_k)) V is the transpose");
   const Matrix X_rows = X.transpose();  // [n x d_in] = [4 x 3], row i is x^i
   // [row_form]
-  const Matrix Q_rows = X_rows * W_q.transpose();  // [n x d_k] = [4 x 3] [3 x 2] = Q^T
-  const Matrix K_rows = X_rows * W_k.transpose();  // [n x d_k] = K^T
-  const Matrix V_rows = X_rows * W_v.transpose();  // [n x d_v] = V^T
+  const Matrix Q_rows = X_rows * W_q.transpose();     // [n x d_k] = [4 x 3] [3 x 2] = Q^T
+  const Matrix K_rows = X_rows * W_k.transpose();     // [n x d_k] = K^T
+  const Matrix V_rows = X_rows * W_v.transpose();     // [n x d_v] = V^T
   const attn::AttentionResult row = attn::attention(  // out [n x d_v], weights [n x n]
       Q_rows, K_rows, V_rows, {.scale = k.scale ? std::nullopt : std::optional<float>(1.0f)});
   // [row_form]
-  ch.flow({{"X", X_rows}, {"Q = X W_q^T", Q_rows}, {"weights", row.weights},
+  ch.flow({{"X", X_rows},
+           {"Q = X W_q^T", Q_rows},
+           {"weights", row.weights},
            {"out = weights V", row.out}});
   ch.say("with K {}, V {}", course::shape(K_rows), course::shape(V_rows));
   ch.show("weights (row i = query i)", row.weights, {.row_labels = q_i, .col_labels = k_j});
@@ -161,8 +167,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   if (attn::max_abs_diff(row.weights, A_prime.transpose()) != 0.0) {
     throw std::runtime_error(fmt::format(
         "the row form's weights differ from A'^T by {:.1e}: the worked example's scores are "
-        "exact, so they must agree bit for bit", attn::max_abs_diff(row.weights,
-                                                                    A_prime.transpose())));
+        "exact, so they must agree bit for bit",
+        attn::max_abs_diff(row.weights, A_prime.transpose())));
   }
   ch.notice("scaled alike ({}), the weights agree bit for bit.",
             k.scale ? fmt::format("1/sqrt({}) in both", d_k) : "unscaled in both; try --scale");
@@ -214,7 +220,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   if (self_attending) {
     ch.notice("random words are nearly orthogonal (|cos| <= {:.3f}); each one's dot with itself "
               "is ~{}, so after / sqrt({}) the diagonal leads by ~{:.0f}: each word attends "
-              "almost only to itself.", max_cos, d, d, std::sqrt(d));
+              "almost only to itself.",
+              max_cos, d, d, std::sqrt(d));
   } else if (outweighed == 0) {
     ch.notice("with {} features random words are not orthogonal enough (|cos| up to {:.2f}): each "
               "word still weighs itself most (at least {:.2f}), but others get up to {:.2f}.",
@@ -222,7 +229,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   } else {
     ch.notice("with only {} features random words are far from orthogonal (|cos| up to {:.2f}): "
               "in {} of the {} rows another word outweighs the word itself, and the weights "
-              "spread over several words.", d, max_cos, outweighed, k.n);
+              "spread over several words.",
+              d, max_cos, outweighed, k.n);
   }
   ch.dump("words_X", Xw);
   ch.dump("words_XXt", XXt);
@@ -235,7 +243,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   for (Index w = 0; w < 4; ++w) symbols.push_back(fmt::format("{:.2f} x_{{{},c}}", mix[w], w + 1));
   ch.gap();
   ch.say("Note 001's illustrative row ({:.2f}) applied to words 1-4;\n"
-         "for every feature c: out_{{1,c}} = {}", fmt::join(mix, ", "), fmt::join(symbols, " + "));
+         "for every feature c: out_{{1,c}} = {}",
+         fmt::join(mix, ", "), fmt::join(symbols, " + "));
   for (const Index c : {Index{0}, Index{1}, d - 1}) {
     float out = 0.0f;
     std::vector<std::string> terms;  // "0.75*(-1.5081)", ...
@@ -246,10 +255,10 @@ void lesson(course::Chapter& ch, const Knobs& k) {
     ch.say("  out_{{1,{}}} = {} = {:.4f}", c + 1, fmt::join(terms, " + "), out);
   }
   ch.notice("one row of weights per word, shared by all {} features: words are mixed, features "
-            "are not.", d);
+            "are not.",
+            d);
 
-  ch.step("With projections: Q = X W^Q, K = X W^K, V = X W^V, each W {}",
-          attn::shape_str(d, d));
+  ch.step("With projections: Q = X W^Q, K = X W^K, V = X W^V, each W {}", attn::shape_str(d, d));
   // Random stand-ins for learned weights, N(0, 1/d_model): then Q, K, V entries are ~N(0, 1)
   // like X's, so the scores below are on the same scale as step 4's.
   const double w_std = 1.0 / std::sqrt(d);
@@ -257,9 +266,9 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const Matrix W_K = attn::random_normal(rng, d, d, 0.0, w_std);  // [d x d]
   const Matrix W_V = attn::random_normal(rng, d, d, 0.0, w_std);  // [d x d]
   // [projected]
-  const Matrix Qw = Xw * W_Q;  // [n x d] = [n x d] [d x d]
-  const Matrix Kw = Xw * W_K;  // [n x d]
-  const Matrix Vw = Xw * W_V;  // [n x d]
+  const Matrix Qw = Xw * W_Q;                                      // [n x d] = [n x d] [d x d]
+  const Matrix Kw = Xw * W_K;                                      // [n x d]
+  const Matrix Vw = Xw * W_V;                                      // [n x d]
   const attn::AttentionResult proj = attn::attention(Qw, Kw, Vw);  // weights [n x n], out [n x d]
   // [projected]
   ch.flow({{"X", Xw}, {"Q = X W^Q", Qw}, {"weights", proj.weights}, {"out = weights V", proj.out}});
@@ -301,22 +310,27 @@ void lesson(course::Chapter& ch, const Knobs& k) {
     f16.y.push_back(2.0 * tokens * tokens / kGiB);
   }
   const double gpu_gib = 80e9 / kGiB, note_gib = 4.0 * 800.0 * 800.0 / kGiB;
-  ch.plot().lines("03_attention_memory",
-                  {f32, f16,
-                   {.label = fmt::format("80 GB = {:.1f} GiB, the memory of one large GPU",
-                                         gpu_gib),
-                    .x = {64.0, 524288.0}, .y = {gpu_gib, gpu_gib}, .points = false,
-                    .dashed = true},
-                   // A dashed stalk from the bottom of the axis (1e-6 GiB) up to the point on
-                   // the float32 line, which a marker alone would hide in.
-                   {.label = "note 000: n = 800, 640,000 weights, 2.44 MiB = 0.0024 GiB",
-                    .x = {800.0, 800.0}, .y = {1e-6, note_gib}, .points = false,
-                    .dashed = true}},
-                  {.title = "Memory of one n x n attention matrix (one head, one layer)",
-                   .xlabel = "sequence length n (tokens)",
-                   .ylabel = "GiB (2^30 bytes)",
-                   .logx = true,
-                   .logy = true});
+  ch.plot().lines(
+      "03_attention_memory",
+      {f32,
+       f16,
+       {.label = fmt::format("80 GB = {:.1f} GiB, the memory of one large GPU", gpu_gib),
+        .x = {64.0, 524288.0},
+        .y = {gpu_gib, gpu_gib},
+        .points = false,
+        .dashed = true},
+       // A dashed stalk from the bottom of the axis (1e-6 GiB) up to the point on
+       // the float32 line, which a marker alone would hide in.
+       {.label = "note 000: n = 800, 640,000 weights, 2.44 MiB = 0.0024 GiB",
+        .x = {800.0, 800.0},
+        .y = {1e-6, note_gib},
+        .points = false,
+        .dashed = true}},
+      {.title = "Memory of one n x n attention matrix (one head, one layer)",
+       .xlabel = "sequence length n (tokens)",
+       .ylabel = "GiB (2^30 bytes)",
+       .logx = true,
+       .logy = true});
 
   ch.finish(
       {"Q = W_q X, A = K^T Q, A' = softmax(A), Y = V A': chapter 02's loops, as four products.",
@@ -326,7 +340,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
            ? "Without projections a word mostly attends to itself; W^Q and W^K decide who matches "
              "whom."
            : fmt::format("Without projections, {} features left words far from orthogonal: others "
-                         "got up to {:.2f}. W^Q and W^K decide who matches whom.", d, off),
+                         "got up to {:.2f}. W^Q and W^K decide who matches whom.",
+                         d, off),
        "The weights are n x n: 640,000 at n = 800, 16 GiB of float32 at n = 65,536."},
       {{"--scale", "both forms scaled by 1/sqrt(2)"},
        {"--d-model 16", "short vectors: cos is no longer ~0"},
@@ -340,8 +355,7 @@ int main(int argc, char** argv) {
   ch.cites("notes 000, 001 and 002");
   Knobs k;
   ch.option("--n", k.n, "words in note 001's example (steps 4 and 5)").range(4, 64);
-  ch.option("--d-model", k.d_model, "features per word in note 001's example")
-      .range(4, 2048);
+  ch.option("--d-model", k.d_model, "features per word in note 001's example").range(4, 2048);
   ch.flag("--scale,!--no-scale", k.scale,
           "divide the worked example's scores by sqrt(d_k) (default: no, as the notes)");
   return ch.run(argc, argv, [&] { lesson(ch, k); });

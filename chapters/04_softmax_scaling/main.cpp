@@ -67,7 +67,7 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   attn::Rng note_rng(ch.seed());
   // [samples]
   const Matrix a = attn::random_normal(note_rng, 1, N, 0.0, knob.std);  // [1 x N]
-  const Matrix b = a / static_cast<float>(knob.std);                      // [1 x N]
+  const Matrix b = a / static_cast<float>(knob.std);                    // [1 x N]
   // [samples]
   ch.show("a", a, {.precision = 2});
   ch.show(fmt::format("b = a / {:g}", knob.std), b);
@@ -85,9 +85,11 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   }
   ch.plot().histograms(
       "04_histograms",
-      {{.values = course::values_of(a), .title = "Histogram of a",
+      {{.values = course::values_of(a),
+        .title = "Histogram of a",
         .xlabel = fmt::format("a ~ N(0, {:g}^2)", knob.std)},
-       {.values = course::values_of(b), .title = "Histogram of b",
+       {.values = course::values_of(b),
+        .title = "Histogram of b",
         .xlabel = fmt::format("b = a / {:g}", knob.std)}},
       {.title = fmt::format("{} samples, before and after dividing by {:g}", N, knob.std)});
   ch.dump("a", a);
@@ -128,9 +130,11 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
          b_max, sum_exp_b / n, std::exp(b_max), N, sum_exp_b / n, std::exp(b_max) / sum_exp_b,
          e_half, std::exp(b_max) / (n * e_half), ln_N - 0.5);
   ch.say("softmax(a): the two largest a_j are {:.2f} and {:.2f}, so the runner-up gets\n"
-         "  exp(-{:.2f}) = {:.1e} times the leader's weight.", a_1, a_2, gap, std::exp(-gap));
+         "  exp(-{:.2f}) = {:.1e} times the leader's weight.",
+         a_1, a_2, gap, std::exp(-gap));
   ch.notice("softmax(a) gives {:.6f} to one entry of {}: a lead of {:.1f} in the logits is a "
-            "factor of {} in the weights.", fa.largest, N, gap, factor_of(gap));
+            "factor of {} in the weights.",
+            fa.largest, N, gap, factor_of(gap));
   ch.notice("softmax(b) keeps about {:.0f} entries in play; its largest weight is {:.4f}.",
             std::exp(fb.entropy), fb.largest);
   const Eigen::VectorXd index = Eigen::VectorXd::LinSpaced(N, 0.0, n - 1.0);  // [N]: j = 0, 1, ...
@@ -138,14 +142,19 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
                   {course::curve(fmt::format("softmax(a), a ~ N(0, {:g}^2)", knob.std), index, p_a,
                                  {.points = false})},
                   {.title = "Softmax of a: almost all the weight on one entry",
-                   .xlabel = "index j (from 0)", .ylabel = "weight"});
+                   .xlabel = "index j (from 0)",
+                   .ylabel = "weight"});
   ch.plot().lines("04_softmax_scaled",
                   {course::curve(fmt::format("softmax(b), b = a / {:g}", knob.std), index, p_b,
                                  {.points = false}),
-                   {.label = "1/N, every weight of a uniform softmax", .x = {0.0, n - 1.0},
-                    .y = {1.0 / n, 1.0 / n}, .points = false, .dashed = true}},
+                   {.label = "1/N, every weight of a uniform softmax",
+                    .x = {0.0, n - 1.0},
+                    .y = {1.0 / n, 1.0 / n},
+                    .points = false,
+                    .dashed = true}},
                   {.title = fmt::format("Softmax of b = a / {:g}: every weight small", knob.std),
-                   .xlabel = "index j (from 0)", .ylabel = "weight"});
+                   .xlabel = "index j (from 0)",
+                   .ylabel = "weight"});
   ch.dump("softmax_a", p_a);
   ch.dump("softmax_b", p_b);
 
@@ -170,21 +179,23 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   ch.say("naive  softmax(a): {} NaN, {} zeros, {} other weights\n"
          "stable softmax(a): {} not finite, sum of the weights {:.6f}\n"
          "naive  softmax(b): max |naive - stable| = {:.1e}, on weights up to {:.1e}",
-         nan_a, zero_a, N - nan_a - zero_a,
-         p_a.size() - p_a.array().isFinite().count(), p_a.cast<double>().sum(),
-         attn::max_abs_diff(naive_b, p_b), fb.largest);
+         nan_a, zero_a, N - nan_a - zero_a, p_a.size() - p_a.array().isFinite().count(),
+         p_a.cast<double>().sum(), attn::max_abs_diff(naive_b, p_b), fb.largest);
   if (overflowing > 0) {
     ch.notice("one exp(a_j) = inf makes the sum inf, and every weight inf / inf = NaN or x / inf "
               "= 0.");
   } else if (zero_a == N) {  // every term finite, their sum past float's largest value
     ch.notice("with std {:g} no a_j reaches 88.72, but the sum of the exp(a_j) does overflow: "
-              "it is inf, and every weight x / inf = 0.", knob.std);
+              "it is inf, and every weight x / inf = 0.",
+              knob.std);
   } else if (nan_a == 0) {
     ch.notice("with std {:g} no a_j reaches 88.72, so even the naive formula survives; try "
-              "--std 100.", knob.std);
+              "--std 100.",
+              knob.std);
   } else {  // every a_j below -103.3: each exp(a_j) underflows, and the sum is 0
     ch.notice("with std {:g} no a_j reaches 88.72, but every exp(a_j) underflows to 0: the naive "
-              "formula divides 0 by 0, which is NaN.", knob.std);
+              "formula divides 0 by 0, which is NaN.",
+              knob.std);
   }
   // The stable softmax never makes a NaN or an inf; the closing facts say so.
   if (!p_a.array().isFinite().all()) {
@@ -206,12 +217,13 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   attn::Rng dot_rng(ch.seed() + 1);
   MatrixD variance(std::ssize(widths), 4);  // [11 x 4]: d_k, N, mean of q.k, mean of (q.k)^2
   ch.say("{} independent pairs (q, k) per d_k, every component ~ N(0, 1); var = mean of (q.k)^2:\n"
-         "  d_k   mean(q.k)    var(q.k)   var / d_k   its expected sd", n_pairs);
+         "  d_k   mean(q.k)    var(q.k)   var / d_k   its expected sd",
+         n_pairs);
   for (Index w = 0; w < std::ssize(widths); ++w) {
     const Index d = widths[w];
     // [variance]
-    const Matrix q = attn::random_normal(dot_rng, n_pairs, d);  // [N x d_k], one q per row
-    const Matrix k = attn::random_normal(dot_rng, n_pairs, d);  // [N x d_k], one k per row
+    const Matrix q = attn::random_normal(dot_rng, n_pairs, d);       // [N x d_k], one q per row
+    const Matrix k = attn::random_normal(dot_rng, n_pairs, d);       // [N x d_k], one k per row
     const Eigen::VectorXf dots = q.cwiseProduct(k).rowwise().sum();  // [N], q_i . k_i
     // [variance]
     const Eigen::ArrayXd x = dots.cast<double>().array();  // [N]
@@ -229,9 +241,12 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
        course::curve("var = d_k", {1.0, 1024.0}, {1.0, 1024.0}, {.points = false, .dashed = true}),
        course::curve("measured var(q . k / sqrt(d_k))", variance.col(0),
                      variance.col(3).cwiseQuotient(variance.col(0)))},
-      {.title = fmt::format("The variance of a dot product grows with d_k ({} pairs per d_k)",
-                            n_pairs),
-       .xlabel = "d_k", .ylabel = "variance", .logx = true, .logy = true});
+      {.title =
+           fmt::format("The variance of a dot product grows with d_k ({} pairs per d_k)", n_pairs),
+       .xlabel = "d_k",
+       .ylabel = "variance",
+       .logx = true,
+       .logy = true});
   ch.dump("variance_vs_dk", variance);
 
   ch.step("One query against 8 keys at d_k = {}, {}", knob.d_k,
@@ -243,7 +258,7 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   // [one_row]
   const float factor = scale ? 1.0f / std::sqrt(static_cast<float>(d_k)) : 1.0f;
   const Matrix scores = (q * K.transpose()) * factor;  // [1 x 8] = [1 x d_k] [d_k x 8]
-  const Matrix weights = attn::softmax_rows(scores);    // [1 x 8], sums to 1
+  const Matrix weights = attn::softmax_rows(scores);   // [1 x 8], sums to 1
   // [one_row]
   ch.say("|q| = {:.2f}, sqrt(d_k) = {:.2f}. For a fixed q, q . k_j ~ N(0, |q|^2) for every key j.",
          q.norm(), std::sqrt(d_k));
@@ -258,7 +273,8 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   // keys: about 1 scaled and sqrt(d_k) unscaled on average over q, but this q's own |q| says.
   const double spread = q.norm() * factor;
   ch.notice("{}, the scores spread by about {}: the best key takes {:.2f} and {} of the 8 keys "
-            "get more than 0.001.", scale ? "scaled" : "unscaled",
+            "get more than 0.001.",
+            scale ? "scaled" : "unscaled",
             spread >= 10.0 ? fmt::format("{:.0f}", spread) : fmt::format("{:.2g}", spread),
             fr.largest, fr.above);
   ch.dump("q", q);
@@ -301,8 +317,8 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   }
   const Index last = std::ssize(widths) - 1;  // d_k = 1024
   ch.notice("unscaled, the largest weight climbs from {:.2f} to {:.2f} and the entropy falls from "
-            "{:.2f} to {:.2f}: the rows turn one-hot as d_k grows.", saturation(0, 1),
-            saturation(last, 1), saturation(0, 2), saturation(last, 2));
+            "{:.2f} to {:.2f}: the rows turn one-hot as d_k grows.",
+            saturation(0, 1), saturation(last, 1), saturation(0, 2), saturation(last, 2));
   ch.notice("scaled, they stay near {:.2f} and {:.2f} at every d_k (ln {} - 1/2 = {:.2f}).",
             saturation(last, 4), saturation(last, 5), n_keys, ln_keys - 0.5);
   const Eigen::VectorXd dks = saturation.col(0);  // [11]: the d_k of each row
@@ -314,8 +330,10 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
        course::curve("largest weight, softmax(Q K^T / sqrt(d_k))", dks, saturation.col(4)),
        course::curve("entropy / ln 64, softmax(Q K^T / sqrt(d_k))", dks,
                      saturation.col(5) / ln_keys, {.dashed = true})},
-      {.title = "Rows of 64 weights: without 1/sqrt(d_k) they turn one-hot", .xlabel = "d_k",
-       .ylabel = "mean over 512 rows", .logx = true});
+      {.title = "Rows of 64 weights: without 1/sqrt(d_k) they turn one-hot",
+       .xlabel = "d_k",
+       .ylabel = "mean over 512 rows",
+       .logx = true});
   ch.dump("saturation_vs_dk", saturation);
 
   ch.step("Saturation stops learning: the Jacobian J = diag(p) - p p^T");
@@ -328,8 +346,8 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   for (int t = 0; t < 2; ++t) {
     const float s = t == 0 ? 1.0f : 8.0f;
     // [jacobian]
-    const Matrix p = attn::softmax_rows(z * s);                      // [1 x 4]
-    const MatrixD J = attn::softmax_jacobian(row_of(p, 0));          // [4 x 4] diag(p) - p p^T
+    const Matrix p = attn::softmax_rows(z * s);                     // [1 x 4]
+    const MatrixD J = attn::softmax_jacobian(row_of(p, 0));         // [4 x 4] diag(p) - p p^T
     const double norm = attn::softmax_jacobian_norm(row_of(p, 0));  // sqrt(sum_ij J_ij^2)
     // [jacobian]
     ch.show(t == 0 ? "p = softmax(z), z = (2, 1, 0, -1)" : "p = softmax(8 z)", p,
@@ -365,15 +383,15 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   ch.notice("||J||_F <= 2 (1 - largest) in every row, so it peaks where a few logits compete and "
             "then falls with 1 - largest.");
   ch.notice("the mean is held up by the few rows whose two best logits nearly tie. The median row "
-            "has {:.1e} at sigma = 100 against {:.2f} at sigma = 1.", jacobian(12, 4),
-            jacobian(4, 4));
+            "has {:.1e} at sigma = 100 against {:.2f} at sigma = 1.",
+            jacobian(12, 4), jacobian(4, 4));
   ch.notice("attention rows without 1/sqrt(d_k) have sigma = |q| ~ sqrt(d_k); at d_k = 1024 "
-            "(sigma ~ 32) section 6 measured a median ||J||_F of {:.1e}.", saturation(last, 3));
+            "(sigma ~ 32) section 6 measured a median ||J||_F of {:.1e}.",
+            saturation(last, 3));
   const Eigen::VectorXd sigmas = jacobian.col(0);
   ch.plot().lines(
       "04_jacobian_norm",
-      {course::curve_for_log_y("mean ||J||_F over 512 rows of sigma * g", sigmas,
-                               jacobian.col(3)),
+      {course::curve_for_log_y("mean ||J||_F over 512 rows of sigma * g", sigmas, jacobian.col(3)),
        course::curve_for_log_y("median ||J||_F over the same rows", sigmas, jacobian.col(4)),
        course::curve_for_log_y("2 (1 - mean largest weight), a bound on the mean", sigmas,
                                2.0 * (1.0 - jacobian.col(1).array()),
@@ -381,11 +399,12 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
        // Markers only: they are a second measurement of the median curve, and fall on it.
        course::curve_for_log_y("median ||J||_F of step 6's rows softmax(Q K^T), d_k = 1..1024, "
                                "at sigma = sqrt(d_k): on the median's curve",
-                               saturation.col(0).cwiseSqrt(), saturation.col(3),
-                               {.line = false})},
+                               saturation.col(0).cwiseSqrt(), saturation.col(3), {.line = false})},
       {.title = "Softmax's gradient vanishes as its logits spread out (64 logits)",
-       .xlabel = "sigma, the spread of the logits", .ylabel = "||J||_F = ||diag(p) - p p^T||_F",
-       .logx = true, .logy = true});
+       .xlabel = "sigma, the spread of the logits",
+       .ylabel = "||J||_F = ||diag(p) - p p^T||_F",
+       .logx = true,
+       .logy = true});
   ch.dump("jacobian_vs_sigma", jacobian);
 
   ch.finish(
@@ -395,9 +414,11 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
                    nan_a),
        "var(q . k) = d_k, so dividing by sqrt(d_k) keeps scores at spread 1 for every d_k.",
        fmt::format("unscaled, rows of 64 weights turn one-hot: largest {:.2f}, entropy {:.2f} at "
-                   "d_k = 1024.", saturation(last, 1), saturation(last, 2)),
+                   "d_k = 1024.",
+                   saturation(last, 1), saturation(last, 2)),
        fmt::format("their Jacobian diag(p) - p p^T is ~0 (median {:.1e} against {:.2f} scaled): "
-                   "no gradient.", saturation(last, 3), saturation(last, 6))},
+                   "no gradient.",
+                   saturation(last, 3), saturation(last, 6))},
       {{"--std 22", "no exp(a_j) overflows: the naive formula survives"},
        {"--std 23", "one exp(a_j) = inf: the naive row is NaN and zeros"},
        {"--no-scale --d-k 1024", "unscaled scores spread by ~32: one key takes most"},
@@ -412,8 +433,7 @@ int main(int argc, char** argv) {
   Knobs knob;
   ch.option("--samples", knob.samples, "samples in note 001's experiment (sections 1-3)")
       .range(10, 200000);
-  ch.option("--std", knob.std, "standard deviation of those samples")
-      .range(0.01, 1000.0);
+  ch.option("--std", knob.std, "standard deviation of those samples").range(0.01, 1000.0);
   ch.option("--d-k", knob.d_k, "width of the query and keys of section 5's attention row")
       .range(1, 16384);
   ch.flag("--no-scale", knob.no_scale,

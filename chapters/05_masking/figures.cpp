@@ -18,11 +18,16 @@ void draw_batch_weights(course::Plotter& plot, const attn::Batch& weights,
     batch_panels.push_back({attn::Matrix(weights[b]), fmt::format("sentence {}", b + 1), tokens,
                             tokens, attn::AllowedMask(allowed[b])});
   }
-  plot.heatmap_grid("05_batch_weights", batch_panels,
-                    {.title = title + std::string(": each sentence's weights with the ") + mask +
-                              " mask",
-                     .xlabel = "key", .ylabel = "query", .columns = 2, .cmin = 0.0, .cmax = 1.0,
-                     .show_values = ids.cols() <= 8, .panel_px = 340});
+  plot.heatmap_grid(
+      "05_batch_weights", batch_panels,
+      {.title = title + std::string(": each sentence's weights with the ") + mask + " mask",
+       .xlabel = "key",
+       .ylabel = "query",
+       .columns = 2,
+       .cmin = 0.0,
+       .cmax = 1.0,
+       .show_values = ids.cols() <= 8,
+       .panel_px = 340});
 }
 
 void draw_four_masks(course::Plotter& plot, const std::vector<course::HeatmapPanel>& panels) {
@@ -30,8 +35,12 @@ void draw_four_masks(course::Plotter& plot, const std::vector<course::HeatmapPan
   plot.heatmap_grid("05_masks", panels,
                     {.title = "The same scores under four masks (weights; blocked keys "
                               "hatched)",
-                     .xlabel = "key j", .ylabel = "query i", .columns = 2, .cmin = 0.0,
-                     .cmax = 1.0, .panel_px = 260});
+                     .xlabel = "key j",
+                     .ylabel = "query i",
+                     .columns = 2,
+                     .cmin = 0.0,
+                     .cmax = 1.0,
+                     .panel_px = 260});
 }
 
 }  // namespace masking

@@ -11,11 +11,11 @@
 //   05_masking [--mask none|pad|causal|window] [--window W] [--fill neg-inf|-1e9]
 //              [--ids 5,2,1,0,0/1,3,1,4,0] [--vocab V] [--d-model D] [--d-k K]
 //              [--seed N] [--out DIR] [--no-plots] [--dump DIR] [--step]
-#include "attn/ops/attention.hpp"
-#include "attn/layers/embedding.hpp"
-#include "attn/ops/masks.hpp"
-#include "attn/layers/positional_encoding.hpp"
 #include "attn/core/random.hpp"
+#include "attn/layers/embedding.hpp"
+#include "attn/layers/positional_encoding.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/masks.hpp"
 #include "attn/ops/softmax.hpp"
 #include "course/chapter.hpp"
 #include "figures.hpp"
@@ -34,8 +34,8 @@ namespace {
 using attn::AllowedMask;
 using attn::Index;
 using attn::Matrix;
-using masking::BlockedWeights;
 using masking::blocked_weights;
+using masking::BlockedWeights;
 using masking::parse_ids;
 using masking::show_mask;
 
@@ -69,7 +69,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
 
   ch.step("A batch of sentences, padded to one length");
   ch.prose("Sentences differ in length; a batch is one rectangular tensor, so short ones are "
-           "filled with the padding id 0. Vocabulary {}, id 0 = <pad>.", k.vocab);
+           "filled with the padding id 0. Vocabulary {}, id 0 = <pad>.",
+           k.vocab);
   ch.show("ids", ids.cast<float>(), {.precision = 0, .row_labels = course::labels("sentence ", B)});
   for (Index b = 0; b < B; ++b) {
     const std::vector<std::string> tokens = course::token_labels(ids, b);
@@ -91,9 +92,9 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.step("Embedding + position: X = table[ids] + PE");
   attn::Rng rng(ch.seed());
   const Matrix table = attn::embedding_init(rng, k.vocab, k.d_model);  // [vocab x d_model]
-  const Matrix pe = attn::sinusoidal_encoding(n, k.d_model);            // [n x d_model]
+  const Matrix pe = attn::sinusoidal_encoding(n, k.d_model);           // [n x d_model]
   // [embed]
-  attn::Batch X = attn::embed(table, ids);  // [B, n, d_model]
+  attn::Batch X = attn::embed(table, ids);   // [B, n, d_model]
   for (Index b = 0; b < B; ++b) X[b] += pe;  // every sentence gets the same PE
   // [embed]
   ch.say("table {} ~ N(0, 1) like nn.Embedding,  PE {} (chapter 07),  X {}", course::shape(table),
@@ -116,8 +117,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   attn::AllowedBatch allowed = attn::padding_masks(ids, kPad);  // [B, n, n]: <pad> keys blocked
   // [padding_mask]
   if (k.mask == "causal" || k.mask == "window") {
-    const AllowedMask extra = k.mask == "causal" ? attn::causal_mask(n)
-                                                 : attn::window_mask(n, k.window);  // [n x n]
+    const AllowedMask extra =
+        k.mask == "causal" ? attn::causal_mask(n) : attn::window_mask(n, k.window);  // [n x n]
     for (Index b = 0; b < B; ++b) allowed[b] = allowed[b].array() && extra.array();
   } else if (k.mask == "none") {
     allowed.data().setConstant(true);
@@ -164,10 +165,12 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   // [masked_attention]
   if (k.d_k * 8 == k.d_model) {
     ch.say("Note 001 scales by 1/sqrt(d_k) with d_k = {} = d_model / 8 (its heads' width, "
-           "chapter 06).", k.d_k);
+           "chapter 06).",
+           k.d_k);
   } else {
     ch.say("Note 001 scales by 1/sqrt(d_k) with d_k = d_model / 8 (its heads' width, chapter 06);"
-           "\nhere d_k = {} (--d-k) and d_model = {}.", k.d_k, k.d_model);
+           "\nhere d_k = {} (--d-k) and d_model = {}.",
+           k.d_k, k.d_model);
   }
   const Matrix raw0 = (X[0] * X[0].transpose()) * scale;  // [n x n], sentence 1, before the mask
   const Matrix scores0 = allowed[0].select(raw0, fill);   // blocked scores -> the fill
@@ -197,9 +200,9 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   } else {
     ch.notice("with --fill -1e9 a blocked key keeps a score: where a query has keys left, "
               "exp(-1e9 - max) underflows to exactly 0, but {} with none spread{} the weight "
-              "evenly over blocked keys ({:g} each).", empty_rows == 1 ? "the query" :
-              fmt::format("the {} queries", empty_rows), empty_rows == 1 ? "s" : "",
-              bw.without_keys);
+              "evenly over blocked keys ({:g} each).",
+              empty_rows == 1 ? "the query" : fmt::format("the {} queries", empty_rows),
+              empty_rows == 1 ? "s" : "", bw.without_keys);
   }
   // Why the rows are nearly one-hot at the default sizes: |x_i|^2 (embedding ~ d_model, PE
   // d_model / 2) against dot products of unrelated vectors, ~sqrt(d_model) in size. The scores
@@ -225,13 +228,15 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   } else {
     ch.notice("scores of sentence 1's words: {:.1f} on the diagonal, {:.1f} off it (means): with "
               "these sizes a word keeps as little as {:.2f} of its weight for itself, and the "
-              "other keys it may see get the rest.", diag, off, least_self);
+              "other keys it may see get the rest.",
+              diag, off, least_self);
   }
   ch.dump("scale", Matrix(Matrix::Constant(1, 1, scale)));  // [1 x 1], for replaying the dump
   ch.dump("weights", r.weights);
   ch.dump("out", r.out);
   masking::draw_batch_weights(ch.plot(), r.weights, allowed, ids,
-                              k.ids == Knobs{}.ids ? "Note 001's batch" : "The --ids batch", k.mask);
+                              k.ids == Knobs{}.ids ? "Note 001's batch" : "The --ids batch",
+                              k.mask);
 
   ch.step("Sidebar: the masked_fill that did nothing");
   ch.prose("Note 001's code says   scores.masked_fill(mask, -1e9)   and drops the result. "
@@ -261,9 +266,9 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.step("The causal mask: token i sees tokens j <= i, built two ways");
   const Index nc = 5, dc = 4;  // a small example whose numbers fit on a line
   const std::vector<std::string> q_i = course::labels("q^", nc), k_j = course::labels("k^", nc);
-  const Matrix Qc = attn::random_normal(rng, nc, dc);  // [5 x 4]
-  const Matrix Kc = attn::random_normal(rng, nc, dc);  // [5 x 4]
-  const Matrix Vc = attn::random_normal(rng, nc, dc);  // [5 x 4]
+  const Matrix Qc = attn::random_normal(rng, nc, dc);         // [5 x 4]
+  const Matrix Kc = attn::random_normal(rng, nc, dc);         // [5 x 4]
+  const Matrix Vc = attn::random_normal(rng, nc, dc);         // [5 x 4]
   const float sc = 1.0f / std::sqrt(static_cast<float>(dc));  // 0.5, exact
   const Matrix scores = (Qc * Kc.transpose()) * sc;           // [5 x 5]
   // [causal_two_ways]
@@ -281,7 +286,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.show("tril (note 004: 1 = keep)", tril, grid);
   ch.show("additive mask (note 003: scores += mask)", additive, grid);
   const Matrix w_tril = attn::softmax_rows(by_tril), w_sum = attn::softmax_rows(by_sum);  // [5 x 5]
-  const AllowedMask causal_nc = attn::causal_mask(nc);  // [5 x 5]
+  const AllowedMask causal_nc = attn::causal_mask(nc);                                    // [5 x 5]
   const attn::AttentionResult causal =
       attn::attention(Qc, Kc, Vc, {.allowed = causal_nc});  // weights [5 x 5]
   ch.show("weights (causal)", causal.weights, {.row_labels = q_i, .col_labels = k_j});
@@ -323,10 +328,12 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.show("weights (window)", local.weights, {.row_labels = q_i, .col_labels = k_j});
   if (2 * k.window + 1 < nc) {
     ch.notice("each row keeps at most {} key{}: a kernel that skips blocked entries does n(2W+1) "
-              "work, not n^2.", 2 * k.window + 1, k.window == 0 ? "" : "s");
+              "work, not n^2.",
+              2 * k.window + 1, k.window == 0 ? "" : "s");
   } else {
     ch.notice("W = {} reaches all {} keys from every query: the window blocks nothing here. It "
-              "saves work (n(2W+1) instead of n^2) only when 2W+1 < n.", k.window, nc);
+              "saves work (n(2W+1) instead of n^2) only when 2W+1 < n.",
+              k.window, nc);
   }
 
   ch.step("-1e9 versus -inf, and a query with nothing to attend to");
@@ -336,7 +343,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const attn::AttentionResult with_big =
       attn::attention(Qc, Kc, Vc, {.allowed = holey, .blocked_score = -1e9f});
   Matrix ordinary_inf = with_inf.weights, ordinary_big = with_big.weights;  // [5 x 5]
-  ordinary_inf.row(2).setZero();  // all but row 3
+  ordinary_inf.row(2).setZero();                                            // all but row 3
   ordinary_big.row(2).setZero();
   const double fills_differ = attn::max_abs_diff(ordinary_inf, ordinary_big);
   ch.say("ordinary rows: max |weights(-inf) - weights(-1e9)| = {:g}", fills_differ);
@@ -357,8 +364,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
          "  fill -inf, softmax without a guard:  weights {} (exp(-inf - (-inf)) = exp(NaN))\n"
          "  fill -inf, attn::attention:          weights all {:g}, out all {:g}",
          fmt::join(mean_v.row(0), ", "), with_big.weights(2, 0), "NaN",
-         with_inf.weights.row(2).maxCoeff(),
-         with_inf.out.row(2).cwiseAbs().maxCoeff());
+         with_inf.weights.row(2).maxCoeff(), with_inf.out.row(2).cwiseAbs().maxCoeff());
   ch.notice("-1e9 silently averages values the query was told to ignore; NaN poisons everything "
             "it touches. The library defines the empty row as zeros, as recent PyTorch does.");
 
@@ -418,11 +424,9 @@ int main(int argc, char** argv) {
             "token ids of the batch, sentences separated by '/', padded with 0; at most 16 "
             "sentences of at most 64 tokens")
       .check("IDS", [](const std::string& s) { return parse_ids(s); });
-  ch.option("--vocab", k.vocab, "vocabulary size (ids must be below it)")
-      .range(2, 100000);
+  ch.option("--vocab", k.vocab, "vocabulary size (ids must be below it)").range(2, 100000);
   ch.option("--d-model", k.d_model, "features per token").range(2, 2048);
-  ch.option("--d-k", k.d_k, "the d_k in the scale 1/sqrt(d_k), as note 001 uses it")
-      .range(1, 2048);
+  ch.option("--d-k", k.d_k, "the d_k in the scale 1/sqrt(d_k), as note 001 uses it").range(1, 2048);
   ch.require_knobs([&] {
     attn::TokenIds ids;  // [B x n]
     parse_ids(k.ids, &ids);

@@ -8,13 +8,13 @@
 //
 //   06_multi_head [--heads H] [--d-model D] [--seq-len N] [--mask none|pad|causal]
 //                 [--seed N] [--out DIR] [--no-plots] [--dump DIR] [--step]
-#include "attn/ops/attention.hpp"
+#include "attn/core/random.hpp"
 #include "attn/layers/embedding.hpp"
 #include "attn/layers/layer_norm.hpp"
-#include "attn/ops/masks.hpp"
 #include "attn/layers/multi_head.hpp"
 #include "attn/layers/positional_encoding.hpp"
-#include "attn/core/random.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/masks.hpp"
 #include "course/chapter.hpp"
 
 #include <algorithm>
@@ -69,15 +69,14 @@ void lesson(course::Chapter& ch, const Knobs& k) {
 
   ch.step("The input: note 001's batch, X = table[ids] + PE");
   attn::Rng rng(ch.seed());
-  const attn::TokenIds ids = note_ids(k.seq_len);                      // [B x n]
-  const Matrix table = attn::embedding_init(rng, vocab, k.d_model);    // [vocab x E]
-  Batch X = attn::embed(table, ids);                                   // [B, n, E]
+  const attn::TokenIds ids = note_ids(k.seq_len);                    // [B x n]
+  const Matrix table = attn::embedding_init(rng, vocab, k.d_model);  // [vocab x E]
+  Batch X = attn::embed(table, ids);                                 // [B, n, E]
   const Index B = X.batch(), n = X.rows(), E = X.cols();
-  const Matrix pe = attn::sinusoidal_encoding(n, E);                   // [n x E]
+  const Matrix pe = attn::sinusoidal_encoding(n, E);  // [n x E]
   for (Index b = 0; b < B; ++b) X[b] += pe;
   const std::vector<std::string> words = course::token_labels(ids, 0);  // sentence 1, printed
-  ch.show("ids", ids.cast<float>(),
-          {.precision = 0, .row_labels = course::labels("sentence ", B)});
+  ch.show("ids", ids.cast<float>(), {.precision = 0, .row_labels = course::labels("sentence ", B)});
   ch.flow({{"ids", ids}, {"X", X}});
   ch.say("X: batch, position, feature (chapter 05 built it the same way)");
   ch.dump("X", X);
@@ -86,8 +85,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const attn::MultiHeadAttention mha = attn::multi_head_init(rng, E, H);  // W_* [E x E]
   ch.say("W_Q, W_K, W_V, W_O are each {}, initialised as nn.MultiheadAttention does.",
          course::shape(mha.q_proj.weight));
-  ch.say("Rows [{0}(h-1), {0}h) of W_Q are head h's own {1} projection (h = 1..{2}), stacked.",
-         d_k, course::shape(mha.q_proj.weight.middleRows(0, d_k)), H);
+  ch.say("Rows [{0}(h-1), {0}h) of W_Q are head h's own {1} projection (h = 1..{2}), stacked.", d_k,
+         course::shape(mha.q_proj.weight.middleRows(0, d_k)), H);
   const attn::MultiHeadResult s1 = attn::multi_head_forward(mha, X[0], X[0], X[0]);  // sentence 1
   ch.show(fmt::format("Q for sentence 1 (head h = columns {0}(h-1)..{0}h-1)", d_k), s1.Q,
           {.max_cols = 6, .row_labels = words});
@@ -98,8 +97,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const auto Q_h = s1.Q.middleCols(h * d_k, d_k);  // head h's queries [n x d_k]: a view, no copy
   // [head_view]
   ch.prose("head {}'s Q_h is Q.middleCols({}, {}): it starts {} floats into Q's buffer and steps "
-           "{} per row, the same memory PyTorch reshapes:", h + 1, h * d_k, d_k,
-           Q_h.data() - s1.Q.data(), Q_h.outerStride());
+           "{} per row, the same memory PyTorch reshapes:",
+           h + 1, h * d_k, d_k, Q_h.data() - s1.Q.data(), Q_h.outerStride());
   ch.say("  {} -> .view{} -> .transpose(1, 2) -> {}", torch_shape({B, s1.Q.rows(), s1.Q.cols()}),
          torch_shape({B, n, H, Q_h.cols()}), torch_shape({B, H, n, Q_h.cols()}));
   ch.notice("one {} product makes every head's queries; splitting them copies nothing.",
@@ -168,15 +167,16 @@ void lesson(course::Chapter& ch, const Knobs& k) {
     std::vector<course::HeatmapPanel> panels;
     const std::vector<std::string> tokens = course::id_labels(ids, b);
     for (Index h = 0; h < H && h < 16; ++h) {
-      panels.push_back({Matrix(r.head_weights(b, h)), fmt::format("head {}", h + 1), tokens,
-                        tokens, attn::AllowedMask(allowed[b])});
+      panels.push_back({Matrix(r.head_weights(b, h)), fmt::format("head {}", h + 1), tokens, tokens,
+                        attn::AllowedMask(allowed[b])});
     }
     ch.plot().heatmap_grid(
         fmt::format("06_heads_sentence{}", b + 1), panels,
         // The token ids on the axes say which is which; no axis titles, so the panels get
         // the room.
         {.title = fmt::format("Sentence {}: each head's weights, rows = queries, columns = keys "
-                              "({} mask, d_k = {})", b + 1, k.mask, d_k),
+                              "({} mask, d_k = {})",
+                              b + 1, k.mask, d_k),
          .columns = 4,
          .cmin = 0.0,
          .cmax = 1.0,
@@ -203,7 +203,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
 
   ch.step("Add & Norm: y = LayerNorm(out + X)");
   const attn::LayerNorm norm = attn::layer_norm_init(E);  // gamma = 1, beta = 0, eps = 1e-5
-  Batch y(B, n, E);                                        // [B, n, E]
+  Batch y(B, n, E);                                       // [B, n, E]
   // [add_norm]
   for (Index b = 0; b < B; ++b) y[b] = attn::layer_norm_forward(norm, r.out[b] + X[b]);
   // [add_norm]
@@ -229,7 +229,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   } else {
     ch.notice("the residual keeps X's information; LayerNorm puts every token back at mean 0 and "
               "std sqrt(var / (var + eps)): down to {:.4f} here, where a token's variance is not "
-              "far above eps = 1e-5 (PyTorch's definition).", least_std);
+              "far above eps = 1e-5 (PyTorch's definition).",
+              least_std);
   }
   ch.dump("ln_weight", Matrix(norm.gamma));
   ch.dump("ln_bias", Matrix(norm.beta));
@@ -245,8 +246,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
     worst = std::max(worst, attn::max_abs_diff(Qh, s1.Q.middleCols(h * d_k, d_k)));
   }
   ch.prose("{} separate W_i^Q {} (the notes' layout) vs one W^Q {}: max difference {:.1e}", H,
-         course::shape(mha.q_proj.weight.middleRows(0, d_k).transpose()),
-         course::shape(mha.q_proj.weight), worst);
+           course::shape(mha.q_proj.weight.middleRows(0, d_k).transpose()),
+           course::shape(mha.q_proj.weight), worst);
   // One head is chapter 05's attention with projections.
   attn::Rng rng1(ch.seed() + 1);
   const attn::MultiHeadAttention one = attn::multi_head_init(rng1, E, 1);
@@ -260,7 +261,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   }
   ch.gap();
   ch.say("    H   d_k    parameters   multiply-adds per sentence (n = {})\n"
-         "                              projections   scores + weighted sums", n);
+         "                              projections   scores + weighted sums",
+         n);
   std::vector<Index> table_heads = {1, 2, 4, 8, 16, 32};  // and this run's H, in order
   if (std::ranges::find(table_heads, H) == table_heads.end()) {
     table_heads.insert(std::ranges::upper_bound(table_heads, H), H);
@@ -302,8 +304,7 @@ int main(int argc, char** argv) {
   course::Chapter ch("06_multi_head", "Multi-head attention", 2026);
   ch.cites("notes 001, 002 and 003");
   Knobs k;
-  ch.option("--heads", k.heads, "number of heads H (must divide d_model)")
-      .range(1, 64);
+  ch.option("--heads", k.heads, "number of heads H (must divide d_model)").range(1, 64);
   ch.option("--d-model", k.d_model, "features per token d_model").range(1, 1024);
   ch.option("--seq-len", k.seq_len, "tokens per sentence (sentence 1 has n-2 real ones)")
       .range(3, 64);
@@ -313,7 +314,8 @@ int main(int argc, char** argv) {
     return k.d_model % k.heads == 0
                ? std::string()
                : fmt::format("--heads {} does not divide --d-model {}: each head needs d_k = "
-                             "d_model / heads columns", k.heads, k.d_model);
+                             "d_model / heads columns",
+                             k.heads, k.d_model);
   });
   return ch.run(argc, argv, [&] { lesson(ch, k); });
 }

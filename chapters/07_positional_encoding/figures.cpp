@@ -23,8 +23,13 @@ void draw_permutation(course::Plotter& plot, const attn::Matrix& plain_a,
        {pe_a, "with PE: dog bites man", words_a, words_a},
        {pe_b, "with PE: man bites dog", words_b, words_b}},
       {.title = "Attention weights; rows = queries, columns = keys, in sentence order",
-       .xlabel = "key", .ylabel = "query", .columns = 2, .cmin = 0.0, .cmax = 1.0,
-       .show_values = true, .panel_px = 300});
+       .xlabel = "key",
+       .ylabel = "query",
+       .columns = 2,
+       .cmin = 0.0,
+       .cmax = 1.0,
+       .show_values = true,
+       .panel_px = 300});
 }
 
 void draw_encoding(course::Plotter& plot, const attn::Matrix& pe) {
@@ -33,7 +38,9 @@ void draw_encoding(course::Plotter& plot, const attn::Matrix& pe) {
                 .xlabel = "feature (columns 2i, 2i+1 = sin, cos of pair i)",
                 .ylabel = "position pos",
                 .first_index = 0,  // pos and the feature column count from 0 in the formula
-                .cmin = -1.0, .cmax = 1.0, .width_px = 900,
+                .cmin = -1.0,
+                .cmax = 1.0,
+                .width_px = 900,
                 .height_px = 640});
 }
 
@@ -48,11 +55,14 @@ void draw_frequencies(course::Plotter& plot, const attn::Matrix& pe, const attn:
     last = i;
     // Pair 0 jumps a radian per position: its curve shows the samples.
     waves.push_back({.label = fmt::format("PE(pos, {}): sin, omega = {:.3g}", 2 * i, omega(i)),
-                     .x = positions, .y = values_of(pe.col(2 * i)), .points = i == 0});
+                     .x = positions,
+                     .y = values_of(pe.col(2 * i)),
+                     .points = i == 0});
   }
   plot.lines("07_frequencies", waves,
              {.title = "Columns of PE: one sinusoid per pair, each slower than the last",
-              .xlabel = "position pos", .ylabel = "PE(pos, 2i)"});
+              .xlabel = "position pos",
+              .ylabel = "PE(pos, 2i)"});
 }
 
 void draw_dot_product(course::Plotter& plot, const Eigen::VectorXd& dot_by_offset,
@@ -62,15 +72,25 @@ void draw_dot_product(course::Plotter& plot, const Eigen::VectorXd& dot_by_offse
   const std::vector<double> offsets = values_of(Eigen::VectorXd::LinSpaced(K + 1, 0, K));  // 0..K
   plot.lines(
       "07_dot_product",
-      {{.label = "sum_i cos(omega_i k)", .x = offsets, .y = values_of(dot_by_offset),
+      {{.label = "sum_i cos(omega_i k)",
+        .x = offsets,
+        .y = values_of(dot_by_offset),
         .points = false},
-       {.label = "PE(0) . PE(k)", .x = offsets, .y = values_of(first), .points = K <= 200,
+       {.label = "PE(0) . PE(k)",
+        .x = offsets,
+        .y = values_of(first),
+        .points = K <= 200,
         .dashed = true},
-       {.label = fmt::format("PE({0}) . PE({0} + k)", P - 1), .x = offsets, .y = values_of(later),
-        .points = K <= 200, .dashed = true}},
+       {.label = fmt::format("PE({0}) . PE({0} + k)", P - 1),
+        .x = offsets,
+        .y = values_of(later),
+        .points = K <= 200,
+        .dashed = true}},
       {.title = fmt::format("Similarity of two position vectors depends only on their offset k "
-                            "(d_model {})", d_model),
-       .xlabel = "offset k", .ylabel = "PE(pos) . PE(pos + k)"});
+                            "(d_model {})",
+                            d_model),
+       .xlabel = "offset k",
+       .ylabel = "PE(pos) . PE(pos + k)"});
 }
 
 }  // namespace positional

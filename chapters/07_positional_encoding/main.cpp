@@ -8,10 +8,10 @@
 //
 //   07_positional_encoding [--d-model D] [--positions P] [--max-offset K]
 //                          [--seed N] [--out DIR] [--no-plots] [--dump DIR] [--step]
-#include "attn/ops/attention.hpp"
+#include "attn/core/random.hpp"
 #include "attn/layers/embedding.hpp"
 #include "attn/layers/positional_encoding.hpp"
-#include "attn/core/random.hpp"
+#include "attn/ops/attention.hpp"
 #include "course/chapter.hpp"
 #include "figures.hpp"
 #include "self_attention.hpp"
@@ -30,8 +30,8 @@ using attn::Index;
 using attn::Matrix;
 using attn::MatrixD;
 using positional::Projections;
-using positional::SelfAttention;
 using positional::self_attention;
+using positional::SelfAttention;
 
 struct Knobs {
   Index d_model = 128;     // features per position: d_model / 2 (sin, cos) pairs
@@ -99,13 +99,13 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
                       attn::random_normal(rng, d_model, d_model, 0.0, w_std),
                       attn::random_normal(rng, d_model, d_model, 0.0, w_std)};
   ch.prose("One embedding row per word, table {} ~ N(0, 1), and one layer with its own "
-           "projections W_q, W_k, W_v {} ~ N(0, 1/{}):", course::shape(table),
-           course::shape(W.W_q), d_model);
+           "projections W_q, W_k, W_v {} ~ N(0, 1/{}):",
+           course::shape(table), course::shape(W.W_q), d_model);
   ch.say("Q = X W_q, K = X W_k, V = X W_v, out = softmax(Q K^T / sqrt({})) V.", d_model);
   // [permute]
-  const std::vector<Index> swap = {2, 1, 0};      // "man bites dog" = rows 2, 1, 0 of the other
-  const Matrix X_a = table;                       // [3 x d_model]: dog, bites, man
-  const Matrix X_b = X_a(swap, Eigen::all);       // [3 x d_model]: man, bites, dog
+  const std::vector<Index> swap = {2, 1, 0};  // "man bites dog" = rows 2, 1, 0 of the other
+  const Matrix X_a = table;                   // [3 x d_model]: dog, bites, man
+  const Matrix X_b = X_a(swap, Eigen::all);   // [3 x d_model]: man, bites, dog
   const SelfAttention a = self_attention(X_a, W), b = self_attention(X_b, W);
   const Matrix out_b_back = b.r.out(swap, Eigen::all);  // [3 x d_model], back in a's order
   // [permute]
@@ -125,7 +125,8 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   const double diff_weights = attn::max_abs_diff(b.r.weights(swap, swap), a.r.weights);
   if (diff_weights > 1e-4 || diff_out > 1e-4 * (1.0 + a.r.out.cwiseAbs().maxCoeff())) {
     throw std::runtime_error(fmt::format("permuting the words did not just permute the weights "
-                                         "({:.1e}) and outputs ({:.1e})", diff_weights, diff_out));
+                                         "({:.1e}) and outputs ({:.1e})",
+                                         diff_weights, diff_out));
   }
   ch.say("\"man bites dog\" put back in the order dog, bites, man, minus \"dog bites man\", "
          "max |.|:\n  Q, K, V {},  scores Q K^T {},  weights {},  out {}",
@@ -171,8 +172,8 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   ch.dump("weights_man_bites_dog_pe", bp.r.weights);
   ch.dump("out_dog_bites_man_pe", ap.r.out);
   ch.dump("out_man_bites_dog_pe", bp.r.out);
-  positional::draw_permutation(ch.plot(), a.r.weights, b.r.weights, ap.r.weights,
-                                     bp.r.weights, words_a, words_b);
+  positional::draw_permutation(ch.plot(), a.r.weights, b.r.weights, ap.r.weights, bp.r.weights,
+                               words_a, words_b);
 
   ch.step("PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)");
   const Index d8 = 8;
@@ -192,7 +193,8 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
                           "sin i=3", "cos i=3"}});
   ch.notice("PE(0) = [0, 1, 0, 1, ...]: sin 0 = 0 and cos 0 = 1 in every pair.");
   ch.notice("PE(1, 0) = sin 1 = {:.4f}, PE(1, 1) = cos 1 = {:.4f}: pair 0 turns one radian per "
-            "position.", pe8(1, 0), pe8(1, 1));
+            "position.",
+            pe8(1, 0), pe8(1, 1));
   ch.notice("pair 3 turns 0.001 rad per position and barely moves over five words: it is there "
             "to tell far-apart positions from each other.");
   ch.dump("pe_note004", pe8);
@@ -205,8 +207,8 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   ch.show("PE (row = position, column = feature)", pe, {.max_rows = 6, .max_cols = 8});
   const double two_pi = 2.0 * std::numbers::pi;  // a wavelength is 2 pi / omega positions
   ch.say("omega from {:g} (pair 0) down to {:.3g} (pair {});\n"
-         "wavelengths 2 pi / omega from {:.2f} to {:.2f} positions", omega(0), omega(pairs - 1),
-         pairs - 1, two_pi / omega(0), two_pi / omega(pairs - 1));
+         "wavelengths 2 pi / omega from {:.2f} to {:.2f} positions",
+         omega(0), omega(pairs - 1), pairs - 1, two_pi / omega(0), two_pi / omega(pairs - 1));
   // The slowest pair turns omega_last (P - 1) radians down the table: "hardly changes" while
   // that is a small angle (0.011 rad at the default d_model 128, P = 100).
   const double slowest_turn = omega(pairs - 1) * static_cast<double>(P - 1);
@@ -217,12 +219,13 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   } else if (slowest_turn < 0.1) {
     ch.notice("left, fast stripes: the first pairs repeat every ~6 positions; right, slow columns "
               "that hardly change over {} positions. Each row is one position's vector, added to "
-              "its word.", P);
+              "its word.",
+              P);
   } else {
     ch.notice("left, fast stripes: the first pairs repeat every ~6 positions; right, the slowest "
               "pair turns {:.2f} rad over these {} positions (its wavelength is {:.0f}). Each row "
-              "is one position's vector, added to its word.", slowest_turn, P,
-              two_pi / omega(pairs - 1));
+              "is one position's vector, added to its word.",
+              slowest_turn, P, two_pi / omega(pairs - 1));
   }
   ch.dump("pe", pe);
   positional::draw_encoding(ch.plot(), pe);
@@ -234,9 +237,9 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   // a = omega_i pos, b = omega_i k: linear in (sin a, cos a), coefficients from k alone:
   //   PE(pos+k, 2i)   =  PE(k, 2i+1) PE(pos, 2i) + PE(k, 2i)   PE(pos, 2i+1)
   //   PE(pos+k, 2i+1) = -PE(k, 2i)   PE(pos, 2i) + PE(k, 2i+1) PE(pos, 2i+1)
-  const MatrixD pe8d = attn::sinusoidal_encoding_d(5, d8);         // [5 x 8], in double
-  const MatrixD R2 = attn::relative_rotation(2, d8);               // [8 x 8], k = 2
-  const Eigen::VectorXd moved = R2 * pe8d.row(1).transpose();      // [8 x 1]: "I" moved by 2
+  const MatrixD pe8d = attn::sinusoidal_encoding_d(5, d8);     // [5 x 8], in double
+  const MatrixD R2 = attn::relative_rotation(2, d8);           // [8 x 8], k = 2
+  const Eigen::VectorXd moved = R2 * pe8d.row(1).transpose();  // [8 x 1]: "I" moved by 2
   // [rotation]
   ch.show("R(2) for d_model 8 (block i = [[cos 2w_i, sin 2w_i], [-sin 2w_i, cos 2w_i]])", R2);
   MatrixD moved_rows(3, d8);  // [3 x 8]: PE(1), R(2) PE(1), PE(3)
@@ -246,7 +249,8 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   const MatrixD R1 = attn::relative_rotation(1, d8);  // [8 x 8]
   // Tokens are rows: the same map is a product with R(1)^T on the right, for all rows at once.
   ch.say("max |R(2) PE(\"I\") - PE(\"dog\")| = {:.1e};  rows: max |PE[0:4] R(1)^T - PE[1:5]| "
-         "= {:.1e}", attn::max_abs_diff(moved.transpose(), pe8d.row(3)),
+         "= {:.1e}",
+         attn::max_abs_diff(moved.transpose(), pe8d.row(3)),
          attn::max_abs_diff(pe8d.topRows(4) * R1.transpose(), pe8d.bottomRows(4)));
   ch.notice("R(k) does not look at pos: the same matrix moves every word k places on. Its blocks "
             "are PE(k) itself, so the rotation is already in the table.");
@@ -270,8 +274,8 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   if (!(err_float <= bound_float) || !(err_double <= bound_double)) {
     throw std::runtime_error(fmt::format("PE(pos + k) = R(k) PE(pos) missed its rounding bound: "
                                          "{:.1e} in float (bound {:.1e}), {:.1e} in double (bound "
-                                         "{:.1e})", err_float, bound_float, err_double,
-                                         bound_double));
+                                         "{:.1e})",
+                                         err_float, bound_float, err_double, bound_double));
   }
   ch.notice("the identity is exact; what is left is rounding. In double it is the rounding of the "
             "angles (their ulp grows with pos), in float the rounding of the table itself.");
@@ -291,8 +295,8 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   const MatrixD gram = pe_big_d.topRows(P) * pe_big_d.transpose();  // [P x P+K]
   double dot_err = 0.0;  // row pos from column pos on: PE(pos) . PE(pos + k), k = 0 .. K
   for (Index pos = 0; pos < P; ++pos) {
-    dot_err = std::max(dot_err, attn::max_abs_diff(gram.row(pos).segment(pos, K + 1),
-                                                   dot_by_offset.transpose()));
+    dot_err = std::max(
+        dot_err, attn::max_abs_diff(gram.row(pos).segment(pos, K + 1), dot_by_offset.transpose()));
   }
   // |PE(pos+k) - PE(pos)|^2 = |a|^2 + |b|^2 - 2 a.b, and |PE(pos)|^2 = d_model / 2 (one per pair).
   const auto distance = [&](Index k) {
@@ -321,15 +325,18 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
     ch.notice("{} at k = 0 (d_model / 2, one per pair), then falling as k grows, with ripples.",
               pairs);
     ch.notice("no two positions share a vector; the closest are neighbours, {:.3f} apart: nearby "
-              "looks alike.", distance(1));
+              "looks alike.",
+              distance(1));
   } else {
     ch.notice("{} at k = 0 (d_model / 2, one per pair), its largest value; it falls as k grows, "
-              "then rises again.", pairs);
+              "then rises again.",
+              pairs);
     ch.notice("the closest positions are k = {} apart ({:.3f}), closer than neighbours ({:.3f}): "
-              "{}. More pairs keep far positions apart.", nearest, distance(nearest), distance(1),
-              pairs == 1 ? "with one pair, its angle comes round to nearly where it started"
-                         : fmt::format("with only {} pairs the frequencies nearly line up again",
-                                       pairs));
+              "{}. More pairs keep far positions apart.",
+              nearest, distance(nearest), distance(1),
+              pairs == 1
+                  ? "with one pair, its angle comes round to nearly where it started"
+                  : fmt::format("with only {} pairs the frequencies nearly line up again", pairs));
   }
   ch.dump("dot_by_offset", MatrixD(dot_by_offset.transpose()));  // [1 x K+1]
   positional::draw_dot_product(ch.plot(), dot_by_offset, first, later, P, d_model);
@@ -358,9 +365,9 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   ch.step("Precision: the float32 recipe against the table computed in double");
   const std::vector<Index> far_positions = {1, 10, 100, 1000, 10000};
   const MatrixD truth = attn::sinusoidal_encoding_at(far_positions, d_model);  // [5 x d_model]
-  const Matrix recipe = float32_recipe(far_positions, d_model);              // [5 x d_model]
-  const Matrix rounded = truth.cast<float>();  // [5 x d_model], as attn::sinusoidal_encoding
-  MatrixD recipe_positions(1, recipe.rows());  // [1 x 5]: far_positions, for the dump
+  const Matrix recipe = float32_recipe(far_positions, d_model);                // [5 x d_model]
+  const Matrix rounded = truth.cast<float>();   // [5 x d_model], as attn::sinusoidal_encoding
+  MatrixD recipe_positions(1, recipe.rows());   // [1 x 5]: far_positions, for the dump
   Eigen::VectorXd recipe_error(recipe.rows());  // [5]: max |recipe - truth| per position
   ch.say("   pos   float32 angle spacing   max |error|: float32 recipe   double, rounded once");
   for (Index r = 0; r < recipe.rows(); ++r) {
@@ -399,8 +406,8 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
            ? std::string("PE pairs a sin and a cos per frequency, from 1 down to 1/10000 radian "
                          "per position.")
            : fmt::format("PE pairs a sin and a cos per frequency, from 1 down to {:.2g} radian per "
-                         "position ({} pairs; 1/10000 as d_model grows).", omega(pairs - 1),
-                         pairs),
+                         "position ({} pairs; 1/10000 as d_model grows).",
+                         omega(pairs - 1), pairs),
        "Moving by k is one fixed rotation R(k), built from PE(k): exact up to rounding.",
        "PE(pos) . PE(pos + k) = sum_i cos(omega_i k): similarity depends on the offset only.",
        recipe_drifts
@@ -421,8 +428,7 @@ int main(int argc, char** argv) {
   ch.option("--d-model", knob.d_model,
             "features per position; even, since columns come in (sin, cos) pairs")
       .range(2, 512);
-  ch.option("--positions", knob.positions, "positions in the table and its heat map")
-      .range(1, 512);
+  ch.option("--positions", knob.positions, "positions in the table and its heat map").range(1, 512);
   ch.option("--max-offset", knob.max_offset,
             "largest offset k for the rotation check and the dot-product curve")
       .range(1, 4096);

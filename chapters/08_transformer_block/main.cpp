@@ -10,13 +10,13 @@
 //
 //   08_transformer_block [--layers L] [--heads H] [--d-model D] [--d-ff F] [--norm post|pre]
 //                        [--seed N] [--out DIR] [--no-plots] [--dump DIR] [--step]
-#include "attn/ops/attention.hpp"
-#include "attn/layers/embedding.hpp"
-#include "attn/ops/masks.hpp"
-#include "attn/layers/positional_encoding.hpp"
 #include "attn/core/random.hpp"
-#include "attn/ops/softmax.hpp"
+#include "attn/layers/embedding.hpp"
+#include "attn/layers/positional_encoding.hpp"
 #include "attn/layers/transformer.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/masks.hpp"
+#include "attn/ops/softmax.hpp"
 #include "course/chapter.hpp"
 
 #include <algorithm>
@@ -84,7 +84,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
 
   ch.step("A batch to translate: source and target of different lengths");
   TokenIds src(2, 6), tgt(2, 5);  // [B x n_s], [B x n_t]; every target starts with <bos>
-  src << 5, 2, 1, 6, 0, 0,  //
+  src << 5, 2, 1, 6, 0, 0,        //
       1, 3, 1, 4, 7, 2;
   tgt << 1, 8, 4, 0, 0,  //
       1, 2, 9, 3, 5;
@@ -150,7 +150,11 @@ void lesson(course::Chapter& ch, const Knobs& k) {
           {.max_cols = 6, .row_labels = course::token_labels(src, 0)});
   ch.notice("every layer keeps the shape [B, n, d_model]: layers stack freely.");
   ch.notice("the FFN {} each token to d_ff = {} and back, one token at a time; tokens meet only in "
-            "attention.", F > E ? "widens" : F < E ? "narrows" : "maps", F);
+            "attention.",
+            F > E   ? "widens"
+            : F < E ? "narrows"
+                    : "maps",
+            F);
 
   ch.step("The decoder: {} x ({})", L,
           post ? "causal self-attn, Add & Norm, cross-attn, Add & Norm, FFN, Add & Norm"
@@ -168,9 +172,9 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   for (Index l = 0; l < L; ++l) {
     using Dec = attn::DecoderLayerCache;
     const auto at = [&](auto part, auto tensor) { return dec_cache.stacked(l, part, tensor); };
-    const std::string cross = fmt::format("cross-attention (Q {}, K = V = memory {})",
-                                          course::shape(at(&Dec::sublayer2, &Sub::sublayer_in)),
-                                          course::shape(memory));
+    const std::string cross =
+        fmt::format("cross-attention (Q {}, K = V = memory {})",
+                    course::shape(at(&Dec::sublayer2, &Sub::sublayer_in)), course::shape(memory));
     ch.flow({{fmt::format("layer {}: y", l + 1), at(&Dec::sublayer1, &Sub::input)},
              {"causal self-attention", at(&Dec::sublayer1, &Sub::sublayer_out)},
              {add, at(&Dec::sublayer1, &Sub::output)},
@@ -190,7 +194,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const float leak = attn::largest_blocked(cross_w, cross_mask[0]);
   if (leak != 0.0f) {
     throw std::runtime_error(fmt::format("cross-attention gave a padded source position weight "
-                                         "{:g}", leak));
+                                         "{:g}",
+                                         leak));
   }
   if (src_pads.empty()) {
     ch.notice("sentence 1's source has no padding: no column is blocked.");
@@ -218,7 +223,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.say("the most likely next token per position of sentence 2: {}", fmt::join(best, " "));
   ch.notice("untrained, so the guesses are noise; what matters is the shape: one distribution "
             "per target position, all {} computed at once. Dropout is left out: this is "
-            "inference.", n_t);
+            "inference.",
+            n_t);
 
   ch.step("What the masks promise, checked on the whole model");
   const Index last = n_t - 1;  // change sentence 2's last target token entirely
@@ -243,12 +249,13 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   double real_moved = 0.0;  // over the memory rows of sentence 1's real tokens
   for (Index j = 0; j < n_s; ++j) {
     if (src(0, j) == kPad) continue;
-    real_moved = std::max<double>(
-        real_moved, (memory2[0].row(j) - memory[0].row(j)).cwiseAbs().maxCoeff());
+    real_moved =
+        std::max<double>(real_moved, (memory2[0].row(j) - memory[0].row(j)).cwiseAbs().maxCoeff());
   }
   const double out_moved = attn::max_abs_diff(out3[0], out[0]);
   ch.say("change sentence 1's padded source:     real memory rows move by {:g}, decoder output "
-         "by {:g}", real_moved, out_moved);
+         "by {:g}",
+         real_moved, out_moved);
   // The two notices below are these promises; a mask that leaks is a bug to report, not narrate.
   if (earlier_moved != 0.0 || real_moved != 0.0 || out_moved != 0.0) {
     throw std::runtime_error(fmt::format("a mask leaked: earlier target outputs moved by {:g}, "
@@ -264,8 +271,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.say("          sequential steps   longest path       multiply-adds per layer\n"
          "      n     RNN  attention    RNN  attention   RNN 2nd^2   attention 4nd^2 + 2n^2d"
          "   its 2n^2d");
-  course::Series rnn_ops{.label = "RNN: 2 n d^2 (W_hh a and W_ih x at every step)",
-                         .dashed = true};
+  course::Series rnn_ops{.label = "RNN: 2 n d^2 (W_hh a and W_ih x at every step)", .dashed = true};
   course::Series attn_ops{.label = "self-attention layer: 4 n d^2 + 2 n^2 d"};
   course::Series scores_ops{.label = "of which the n x n part: 2 n^2 d"};
   for (int p = 4; p <= 14; ++p) {
@@ -284,7 +290,10 @@ void lesson(course::Chapter& ch, const Knobs& k) {
       "08_rnn_vs_attention", {rnn_ops, attn_ops, scores_ops},
       {.title = "Multiply-adds per layer (d = 512): the n^2 part passes the RNN at n = d, "
                 "the projections at n = 2d",
-       .xlabel = "sequence length n", .ylabel = "multiply-adds", .logx = true, .logy = true});
+       .xlabel = "sequence length n",
+       .ylabel = "multiply-adds",
+       .logx = true,
+       .logy = true});
   ch.notice("attention needs 1 step and a path of length 1 between any two tokens; the RNN needs "
             "n of each (chapter 01 measured what n steps do to d a<T>/d x<1>: it decays "
             "geometrically).");
@@ -298,14 +307,14 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   AllowedMask adjacency = AllowedMask::Identity(nodes, nodes);  // [6 x 6], every node sees itself
   std::vector<std::string> named;
   for (const auto& [a, b] : edges) {
-    adjacency(a, b) = adjacency(b, a) = true;  // undirected edges
+    adjacency(a, b) = adjacency(b, a) = true;             // undirected edges
     named.push_back(fmt::format("{}-{}", a + 1, b + 1));  // nodes count from 1, like tokens
   }
   ch.say("edges: {}, plus a self-loop at every node", fmt::join(named, " "));
   const Matrix features = attn::random_normal(rng, nodes, 8);  // [6 x 8], one row per node
   // [graph]
-  const attn::AttentionResult g = attn::attention(features, features, features,
-                                                  {.allowed = adjacency});  // weights [6 x 6]
+  const attn::AttentionResult g =
+      attn::attention(features, features, features, {.allowed = adjacency});  // weights [6 x 6]
   // [graph]
   std::vector<std::string> node;
   for (Index i = 0; i < nodes; ++i) node.push_back(fmt::format("{}", i + 1));
@@ -322,8 +331,13 @@ void lesson(course::Chapter& ch, const Knobs& k) {
             "graph.");
   ch.plot().heatmap("08_graph_attention", g.weights,
                     {.title = "Attention on a 6-node graph (hatched: no edge)",
-                     .xlabel = "neighbour j", .ylabel = "node i", .allowed = adjacency,
-                     .show_values = true, .cmin = 0.0, .cmax = 1.0, .width_px = 620,
+                     .xlabel = "neighbour j",
+                     .ylabel = "node i",
+                     .allowed = adjacency,
+                     .show_values = true,
+                     .cmin = 0.0,
+                     .cmax = 1.0,
+                     .width_px = 620,
                      .height_px = 560});
 
   // The model's attention, per layer (up to 4) and head (up to 8), from the caches, with the
@@ -346,16 +360,20 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const int heads_shown = static_cast<int>(std::min<Index>(H, 8));  // a panel column per head
   // The tokens on the axes say which is which; no axis titles, so the panels get the room.
   const auto grid = [&](std::string title) {
-    return course::GridOptions{.title = std::move(title), .columns = heads_shown, .cmin = 0.0,
-                               .cmax = 1.0, .panel_px = 200};
+    return course::GridOptions{.title = std::move(title),
+                               .columns = heads_shown,
+                               .cmin = 0.0,
+                               .cmax = 1.0,
+                               .panel_px = 200};
   };
-  ch.plot().heatmap_grid("08_encoder_attention", enc,
-                         grid(src_pads.empty()
-                                  ? std::string("Encoder self-attention, sentence 1 (no "
-                                                "padding); rows = queries, columns = keys")
-                                  : fmt::format("Encoder self-attention, sentence 1 (source "
-                                                "positions {} are padding); rows = queries, "
-                                                "columns = keys", src_pads)));
+  ch.plot().heatmap_grid(
+      "08_encoder_attention", enc,
+      grid(src_pads.empty() ? std::string("Encoder self-attention, sentence 1 (no "
+                                          "padding); rows = queries, columns = keys")
+                            : fmt::format("Encoder self-attention, sentence 1 (source "
+                                          "positions {} are padding); rows = queries, "
+                                          "columns = keys",
+                                          src_pads)));
   ch.plot().heatmap_grid("08_decoder_self_attention", dec,
                          grid("Decoder causal self-attention, sentence 2; rows = queries, "
                               "columns = keys"));
@@ -403,8 +421,7 @@ int main(int argc, char** argv) {
   ch.cites("notes 001, 002 and 003");
   Knobs k;
   ch.option("--layers", k.layers, "encoder and decoder layers each").range(1, 12);
-  ch.option("--heads", k.heads, "heads per attention (must divide d_model)")
-      .range(1, 64);
+  ch.option("--heads", k.heads, "heads per attention (must divide d_model)").range(1, 64);
   ch.option("--d-model", k.d_model, "features per token").range(2, 1024);
   ch.option("--d-ff", k.d_ff, "width of the feed-forward layer").range(1, 4096);
   ch.option("--norm", k.norm, "post (the paper's Add & Norm) or pre (norm first)")
@@ -412,7 +429,8 @@ int main(int argc, char** argv) {
   ch.require_knobs([&] {
     if (k.d_model % k.heads == 0) return std::string();
     return fmt::format("--heads {} does not divide --d-model {}: each head needs d_k = d_model / "
-                       "heads columns", k.heads, k.d_model);
+                       "heads columns",
+                       k.heads, k.d_model);
   });
   return ch.run(argc, argv, [&] { lesson(ch, k); });
 }

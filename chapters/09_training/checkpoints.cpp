@@ -24,7 +24,8 @@ void save_reversal(course::Chapter& ch, const std::string& dir, const attn::Seq2
     logits[b] = attn::seq2seq_forward<float>(
         model, src, {held_out.tgt_in.row(b).data(), static_cast<std::size_t>(n)});
     const std::vector<int> got = greedy_reverse(model, src);
-    for (Index i = 0; i < n; ++i) greedy(b, i) = static_cast<float>(got[static_cast<std::size_t>(i)]);
+    for (Index i = 0; i < n; ++i)
+      greedy(b, i) = static_cast<float>(got[static_cast<std::size_t>(i)]);
   }
   course::save_checkpoint(dir, ch.source(), model, [&](course::Dumper& d) {
     d("eval_src", attn::Matrix(held_out.src.topRows(k).cast<float>()));
@@ -33,14 +34,15 @@ void save_reversal(course::Chapter& ch, const std::string& dir, const attn::Seq2
     d("eval_greedy", greedy);
   });
   ch.say("saved the weights to {} (replay: /usr/bin/python3 scripts/check_training_checkpoint.py "
-         "{})", dir, dir);
+         "{})",
+         dir, dir);
 }
 
 void save_induction(course::Chapter& ch, const std::string& dir, const attn::AttentionOnly& model,
                     const std::vector<InductionSequence>& held_out) {
   const Index k = kSavedExamples, T = model.context();
-  attn::Matrix ids(k, T);                        // [k x T]
-  attn::Batch logits(k, T, model.vocab());       // [k, T, V]
+  attn::Matrix ids(k, T);                   // [k x T]
+  attn::Batch logits(k, T, model.vocab());  // [k, T, V]
   for (Index b = 0; b < k; ++b) {
     const std::vector<int>& seq = held_out[static_cast<std::size_t>(b)].ids;
     for (Index t = 0; t < T; ++t) ids(b, t) = static_cast<float>(seq[static_cast<std::size_t>(t)]);
@@ -51,7 +53,8 @@ void save_induction(course::Chapter& ch, const std::string& dir, const attn::Att
     d("eval_logits", logits);
   });
   ch.say("saved the weights to {} (replay: /usr/bin/python3 scripts/check_training_checkpoint.py "
-         "{})", dir, dir);
+         "{})",
+         dir, dir);
 }
 
 std::string checkpoint_problem(const course::Chapter& ch, const Knobs& k) {

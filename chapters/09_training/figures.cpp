@@ -33,16 +33,20 @@ void draw_reversal_training(course::Plotter& plot, const std::vector<course::Hea
   plot.heatmap_grid("09_reversal_timelapse", frames,
                     {.title = "Reversal: cross-attention as training goes (one held-out "
                               "sequence; rows output, columns source)",
-                     .xlabel = "source token", .ylabel = "output token",
+                     .xlabel = "source token",
+                     .ylabel = "output token",
                      .columns = static_cast<int>(std::min<std::size_t>(frames.size(), 3)),
-                     .cmin = 0.0, .cmax = 1.0, .panel_px = 260});
+                     .cmin = 0.0,
+                     .cmax = 1.0,
+                     .panel_px = 260});
   plot.lines("09_reversal_curves",
              {course::curve("train loss (each step)", h.step, h.loss, {.points = false}),
               course::curve("held-out loss", h.eval_step, h.eval_loss),
               course::curve("held-out sequences exactly reversed", h.eval_step, h.eval_accuracy,
                             {.dashed = true})},
              {.title = "Reversal: loss and accuracy against training steps",
-              .xlabel = "step", .ylabel = "loss (cross-entropy) / fraction"});
+              .xlabel = "step",
+              .ylabel = "loss (cross-entropy) / fraction"});
 }
 
 void draw_induction_heads(course::Plotter& plot, const attn::AttentionOnly& model,
@@ -60,27 +64,32 @@ void draw_induction_heads(course::Plotter& plot, const attn::AttentionOnly& mode
   plot.heatmap_grid("09_induction_heads", heads,
                     {.title = "Induction: every head on one held-out sequence (rows query, "
                               "columns key; causal)",
-                     .xlabel = "key token", .ylabel = "query token",
+                     .xlabel = "key token",
+                     .ylabel = "query token",
                      .columns = static_cast<int>(std::min<std::size_t>(heads.size(), 4)),
-                     .cmin = 0.0, .cmax = 1.0,
+                     .cmin = 0.0,
+                     .cmax = 1.0,
                      .panel_px = 420});
 }
 
-void draw_induction_training(course::Plotter& plot,
-                             const std::vector<course::HeatmapPanel>& frames, const History& h,
-                             Index layers) {
+void draw_induction_training(course::Plotter& plot, const std::vector<course::HeatmapPanel>& frames,
+                             const History& h, Index layers) {
   plot.heatmap_grid("09_induction_timelapse", frames,
                     {.title = fmt::format("Induction: layer {}, head 1, as training goes", layers),
-                     .xlabel = "key token", .ylabel = "query token",
+                     .xlabel = "key token",
+                     .ylabel = "query token",
                      .columns = static_cast<int>(std::min<std::size_t>(frames.size(), 3)),
-                     .cmin = 0.0, .cmax = 1.0, .panel_px = 300});
+                     .cmin = 0.0,
+                     .cmax = 1.0,
+                     .panel_px = 300});
   plot.lines("09_induction_curves",
              {course::curve("train loss (each step)", h.step, h.loss, {.points = false}),
               course::curve("held-out loss", h.eval_step, h.eval_loss),
               course::curve("held-out accuracy (second copy)", h.eval_step, h.eval_accuracy,
                             {.dashed = true})},
              {.title = "Induction heads: loss and accuracy against training steps",
-              .xlabel = "step", .ylabel = "loss (cross-entropy) / fraction"});
+              .xlabel = "step",
+              .ylabel = "loss (cross-entropy) / fraction"});
 }
 
 }  // namespace training

@@ -27,8 +27,7 @@ void draw_induction_heads(course::Plotter& plot, const attn::AttentionOnly& mode
                           const attn::AllowedMask& causal);
 
 /// 09_induction_timelapse (the last layer's head 1 in `frames`) and 09_induction_curves.
-void draw_induction_training(course::Plotter& plot,
-                             const std::vector<course::HeatmapPanel>& frames, const History& h,
-                             Index layers);
+void draw_induction_training(course::Plotter& plot, const std::vector<course::HeatmapPanel>& frames,
+                             const History& h, Index layers);
 
 }  // namespace training

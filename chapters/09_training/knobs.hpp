@@ -32,17 +32,25 @@ struct Knobs {
 
 // Task 1's encoder-decoder: d_ff = 2 d_model, untied embeddings, N(0, 1/d_model) embeddings.
 inline attn::Seq2SeqConfig reversal_config(const Knobs& k) {
-  return {.vocab = kReversalVocab, .d_model = k.d_model, .heads = k.heads,
-          .d_ff = 2 * k.d_model, .layers = k.layers,
+  return {.vocab = kReversalVocab,
+          .d_model = k.d_model,
+          .heads = k.heads,
+          .d_ff = 2 * k.d_model,
+          .layers = k.layers,
           .norm = k.norm == "pre" ? attn::NormPlacement::pre : attn::NormPlacement::post,
-          .tied = false, .pad_id = kPad, .max_len = k.length,
+          .tied = false,
+          .pad_id = kPad,
+          .max_len = k.length,
           .embedding_std = 1.0 / std::sqrt(static_cast<double>(k.d_model))};
 }
 
 // Task 2's attention-only decoder.
 inline attn::AttentionOnlyConfig induction_config(const Knobs& k) {
-  return {.vocab = kInductionVocab, .d_model = k.d_model, .heads = k.heads,
-          .layers = k.layers, .context = k.context};
+  return {.vocab = kInductionVocab,
+          .d_model = k.d_model,
+          .heads = k.heads,
+          .layers = k.layers,
+          .context = k.context};
 }
 
 }  // namespace training

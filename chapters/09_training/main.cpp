@@ -14,15 +14,15 @@
 //
 // Timings (seconds, tokens per second) go to stderr: they vary between runs, and stdout is the
 // same bytes on every run.
-#include "attn/ops/attention.hpp"
-#include "attn/models/attention_only.hpp"
-#include "attn/training/gradient_check.hpp"
-#include "attn/layers/parameters.hpp"
 #include "attn/core/random.hpp"
+#include "attn/layers/parameters.hpp"
+#include "attn/models/attention_only.hpp"
 #include "attn/models/seq2seq.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/training/gradient_check.hpp"
+#include "checkpoints.hpp"
 #include "course/chapter.hpp"
 #include "course/checkpoint.hpp"
-#include "checkpoints.hpp"
 #include "figures.hpp"
 #include "knobs.hpp"
 #include "tasks.hpp"
@@ -48,8 +48,8 @@ using training::reversal_config;
 using training::Schedule;
 using training::StepResult;
 
-constexpr Index kBatch = 32;      // sequences per training step
-constexpr Index kHeldOut = 1000;  // held-out sequences for the final scores
+constexpr Index kBatch = 32;          // sequences per training step
+constexpr Index kHeldOut = 1000;      // held-out sequences for the final scores
 constexpr Index kCurveHeldOut = 200;  // held-out sequences for the curves, every 50 steps
 
 // ---- 1. One backward step by hand ---------------------------------------------------------------
@@ -77,12 +77,12 @@ void backward_by_hand(course::Chapter& ch) {
   ch.say("Backward, from the output to the inputs (attention.hpp, attention_backward):");
   // [backward]
   const MatrixD dV = fwd.weights.transpose() * dO;  // [2 x 2]: value j got P(i, j) of out i
-  const MatrixD dP = dO * V.transpose();             // [2 x 2]
+  const MatrixD dP = dO * V.transpose();            // [2 x 2]
   ch.show("dV = P^T dO", dV, rows);
   ch.show("dP = dO V^T", dP, {.row_labels = tok, .col_labels = tok});
   // Through the softmax: each row p of P has the Jacobian diag(p) - p p^T.
   const Eigen::VectorXd row_dot = (fwd.weights.array() * dP.array()).rowwise().sum();  // [2]
-  MatrixD dS = fwd.weights.array() * (dP.colwise() - row_dot).array();  // [2 x 2]
+  MatrixD dS = fwd.weights.array() * (dP.colwise() - row_dot).array();                 // [2 x 2]
   ch.show("rowsum(P * dP)  (one number per query)", MatrixD(row_dot), {.row_labels = tok});
   ch.show("dS = P * (dP - rowsum(P * dP))", dS, {.row_labels = tok, .col_labels = tok});
   const Eigen::RowVectorXd p = fwd.weights.row(0);  // query 1's weights [1 x 2]
@@ -122,8 +122,9 @@ void backward_by_hand(course::Chapter& ch) {
 
 // ---- 2. Every backward pass, checked ------------------------------------------------------------
 
-// Whether a gradient-check name is the key block of a stacked in_proj_bias, "...in_proj_bias[E:2E]":
-// the one bias whose true gradient is exactly 0 (the query's and the value's are not).
+// Whether a gradient-check name is the key block of a stacked in_proj_bias,
+// "...in_proj_bias[E:2E]": the one bias whose true gradient is exactly 0 (the query's and the
+// value's are not).
 bool is_key_bias(const std::string& name) {
   const std::size_t at = name.find("in_proj_bias[");
   if (at == std::string::npos) return false;
@@ -144,13 +145,13 @@ void gradient_checks(course::Chapter& ch) {
     const attn::GradientReport& r = reports[i];
     ch.say("  {:<50} {:.1e}", r.layer, r.worst());
     if (!(r.worst() <= attn::kGradientCheckTolerance)) {
-      throw std::runtime_error(fmt::format("the gradient check of {} failed: {:.1e} > 1e-6",
-                                           r.layer, r.worst()));
+      throw std::runtime_error(
+          fmt::format("the gradient check of {} failed: {:.1e} > 1e-6", r.layer, r.worst()));
     }
   }
-  const auto worst = std::max_element(reports.begin(), reports.end(), [](const auto& a, const auto& b) {
-    return a.worst() < b.worst();
-  });
+  const auto worst =
+      std::max_element(reports.begin(), reports.end(),
+                       [](const auto& a, const auto& b) { return a.worst() < b.worst(); });
   ch.notice("every error is below the bar of 1e-6. The largest, {:.1e}, is {}'s {}{}.",
             worst->worst(), worst->layer, worst->worst_tensor().name,
             is_key_bias(worst->worst_tensor().name)
@@ -199,17 +200,19 @@ void reversal(course::Chapter& ch, const Knobs& k) {
   const std::span<const int> example(held_out.src.row(0).data(), static_cast<std::size_t>(n));
   ch.prose("vocabulary {} (<pad>, <bos>, the symbols a..j), sequences of {} symbols; the "
            "decoder reads <bos> y_1 .. y_{} and must write y_1 .. y_{} (teacher forcing).",
-         training::kReversalVocab, n, n - 1, n);
+           training::kReversalVocab, n, n - 1, n);
   ch.prose("model: d_model {}, {} head{}, d_ff {}, {} encoder + {} decoder layer{}, {}-norm; {} "
-           "parameters", k.d_model, k.heads, k.heads == 1 ? "" : "s", 2 * k.d_model, k.layers,
-         k.layers, k.layers == 1 ? "" : "s", k.norm, attn::parameter_count(model));
+           "parameters",
+           k.d_model, k.heads, k.heads == 1 ? "" : "s", 2 * k.d_model, k.layers, k.layers,
+           k.layers == 1 ? "" : "s", k.norm, attn::parameter_count(model));
   ch.prose("embeddings start at N(0, 1/d_model): times sqrt(d_model) they have variance 1, "
            "like the position vectors added to them (with N(0, 1) the model did not learn at "
            "all).");
   const Index steps = k.training_steps();
   if (steps > 0) {
     ch.prose("training: {} steps of {} sequences, Adam (betas 0.9, 0.98), peak lr {} {}; "
-             "gradients clipped to norm 1; label smoothing {}", steps, kBatch, k.lr,
+             "gradients clipped to norm 1; label smoothing {}",
+             steps, kBatch, k.lr,
              steps > 100 ? "after 100 warm-up steps, then cosine to 0"
                          : "reached by a linear warm-up over every step",
              k.label_smoothing);
@@ -222,17 +225,17 @@ void reversal(course::Chapter& ch, const Knobs& k) {
       training::reversal_tokens({held_out.tgt_out.row(0).data(), static_cast<std::size_t>(n)});
   const auto snapshot = [&](Index step) {
     if (!frames.empty() && frames.back().title == fmt::format("step {}", step)) return;
-    frames.push_back({cross_attention(model, held_out, 0), fmt::format("step {}", step),
-                      src_labels, out_labels});
+    frames.push_back({cross_attention(model, held_out, 0), fmt::format("step {}", step), src_labels,
+                      out_labels});
   };
   // [reversal_training]
-  const Schedule schedule{.steps = steps, .peak_lr = k.lr,
-                          .warmup = std::min<Index>(100, steps)};
+  const Schedule schedule{.steps = steps, .peak_lr = k.lr, .warmup = std::min<Index>(100, steps)};
   const History h = training::train<attn::Seq2Seq>(
       "reversal", model, schedule,
       [&](attn::Seq2Seq& grads) {
         const attn::Seq2SeqBatch batch = training::reversal_batch(rng, kBatch, n);
-        const attn::Seq2SeqStep s = attn::seq2seq_loss<float>(model, batch, k.label_smoothing, &grads);
+        const attn::Seq2SeqStep s =
+            attn::seq2seq_loss<float>(model, batch, k.label_smoothing, &grads);
         return StepResult{s.loss, s.count, s.correct};
       },
       [&] {
@@ -251,11 +254,13 @@ void reversal(course::Chapter& ch, const Knobs& k) {
   ch.say("  e.g. source  {}\n       decoded {}", fmt::join(src_labels, " "),
          fmt::join(training::reversal_tokens(got), " "));
   ch.show("cross-attention, last decoder layer, head 1 (rows: output, columns: source)",
-          frames.back().values, {.precision = 2, .row_labels = out_labels, .col_labels = src_labels});
+          frames.back().values,
+          {.precision = 2, .row_labels = out_labels, .col_labels = src_labels});
   const double diagonal = anti_diagonal(model, held_out);
   if (diagonal > 0.5) {
     ch.notice("output position i reads source position {} - i: the anti-diagonal, learned (its "
-              "mean weight over the held-out set: {:.2f}).", n + 1, diagonal);
+              "mean weight over the held-out set: {:.2f}).",
+              n + 1, diagonal);
   } else {
     ch.notice("the anti-diagonal holds only {:.2f} of the weight on average: this head has not "
               "(or not alone) learned where to read; other layers or heads may do the work.",
@@ -269,8 +274,8 @@ void reversal(course::Chapter& ch, const Knobs& k) {
 // ---- 4. Induction heads -------------------------------------------------------------------------
 
 void induction(course::Chapter& ch, const Knobs& k) {
-  ch.step("Task {}: induction heads in a {}-layer attention-only decoder",
-          k.task == "both" ? 2 : 1, k.layers);
+  ch.step("Task {}: induction heads in a {}-layer attention-only decoder", k.task == "both" ? 2 : 1,
+          k.layers);
   const Index T = k.context;
   attn::Rng rng(ch.seed() + 1);
   attn::AttentionOnly model = attn::attention_only_init(rng, induction_config(k));
@@ -290,14 +295,15 @@ void induction(course::Chapter& ch, const Knobs& k) {
   const training::InductionSequence& ex = held_out.front();
   const std::vector<std::string> ex_tokens = training::induction_tokens(ex.ids);
   ch.prose("{} tokens (A..Z, a..f), sequences of {}: all different except a segment of {} to {} "
-         "that occurs twice; the loss is on the second copy, where the first tells what comes "
-         "next.", training::kInductionVocab, T, std::max<Index>(2, T / 4),
-         std::max<Index>(2, 5 * T / 12));
-  ch.say("e.g. {}   (the segment at {} and {}, length {})", fmt::join(ex_tokens, ""),
-         ex.first + 1, ex.second + 1, ex.length);
+           "that occurs twice; the loss is on the second copy, where the first tells what comes "
+           "next.",
+           training::kInductionVocab, T, std::max<Index>(2, T / 4), std::max<Index>(2, 5 * T / 12));
+  ch.say("e.g. {}   (the segment at {} and {}, length {})", fmt::join(ex_tokens, ""), ex.first + 1,
+         ex.second + 1, ex.length);
   ch.prose("model: {} layer{} of x = x + MultiHead(LayerNorm(x)), causal, {} head{} each, no "
-         "feed-forward; learned positions; d_model {}; {} parameters",
-         k.layers, k.layers == 1 ? "" : "s", k.heads, k.heads == 1 ? "" : "s", k.d_model, attn::parameter_count(model));
+           "feed-forward; learned positions; d_model {}; {} parameters",
+           k.layers, k.layers == 1 ? "" : "s", k.heads, k.heads == 1 ? "" : "s", k.d_model,
+           attn::parameter_count(model));
 
   const Index last = k.layers - 1;
   const std::vector<Index> snapshot_steps = {100, 200, 300, steps};
@@ -311,8 +317,7 @@ void induction(course::Chapter& ch, const Knobs& k) {
     frames.push_back({cache.layers[static_cast<std::size_t>(last)].attn.weights.front(),
                       fmt::format("step {}", step), ex_tokens, ex_tokens, causal});
   };
-  const Schedule schedule{.steps = steps, .peak_lr = k.lr,
-                          .warmup = std::min<Index>(100, steps)};
+  const Schedule schedule{.steps = steps, .peak_lr = k.lr, .warmup = std::min<Index>(100, steps)};
   const History h = training::train<attn::AttentionOnly>(
       "induction", model, schedule,
       [&](attn::AttentionOnly& grads) {
@@ -332,10 +337,10 @@ void induction(course::Chapter& ch, const Knobs& k) {
   const attn::AttentionOnlyStep final_step =
       attn::attention_only_loss<float>(model, held_out_batch, nullptr);
   ch.prose("after {} steps, on {} held-out sequences (loss {:.4f}): the next token in the second "
-         "copy is predicted right {:.1f}% of the time ({} of {}).", steps, kHeldOut,
-         final_step.loss,
-         100.0 * static_cast<double>(final_step.correct) / static_cast<double>(final_step.count),
-         final_step.correct, final_step.count);
+           "copy is predicted right {:.1f}% of the time ({} of {}).",
+           steps, kHeldOut, final_step.loss,
+           100.0 * static_cast<double>(final_step.correct) / static_cast<double>(final_step.count),
+           final_step.correct, final_step.count);
 
   ch.say("\nwhat each head does: its mean attention weight, over the held-out sequences,\n"
          "  on the previous token t - 1     (every position t >= 2)\n"
@@ -356,17 +361,19 @@ void induction(course::Chapter& ch, const Knobs& k) {
     ch.notice("layer 1 looks at the previous token ({:.2f} of its attention{}): it copies 'the "
               "token before me' into each position. Layer {} then finds the earlier place whose "
               "token before it was the current token, and reads the token there ({:.2f}): the "
-              "induction head.", layer1_previous, shared ? ", summed over its heads" : "",
-              k.layers, last_induction);
+              "induction head.",
+              layer1_previous, shared ? ", summed over its heads" : "", k.layers, last_induction);
   } else if (k.layers == 1) {
     ch.notice("with one layer nothing can first write 'the token before me' into each position, "
               "so no head can find the position after the earlier copy ({:.2f} of the attention "
-              "goes there): compare the accuracy with two layers'.", last_induction);
+              "goes there): compare the accuracy with two layers'.",
+              last_induction);
   } else {
     ch.notice("no previous-token and induction heads (yet): layer 1 gives {:.2f} of its attention "
               "to the previous token, layer {} {:.2f} to the token after the earlier copy{}; more "
-              "steps, or another learning rate, may get there.", layer1_previous, k.layers,
-              last_induction, shared ? " (each summed over the layer's heads)" : "");
+              "steps, or another learning rate, may get there.",
+              layer1_previous, k.layers, last_induction,
+              shared ? " (each summed over the layer's heads)" : "");
   }
 
   training::draw_induction_heads(ch.plot(), model, ex.ids, ex_tokens, causal);
@@ -376,8 +383,7 @@ void induction(course::Chapter& ch, const Knobs& k) {
 
 void lesson(course::Chapter& ch, const Knobs& k) {
   ch.intro("task {}, steps {}, lr {}, layers {}, heads {}, d_model {}, seed {}", k.task,
-           k.training_steps(),
-           k.lr, k.layers, k.heads, k.d_model, ch.seed());
+           k.training_steps(), k.lr, k.layers, k.heads, k.d_model, ch.seed());
   backward_by_hand(ch);
   gradient_checks(ch);
   if (k.task != "induction") reversal(ch, k);
@@ -387,8 +393,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
        "Through the softmax: dS = P * (dP - rowsum(P * dP)), never the n x n Jacobian per row.",
        "Blocked and padded keys have weight 0, so they get exactly 0 gradient.",
        "Only W_Q, W_K, W_V (and the rest) are learned; the attention maps follow from them.",
-       k.task == "reversal"  ? "Trained heads specialise: reversal's cross-attention turns "
-                               "anti-diagonal when it has learned."
+       k.task == "reversal"    ? "Trained heads specialise: reversal's cross-attention turns "
+                                 "anti-diagonal when it has learned."
        : k.task == "induction" ? "Trained heads specialise: a previous-token head, then an "
                                  "induction head, when copying has been learned."
                                : "Trained heads specialise: an anti-diagonal for reversal, "
@@ -418,14 +424,17 @@ int main(int argc, char** argv) {
       .range(0.0, 0.9);
   ch.option("--norm", k.norm, "reversal: pre (norm first) or post (the paper's Add & Norm)")
       .one_of({"pre", "post"});
-  ch.path("--save", k.save, "write the trained weights to DIR/reversal and DIR/induction (a "
-                            "checkpoint per task)");
-  ch.path("--load", k.load, "start from the weights --save wrote (evaluate only, unless --steps "
-                            "is given: then train on)");
+  ch.path("--save", k.save,
+          "write the trained weights to DIR/reversal and DIR/induction (a "
+          "checkpoint per task)");
+  ch.path("--load", k.load,
+          "start from the weights --save wrote (evaluate only, unless --steps "
+          "is given: then train on)");
   ch.require_knobs([&] {
     if (k.d_model % k.heads != 0) {
       return fmt::format("--heads {} does not divide --d-model {}: each head needs d_k = "
-                         "d_model / heads columns", k.heads, k.d_model);
+                         "d_model / heads columns",
+                         k.heads, k.d_model);
     }
     return training::checkpoint_problem(ch, k);
   });

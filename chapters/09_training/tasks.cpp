@@ -43,7 +43,7 @@ attn::Seq2SeqBatch reversal_batch(attn::Rng& rng, Index B, Index n) {
 std::vector<int> greedy_reverse(const attn::Seq2Seq& model, std::span<const int> src) {
   const auto n = static_cast<Index>(src.size());
   const attn::TokenIds one = Eigen::Map<const attn::TokenIds>(src.data(), 1, n);  // [1 x n]
-  const attn::TokenIds got = attn::seq2seq_greedy(model, one, kBos, n);          // [1 x n]
+  const attn::TokenIds got = attn::seq2seq_greedy(model, one, kBos, n);           // [1 x n]
   return {got.data(), got.data() + n};
 }
 

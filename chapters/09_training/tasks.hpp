@@ -7,8 +7,8 @@
 // Both draw from attn::Rng, so a seed gives the same sequences on every machine.
 #pragma once
 
-#include "attn/models/attention_only.hpp"
 #include "attn/core/random.hpp"
+#include "attn/models/attention_only.hpp"
 #include "attn/models/seq2seq.hpp"
 
 #include <string>

@@ -12,9 +12,9 @@
 // `eval_every` steps, and a snapshot callback at chosen steps (attention maps for a time-lapse).
 #pragma once
 
-#include "attn/training/optim.hpp"
-#include "attn/layers/parameters.hpp"
 #include "attn/core/threads.hpp"
+#include "attn/layers/parameters.hpp"
+#include "attn/training/optim.hpp"
 #include "course/progress.hpp"
 
 #include <fmt/format.h>
@@ -49,9 +49,9 @@ struct StepResult {
 
 /// What training recorded, for the figures.
 struct History {
-  std::vector<double> step, loss, accuracy;                     // every step (train batches)
-  std::vector<double> eval_step, eval_loss, eval_accuracy;      // every eval_every steps
-  double seconds = 0, tokens_per_second = 0;                    // measured: stderr only
+  std::vector<double> step, loss, accuracy;                 // every step (train batches)
+  std::vector<double> eval_step, eval_loss, eval_accuracy;  // every eval_every steps
+  double seconds = 0, tokens_per_second = 0;                // measured: stderr only
 };
 
 /// Trains `model` in place. `loss_of(grads)` runs one fresh batch forward and backward into
@@ -88,7 +88,8 @@ History train(const std::string& task, Model& model, const Schedule& s,
     adam.set_lr(attn::warmup_cosine_lr(step, s.peak_lr, s.warmup, s.steps));
     adam.step(params, grad_list);
     tokens += static_cast<double>(r.count);
-    const double accuracy = r.count ? static_cast<double>(r.correct) / static_cast<double>(r.count) : 0;
+    const double accuracy =
+        r.count ? static_cast<double>(r.correct) / static_cast<double>(r.count) : 0;
     h.step.push_back(static_cast<double>(step));
     h.loss.push_back(r.loss);
     h.accuracy.push_back(accuracy);

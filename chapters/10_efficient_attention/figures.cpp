@@ -23,14 +23,16 @@ void draw_speed(course::Plotter& plot, const Measurements& m) {
     causal.push_back(r.tiled_causal);
     gemms.push_back(r.gemms);
   }
-  plot.lines("10_speed",
-             {course::curve("plain (weights kept)", n_axis, plain),
-              course::curve("tiled", n_axis, tiled),
-              course::curve("tiled, causal (tiles skipped)", n_axis, causal),
-              course::curve("the plain path's two GEMMs alone", n_axis, gemms, {.dashed = true})},
-             {.title = fmt::format("Attention, d = 64, one thread ({})", m.date),
-              .xlabel = "n (tokens)", .ylabel = "GFLOP/s (4 n^2 d counted)", .logx = true,
-              .hlines = {{m.peak, "one core's FMA peak"}}});
+  plot.lines(
+      "10_speed",
+      {course::curve("plain (weights kept)", n_axis, plain), course::curve("tiled", n_axis, tiled),
+       course::curve("tiled, causal (tiles skipped)", n_axis, causal),
+       course::curve("the plain path's two GEMMs alone", n_axis, gemms, {.dashed = true})},
+      {.title = fmt::format("Attention, d = 64, one thread ({})", m.date),
+       .xlabel = "n (tokens)",
+       .ylabel = "GFLOP/s (4 n^2 d counted)",
+       .logx = true,
+       .hlines = {{m.peak, "one core's FMA peak"}}});
 }
 
 // Memory beyond the inputs and the output: counted for both paths, measured where we have it.
@@ -67,7 +69,10 @@ void draw_memory(course::Plotter& plot, const Measurements& m) {
   }
   plot.lines("10_memory", memory,
              {.title = "Memory beyond the inputs and the output, one head, float32",
-              .xlabel = "n (tokens)", .ylabel = "MiB", .logx = true, .logy = true});
+              .xlabel = "n (tokens)",
+              .ylabel = "MiB",
+              .logx = true,
+              .logy = true});
 }
 
 // GFLOP/s by tile size: the sweep's cells placed in a [B_q x B_k] grid.
@@ -89,8 +94,12 @@ void draw_tile_sweep(course::Plotter& plot, const Measurements& m) {
   }
   plot.heatmap("10_tile_sweep", sweep,
                {.title = "Tiled attention, n = 1024, d = 64: GFLOP/s by tile size",
-                .xlabel = "B_k (keys per tile)", .ylabel = "B_q (queries per tile)",
-                .xtics = tics, .ytics = tics, .show_values = true, .value_precision = 0});
+                .xlabel = "B_k (keys per tile)",
+                .ylabel = "B_q (queries per tile)",
+                .xtics = tics,
+                .ytics = tics,
+                .show_values = true,
+                .value_precision = 0});
 }
 
 }  // namespace
@@ -107,9 +116,10 @@ void show_tile_map(course::Chapter& ch, const attn::TileMap& map) {
     std::string s;
     for (Index j = 0; j < map.key_tiles; ++j) {
       const attn::TileKind kind = map(i, j);
-      s += fmt::format("{:>{}}", kind == attn::TileKind::full    ? "#"
-                                 : kind == attn::TileKind::mixed ? "/"
-                                                                 : ".",
+      s += fmt::format("{:>{}}",
+                       kind == attn::TileKind::full    ? "#"
+                       : kind == attn::TileKind::mixed ? "/"
+                                                       : ".",
                        width);
     }
     ch.say("query tile {:>2}{}", i + 1, s);

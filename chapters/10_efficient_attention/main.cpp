@@ -17,12 +17,12 @@
 // Timings go to stderr (they vary between runs; stdout is the same bytes on every run). The
 // speed figures are drawn from measured.tsv, measured on the course's machine, or with
 // --measure from a live measurement of this one.
+#include "attn/core/random.hpp"
+#include "attn/kernels/tiled_attention.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/ops/masks.hpp"
 #include "attn/ops/online_softmax.hpp"
-#include "attn/core/random.hpp"
 #include "attn/ops/softmax.hpp"
-#include "attn/kernels/tiled_attention.hpp"
 #include "course/chapter.hpp"
 #include "course/files.hpp"
 #include "figures.hpp"
@@ -47,20 +47,21 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 struct Knobs {
   std::vector<double> row{3, 1, 4, 1, 5, 9, 2, 6};  // the row the online softmax reads
-  Index split = 3;                      // the merge's cut: entries [0, split) and [split, end)
-  Index n = 10;                         // tokens of the tiled example (queries and keys)
-  Index d = 4;                          // d_k = d_v of the tiled example
-  Index query_tile = 4, key_tile = 3;   // B_q and B_k of the tiled example
-  std::string mask = "none";            // the example's mask: none, causal or pad
-  Index padding = 3;                    // pad: this many keys at the end are padding
-  bool measure = false;                 // time this machine instead of reading measured.tsv
+  Index split = 3;                     // the merge's cut: entries [0, split) and [split, end)
+  Index n = 10;                        // tokens of the tiled example (queries and keys)
+  Index d = 4;                         // d_k = d_v of the tiled example
+  Index query_tile = 4, key_tile = 3;  // B_q and B_k of the tiled example
+  std::string mask = "none";           // the example's mask: none, causal or pad
+  Index padding = 3;                   // pad: this many keys at the end are padding
+  bool measure = false;                // time this machine instead of reading measured.tsv
 };
 
 // "(1.0597, 0.0819, ...)": the first six entries of a vector, each 8 wide, so a line stays
 // within 100 columns whatever B_q is.
 std::string first_entries(const Vector& v) {
   const Index shown = std::min<Index>(v.size(), 6);
-  return fmt::format("({:>8.4f}{})", fmt::join(v.head(shown), ", "), shown < v.size() ? ", ..." : "");
+  return fmt::format("({:>8.4f}{})", fmt::join(v.head(shown), ", "),
+                     shown < v.size() ? ", ..." : "");
 }
 
 // ---- 1. The memory wall -------------------------------------------------------------------------
@@ -91,8 +92,8 @@ void memory_wall(course::Chapter& ch) {
   std::cerr << fmt::format(
       "measured: naive attention at n = {}, d = 64, one call: Q K^T {:.2f} ms ({:.0f}%), the "
       "softmax pass {:.2f} ms ({:.0f}%), P V {:.2f} ms ({:.0f}%)\n",
-      n, t.scores * 1e3, 100 * t.scores / t.total(), t.softmax * 1e3,
-      100 * t.softmax / t.total(), t.values * 1e3, 100 * t.values / t.total());
+      n, t.scores * 1e3, 100 * t.scores / t.total(), t.softmax * 1e3, 100 * t.softmax / t.total(),
+      t.values * 1e3, 100 * t.values / t.total());
   ch.prose("The program has just timed naive attention at n = 1,024 (the line 'measured:' on "
            "stderr; it varies by machine and load). The two GEMMs do all 4 n^2 d flops; the "
            "pass between them does none of them, but an exp per entry and a trip of the n x n "
@@ -118,14 +119,15 @@ void online_softmax(course::Chapter& ch, const Knobs& k) {
            "moves it to the new one:");
   // [online]
   attn::OnlineSoftmax state;  // m = -inf, l = 0: nothing seen
-  ch.say("{:>4}  {:>8}  {:>9}  {:>19}  {:>10}", "j", "x_j", "m_j", "rescale e^(m' - m_j)",
-         "l_j");
+  ch.say("{:>4}  {:>8}  {:>9}  {:>19}  {:>10}", "j", "x_j", "m_j", "rescale e^(m' - m_j)", "l_j");
   for (Index j = 0; j < n; ++j) {
     const float m_old = state.max;  // m', the maximum before x_j
-    state.add(x[static_cast<std::size_t>(j)]);  // m = max(m, x_j); l = l e^(m_old - m) + e^(x_j - m)
+    state.add(
+        x[static_cast<std::size_t>(j)]);  // m = max(m, x_j); l = l e^(m_old - m) + e^(x_j - m)
     ch.say("{:>4}  {:>8.2f}  {:>9.4f}  {:>19}  {:>10.6f}", j + 1, x[static_cast<std::size_t>(j)],
            state.max,
-           j == 0 ? std::string("-") : fmt::format("{:.6f}", attn::OnlineSoftmax::rescale(m_old, state.max)),
+           j == 0 ? std::string("-")
+                  : fmt::format("{:.6f}", attn::OnlineSoftmax::rescale(m_old, state.max)),
            state.sum);
   }
   // [online]
@@ -157,17 +159,21 @@ void online_softmax(course::Chapter& ch, const Knobs& k) {
 // ---- 3. Tiled attention, forward ----------------------------------------------------------------
 
 struct Example {
-  Matrix Q, K, V;        // [n x d] each
-  AllowedMask allowed;   // [n x n], what the plain path is given
-  bool causal = false;   // the tiled path needs no mask in memory for a causal one
+  Matrix Q, K, V;       // [n x d] each
+  AllowedMask allowed;  // [n x n], what the plain path is given
+  bool causal = false;  // the tiled path needs no mask in memory for a causal one
   Index query_tile = 1, key_tile = 1;
 };
 
 Example make_example(course::Chapter& ch, const Knobs& k) {
   attn::Rng rng(ch.seed());
-  Example e{attn::random_normal(rng, k.n, k.d), attn::random_normal(rng, k.n, k.d),
-            attn::random_normal(rng, k.n, k.d), AllowedMask::Constant(k.n, k.n, true),
-            k.mask == "causal", k.query_tile, k.key_tile};
+  Example e{attn::random_normal(rng, k.n, k.d),
+            attn::random_normal(rng, k.n, k.d),
+            attn::random_normal(rng, k.n, k.d),
+            AllowedMask::Constant(k.n, k.n, true),
+            k.mask == "causal",
+            k.query_tile,
+            k.key_tile};
   if (e.causal) e.allowed = attn::causal_mask(k.n);
   if (k.mask == "pad") e.allowed.rightCols(k.padding).setConstant(false);  // padded keys
   return e;
@@ -175,8 +181,8 @@ Example make_example(course::Chapter& ch, const Knobs& k) {
 
 // The tiled path's options for the example: the causal flag, or a view of its mask.
 attn::TiledAttentionOptions tiled_options(const Example& e) {
-  attn::TiledAttentionOptions opts{.causal = e.causal, .query_tile = e.query_tile,
-                                   .key_tile = e.key_tile};
+  attn::TiledAttentionOptions opts{
+      .causal = e.causal, .query_tile = e.query_tile, .key_tile = e.key_tile};
   if (!e.causal) opts.allowed.emplace(e.allowed);
   return opts;
 }
@@ -199,7 +205,7 @@ void fold_key_tile(QueryTileState& st, const Matrix& S, const Eigen::Ref<const M
     const float rescale = attn::OnlineSoftmax::rescale(st.m[r], m_new);  // e^(m - m_new)
     P.row(r) = (S.row(r).array() - m_new).exp().matrix();
     st.l[r] = st.l[r] * rescale + P.row(r).sum();  // the old sum, moved to the new maximum
-    st.O.row(r) *= rescale;                         // the old output, likewise
+    st.O.row(r) *= rescale;                        // the old output, likewise
     st.m[r] = m_new;
   }
   st.O += P * V_j;  // [B_q x d_v]
@@ -332,9 +338,9 @@ void measurements(course::Chapter& ch, const Knobs& k) {
     m = efficiency::measure(
         [](const std::string& what) { std::cerr << "measuring: " << what << "\n"; });
     ch.say("{}", ch.plot().enabled()
-               ? "Measured live on this machine (--measure); the table is written as "
-                 "10_measured.tsv beside the figures."
-               : "Measured live on this machine (--measure).");
+                     ? "Measured live on this machine (--measure); the table is written as "
+                       "10_measured.tsv beside the figures."
+                     : "Measured live on this machine (--measure).");
   } else {
     m = efficiency::read_measurements(efficiency::committed_measurements());
     if (!m) {
@@ -342,28 +348,29 @@ void measurements(course::Chapter& ch, const Knobs& k) {
              "--measure.");
       return;
     }
-    ch.say("Measured on {}, {} (measured.tsv; --measure times this machine).", m->machine,
-           m->date);
+    ch.say("Measured on {}, {} (measured.tsv; --measure times this machine).", m->machine, m->date);
   }
   ch.say("one core's FMA peak, same run: {:.0f} GFLOP/s", m->peak);
   ch.say("{:>6}  {:>16}  {:>16}  {:>16}  {:>16}", "n", "plain", "tiled", "tiled, causal",
          "its 2 GEMMs");
   for (const efficiency::SpeedRow& r : m->speed) {
-    const auto cell = [&](double g) { return fmt::format("{:.0f} ({:.0f}%)", g, 100 * g / m->peak); };
+    const auto cell = [&](double g) {
+      return fmt::format("{:.0f} ({:.0f}%)", g, 100 * g / m->peak);
+    };
     ch.say("{:>6}  {:>16}  {:>16}  {:>16}  {:>16}", course::with_commas(r.n), cell(r.plain),
-           cell(r.tiled),
-           cell(r.tiled_causal), cell(r.gemms));
+           cell(r.tiled), cell(r.tiled_causal), cell(r.gemms));
   }
   ch.notice("GFLOP/s, float32, d = 64, one thread, 4 n^2 d flops counted for every path (the "
             "causal path does about half of them, so it can pass 100%).");
-  const auto best = std::max_element(m->sweep.begin(), m->sweep.end(),
-                                     [](const auto& a, const auto& b) { return a.gflops < b.gflops; });
+  const auto best =
+      std::max_element(m->sweep.begin(), m->sweep.end(),
+                       [](const auto& a, const auto& b) { return a.gflops < b.gflops; });
   ch.say("best tile at n = 1,024: B_q = {}, B_k = {}: {:.0f} GFLOP/s", best->query_tile,
          best->key_tile, best->gflops);
   if (m->threads.size() >= 2) {
     ch.say("n = 4,096: {} thread {:.0f} GFLOP/s, {} threads {:.0f} GFLOP/s ({:.2f}x)",
-           m->threads[0].threads, m->threads[0].gflops, m->threads[1].threads,
-           m->threads[1].gflops, m->threads[1].gflops / m->threads[0].gflops);
+           m->threads[0].threads, m->threads[0].gflops, m->threads[1].threads, m->threads[1].gflops,
+           m->threads[1].gflops / m->threads[0].gflops);
   }
 
   for (const efficiency::MemoryPoint& p : m->memory) {
@@ -387,16 +394,15 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   tiled_forward(ch, k, e);
   tiled_backward(ch, e);
   measurements(ch, k);
-  ch.finish(
-      {"The weights need not exist: an online softmax folds each key tile into m, l and O.",
-       "The merge of two partial softmax states is order-free, so tiles can run in any order "
-       "and on any thread.",
-       "L = m + log l per query is all the backward keeps; it recomputes P tile by tile.",
-       "Memory grows with n, not n^2; a causal mask skips the tiles above the diagonal."},
-      {{"--mask causal", "tiles above the diagonal skipped, half the work"},
-       {"--mask pad --padding 5", "the padded keys' tiles skipped"},
-       {"--query-tile 1 --key-tile 1", "the online softmax one key at a time: the same out"},
-       {"--measure", "time this machine and draw its figures"}});
+  ch.finish({"The weights need not exist: an online softmax folds each key tile into m, l and O.",
+             "The merge of two partial softmax states is order-free, so tiles can run in any order "
+             "and on any thread.",
+             "L = m + log l per query is all the backward keeps; it recomputes P tile by tile.",
+             "Memory grows with n, not n^2; a causal mask skips the tiles above the diagonal."},
+            {{"--mask causal", "tiles above the diagonal skipped, half the work"},
+             {"--mask pad --padding 5", "the padded keys' tiles skipped"},
+             {"--query-tile 1 --key-tile 1", "the online softmax one key at a time: the same out"},
+             {"--measure", "time this machine and draw its figures"}});
 }
 
 }  // namespace
@@ -407,9 +413,9 @@ int main(int argc, char** argv) {
   Knobs k;
   ch.option("--row", k.row,
             "the row the online softmax reads: 2 to 16 comma-separated numbers in [-1000, 1000]")
-      .items(',', 2, 16).range(-1000, 1000);
-  ch.option("--split", k.split, "the merge's cut: entries before and from it")
-      .range(1, 15);
+      .items(',', 2, 16)
+      .range(-1000, 1000);
+  ch.option("--split", k.split, "the merge's cut: entries before and from it").range(1, 15);
   ch.option("--n", k.n, "tokens of the tiled example").range(1, 64);
   ch.option("--d", k.d, "d_k = d_v of the tiled example").range(1, 64);
   ch.option("--query-tile", k.query_tile, "B_q, queries per tile").range(1, 64);

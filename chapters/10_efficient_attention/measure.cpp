@@ -1,10 +1,10 @@
 // measure.cpp: chapter 10's timings and the table they are kept in.
 #include "measure.hpp"
 
-#include "attn/ops/attention.hpp"
-#include "attn/ops/softmax.hpp"
 #include "attn/core/random.hpp"
 #include "attn/kernels/tiled_attention.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/softmax.hpp"
 #include "course/fma_peak.hpp"
 
 #include <fmt/format.h>
@@ -120,15 +120,15 @@ Measurements measure(const std::function<void(const std::string&)>& progress) {
     for (bool causal : {false, true}) {
       const attn::TiledAttentionOptions opts{.causal = causal, .threads = 1};
       const double g = gflops(n, seconds_per_call([&] {
-        attn::tiled_attention_into(in.Q, in.K, in.V, out, lse, opts);
-      }));
+                                attn::tiled_attention_into(in.Q, in.K, in.V, out, lse, opts);
+                              }));
       (causal ? row.tiled_causal : row.tiled) = g;
     }
     Matrix S(n, n);  // [n x n]
     row.gemms = gflops(n, seconds_per_call([&] {
-      S.noalias() = in.Q * in.K.transpose();
-      out.noalias() = S * in.V;
-    }));
+                         S.noalias() = in.Q * in.K.transpose();
+                         out.noalias() = S * in.V;
+                       }));
     m.speed.push_back(row);
   }
   progress("the tile sizes at n = 1024");
@@ -140,8 +140,9 @@ Measurements measure(const std::function<void(const std::string&)>& progress) {
       for (Index bk : {16, 32, 64, 128, 256}) {
         const attn::TiledAttentionOptions opts{.query_tile = bq, .key_tile = bk, .threads = 1};
         m.sweep.push_back({bq, bk, gflops(1024, seconds_per_call([&] {
-                                     attn::tiled_attention_into(in.Q, in.K, in.V, out, lse, opts);
-                                   }))});
+                                            attn::tiled_attention_into(in.Q, in.K, in.V, out, lse,
+                                                                       opts);
+                                          }))});
       }
     }
   }
@@ -153,9 +154,9 @@ Measurements measure(const std::function<void(const std::string&)>& progress) {
     for (int threads : {1, 2}) {
       const attn::TiledAttentionOptions opts{.threads = threads};
       m.threads.push_back({threads, gflops(4096, seconds_per_call([&] {
-                                       attn::tiled_attention_into(in.Q, in.K, in.V, out, lse,
-                                                                  opts);
-                                     }))});
+                                             attn::tiled_attention_into(in.Q, in.K, in.V, out, lse,
+                                                                        opts);
+                                           }))});
     }
   }
   return m;
@@ -172,8 +173,10 @@ std::string to_tsv(const Measurements& m) {
   for (const SweepCell& c : m.sweep) {
     s += fmt::format("sweep\t{}\t{}\t{:.1f}\n", c.query_tile, c.key_tile, c.gflops);
   }
-  for (const ThreadRow& t : m.threads) s += fmt::format("threads\t{}\t{:.1f}\n", t.threads, t.gflops);
-  for (const MemoryPoint& p : m.memory) s += fmt::format("memory\t{}\t{}\t{:.2f}\n", p.path, p.n, p.mib);
+  for (const ThreadRow& t : m.threads)
+    s += fmt::format("threads\t{}\t{:.1f}\n", t.threads, t.gflops);
+  for (const MemoryPoint& p : m.memory)
+    s += fmt::format("memory\t{}\t{}\t{:.2f}\n", p.path, p.n, p.mib);
   return s;
 }
 
@@ -185,7 +188,8 @@ std::optional<Measurements> read_measurements(const std::filesystem::path& path)
   for (std::string line; std::getline(file, line);) {
     ++number;
     const auto bad = [&] {
-      return std::runtime_error(fmt::format("{}:{}: cannot read '{}'", path.string(), number, line));
+      return std::runtime_error(
+          fmt::format("{}:{}: cannot read '{}'", path.string(), number, line));
     };
     if (line.rfind("# chapter 10's measurements: ", 0) == 0) {
       const std::string rest = line.substr(29);
@@ -224,7 +228,8 @@ std::optional<Measurements> read_measurements(const std::filesystem::path& path)
   }
   if (m.peak <= 0 || m.speed.empty() || m.sweep.empty() || m.threads.empty()) {
     throw std::runtime_error(fmt::format("{}: incomplete (peak, speed, sweep and threads lines "
-                                         "are all needed)", path.string()));
+                                         "are all needed)",
+                                         path.string()));
   }
   return m;
 }

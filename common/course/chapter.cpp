@@ -49,30 +49,28 @@ std::vector<std::string_view> words_of(std::string_view text) {
 Chapter::Chapter(std::string name, std::string title, std::uint64_t default_seed)
     : Chapter(std::move(name), std::move(title), default_seed, std::cout) {}
 
-Chapter::Chapter(std::string name, std::string title, std::uint64_t default_seed,
-                 std::ostream& out)
+Chapter::Chapter(std::string name, std::string title, std::uint64_t default_seed, std::ostream& out)
     : name_(std::move(name)),
       title_(std::move(title)),
       out_(out),
       cli_(std::make_unique<ChapterCli>(name_, "Chapter " + number_of(name_) + ": " + title_,
                                         default_seed)) {
   cli_->app().add_flag("--step", stepping_,
-                      "Pause after each step until Enter (only when both the input and the "
-                      "output are a terminal)");
+                       "Pause after each step until Enter (only when both the input and the "
+                       "output are a terminal)");
 }
 
 Chapter::~Chapter() = default;
 
 void Chapter::cites(const std::string& notes) {
-  cites_ = "Lecture " + notes + ": the course's sources; what each note is, and where the "
+  cites_ = "Lecture " + notes +
+           ": the course's sources; what each note is, and where the "
            "course uses it, is on the sources page (docs/sources.md in the repository, "
            "\"The lecture notes\" on the site).";
   cli_->app().footer(cites_);
 }
 
-void Chapter::require_knobs(std::function<std::string()> rule) {
-  cli_->add_rule(std::move(rule));
-}
+void Chapter::require_knobs(std::function<std::string()> rule) { cli_->add_rule(std::move(rule)); }
 
 std::uint64_t Chapter::seed() const { return cli_->options().seed; }
 
@@ -118,8 +116,7 @@ Knob Chapter::option(const std::string& flag, double& value, const std::string& 
 Knob Chapter::option(const std::string& flag, std::string& value, const std::string& help) {
   return add_knob(flag, value, help);
 }
-Knob Chapter::option(const std::string& flag, std::vector<double>& value,
-                     const std::string& help) {
+Knob Chapter::option(const std::string& flag, std::vector<double>& value, const std::string& help) {
   return add_knob(flag, value, help);
 }
 Knob Chapter::flag(const std::string& flag, bool& value, const std::string& help) {

@@ -119,8 +119,8 @@ Manifest read_manifest(const fs::path& dir, const std::string& chapter) {
     if (!a.contains("state_dict_key")) continue;  // an extra array (eval_src, ...): not a weight
     if (!a["state_dict_key"].is_string()) malformed("a state_dict_key that is not a string");
     const std::string key = a["state_dict_key"].get<std::string>();
-    SavedTensor t{.file = a["file"].get<std::string>(), .dtype = a["dtype"].get<std::string>(),
-                  .shape = {}};
+    SavedTensor t{
+        .file = a["file"].get<std::string>(), .dtype = a["dtype"].get<std::string>(), .shape = {}};
     for (const auto& d : a["shape"]) {
       if (!d.is_number_unsigned()) malformed("the shape of " + key + " is not a list of sizes");
       t.shape.push_back(d.get<std::size_t>());
@@ -161,7 +161,9 @@ std::vector<float> read_tensor(const fs::path& dir, const std::string& key, cons
     const double v = a.data[i];
     if (!std::isfinite(v)) {
       refuse(what + ": the entry at " + index_text(a.shape, i) + " is " +
-             (std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf") +
+             (std::isnan(v) ? "nan"
+              : v > 0       ? "inf"
+                            : "-inf") +
              ": the run that saved it had diverged");
     }
     values[i] = static_cast<float>(v);  // exact: a float32 widened to double and back
@@ -212,7 +214,8 @@ void load_checkpoint(const fs::path& dir, const std::string& chapter,
   }
   if (!missing.empty() || !extra.empty()) {
     std::string what = dir.string() + ": ";
-    if (!missing.empty()) what += "the checkpoint has no " + listed(missing) + ", which this model needs";
+    if (!missing.empty())
+      what += "the checkpoint has no " + listed(missing) + ", which this model needs";
     if (!missing.empty() && !extra.empty()) what += "; ";
     if (!extra.empty()) {
       what += "the checkpoint has " + listed(extra) + ", which this model does not have";
@@ -236,7 +239,8 @@ void load_checkpoint(const fs::path& dir, const std::string& chapter,
   // 3. Every tensor read and checked, held aside.
   std::vector<std::vector<float>> values;
   values.reserve(layout.size());
-  for (const StateDictTensor& t : layout) values.push_back(read_tensor(dir, t.key, m.tensors.at(t.key)));
+  for (const StateDictTensor& t : layout)
+    values.push_back(read_tensor(dir, t.key, m.tensors.at(t.key)));
 
   // 4. Only now into the model: the blocks of a key are consecutive runs of its C-order elements.
   for (std::size_t i = 0; i < layout.size(); ++i) {

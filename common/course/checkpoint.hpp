@@ -98,9 +98,10 @@ std::map<std::string, std::string> checkpoint_options(const std::filesystem::pat
 
 /// A float model with a parameter walk: attn::Seq2Seq, attn::AttentionOnly, a layer.
 template <typename M>
-concept CheckpointModel =
-    requires { typename std::remove_const_t<M>::Scalar; } &&
-    std::same_as<typename std::remove_const_t<M>::Scalar, float>;
+concept CheckpointModel = requires {
+  typename std::remove_const_t<M>::Scalar;
+}
+&&std::same_as<typename std::remove_const_t<M>::Scalar, float>;
 
 /// save_checkpoint(dir, source, attn::parameters(model), extras).
 template <CheckpointModel M>
@@ -111,8 +112,8 @@ void save_checkpoint(const std::filesystem::path& dir, const DumpSource& source,
 
 /// load_checkpoint(dir, chapter, attn::parameters(model)).
 template <CheckpointModel M>
-  requires(!std::is_const_v<M>)
-void load_checkpoint(const std::filesystem::path& dir, const std::string& chapter, M& model) {
+requires(!std::is_const_v<M>) void load_checkpoint(const std::filesystem::path& dir,
+                                                   const std::string& chapter, M& model) {
   load_checkpoint(dir, chapter, attn::parameters(model));
 }
 

@@ -70,8 +70,8 @@ class NewFolders {
         const std::string where =
             prefix == dir ? "" : "cannot create folder " + dir.string() + ": ";
         // (status() reports a missing target as an error too; a loop is the one to name.)
-        const bool missing = !ec || ec == std::errc::no_such_file_or_directory ||
-                             ec == std::errc::not_a_directory;
+        const bool missing =
+            !ec || ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory;
         if (!missing) return where + link + " that cannot be followed: " + ec.message();
         if (!fs::exists(target)) {
           return where + link + " to " + fs::read_symlink(prefix, ec).string() +

@@ -59,8 +59,8 @@ template <typename T>
 inline constexpr bool is_integer_knob_v =
     std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, char> &&
     !std::is_same_v<T, signed char> && !std::is_same_v<T, unsigned char> &&
-    !std::is_same_v<T, wchar_t> && !std::is_same_v<T, char8_t> &&
-    !std::is_same_v<T, char16_t> && !std::is_same_v<T, char32_t>;
+    !std::is_same_v<T, wchar_t> && !std::is_same_v<T, char8_t> && !std::is_same_v<T, char16_t> &&
+    !std::is_same_v<T, char32_t>;
 /// What one value of a knob is: T itself, or the element of a list knob (std::vector<int>,
 /// read from "--sizes 1,2,3") or of an std::optional.
 template <typename T, typename = void>
@@ -93,8 +93,8 @@ class ChapterCli {
     CLI::Option* opt = app_.add_option(flag, value, help)->capture_default_str();
     using Element = typename detail::knob_element<T>::type;
     if constexpr (detail::is_integer_knob_v<Element>) {
-      opt->transform(whole_number(std::numeric_limits<Element>::min(),
-                                  std::numeric_limits<Element>::max()));
+      opt->transform(
+          whole_number(std::numeric_limits<Element>::min(), std::numeric_limits<Element>::max()));
     }
     return opt;
   }

@@ -116,7 +116,8 @@ void Dumper::begin() {
   // stops from here on, every array in the folder is listed somewhere, and the next run can
   // clear it. Only then do the earlier manifest and files go.
   std::string journal =
-      "# " + source_.chapter + " was writing this dump and did not finish (interrupted?).\n"
+      "# " + source_.chapter +
+      " was writing this dump and did not finish (interrupted?).\n"
       "# The files listed below (some may be gone already) are removed by the next run with\n"
       "# --dump here.\n";
   for (const std::string& f : old) journal += f + "\n";
@@ -165,7 +166,9 @@ void Dumper::operator()(const std::string& name, const Matrix& m) {
 }
 
 void Dumper::operator()(const std::string& name, const MatrixD& m) {
-  store({.name = name, .dtype = "float64", .state_dict_key = {},
+  store({.name = name,
+         .dtype = "float64",
+         .state_dict_key = {},
          .shape = shape_of(m.rows(), m.cols())},
         static_cast<std::size_t>(m.size()) * sizeof(double),
         [&](const fs::path& path) { write_npy(path, m); });
@@ -190,7 +193,9 @@ void Dumper::operator()(const std::string& name, const BatchOf<bool>& allowed) {
 
 void Dumper::operator()(const std::string& name, std::span<const std::size_t> shape,
                         std::span<const float> data) {
-  store({.name = name, .dtype = "float32", .state_dict_key = {},
+  store({.name = name,
+         .dtype = "float32",
+         .state_dict_key = {},
          .shape = {shape.begin(), shape.end()}},
         data.size() * sizeof(float), [&](const fs::path& path) { write_npy(path, shape, data); });
 }
@@ -294,15 +299,14 @@ std::vector<StateDictTensor> state_dict_layout(const std::vector<attn::Parameter
                      (vector ? "vector" : "matrix") + " of " + std::to_string(end) +
                      (vector ? " elements" : " rows") + " before it";
             });
-    t.shape = vector ? std::vector<std::size_t>{end + cols}
-                     : std::vector<std::size_t>{end + rows, cols};
+    t.shape =
+        vector ? std::vector<std::size_t>{end + cols} : std::vector<std::size_t>{end + rows, cols};
     t.blocks.push_back(i);
   }
   return tensors;
 }
 
-template std::vector<StateDictTensor> state_dict_layout(
-    const std::vector<attn::Parameter<float>>&);
+template std::vector<StateDictTensor> state_dict_layout(const std::vector<attn::Parameter<float>>&);
 template std::vector<StateDictTensor> state_dict_layout(
     const std::vector<attn::Parameter<const float>>&);
 

@@ -31,8 +31,8 @@
 #include <utility>
 #include <vector>
 
-// attn/layers/transformer.hpp and attn/layers/parameters.hpp, declared only, so every chapter need not
-// include them.
+// attn/layers/transformer.hpp and attn/layers/parameters.hpp, declared only, so every chapter need
+// not include them.
 namespace attn {
 template <Real T>
 struct EncoderLayerOf;
@@ -53,7 +53,7 @@ inline constexpr const char* kDumpJournal = "INCOMPLETE.txt";
 
 /// What a dump's manifest records about the run that wrote it.
 struct DumpSource {
-  std::string chapter{};                                       ///< "08_transformer_block"
+  std::string chapter{};  ///< "08_transformer_block"
   std::uint64_t seed = 0;
   std::vector<std::pair<std::string, std::string>> options{};  ///< {"--layers", "2"}, ...
   /// Past this many bytes of arrays a note on stderr says the dump is getting large.

@@ -41,8 +41,8 @@ AtomicFile::AtomicFile(std::filesystem::path path) : path_(std::move(path)) {
     }
     if (errno != EEXIST) {
       const int err = errno;
-      throw WriteError("cannot write " + path_.string() + ": " + reason(err) +
-                       " (creating " + tmp_.filename().string() + ")");
+      throw WriteError("cannot write " + path_.string() + ": " + reason(err) + " (creating " +
+                       tmp_.filename().string() + ")");
     }
   }
   throw WriteError("cannot write " + path_.string() + ": 100 temporary names beside it are taken");

@@ -195,8 +195,8 @@ Figure Plotter::render(const std::string& name, const std::string& script,
   fig.dat = out_dir_ / (name + ".dat");
   std::error_code ec;
   std::filesystem::create_directories(out_dir_, ec);
-  if (ec) throw std::runtime_error("Plotter: cannot create " + out_dir_.string() + ": " +
-                                   ec.message());
+  if (ec)
+    throw std::runtime_error("Plotter: cannot create " + out_dir_.string() + ": " + ec.message());
   write_file_atomically(fig.dat, data);
   write_file_atomically(fig.gp, script);
 

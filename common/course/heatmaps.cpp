@@ -13,8 +13,7 @@ using namespace plot_detail;
 
 // ---- Heat map -----------------------------------------------------------------------------------
 
-Figure Plotter::heatmap(const std::string& name, const Matrix& values,
-                        const HeatmapOptions& opts) {
+Figure Plotter::heatmap(const std::string& name, const Matrix& values, const HeatmapOptions& opts) {
   constexpr std::string_view where = "heatmap";
   check_name(where, name);
   if (values.size() == 0) invalid(where, "the matrix is empty " + shape_str(values));
@@ -22,11 +21,11 @@ Figure Plotter::heatmap(const std::string& name, const Matrix& values,
   check_px(where, "height_px", opts.height_px);
   check_precision(where, opts.value_precision);
   if (!opts.xtics.empty() && static_cast<Index>(opts.xtics.size()) != values.cols())
-    invalid(where, std::to_string(opts.xtics.size()) + " xtics for a matrix " +
-                       shape_str(values) + " (one per column)");
+    invalid(where, std::to_string(opts.xtics.size()) + " xtics for a matrix " + shape_str(values) +
+                       " (one per column)");
   if (!opts.ytics.empty() && static_cast<Index>(opts.ytics.size()) != values.rows())
-    invalid(where, std::to_string(opts.ytics.size()) + " ytics for a matrix " +
-                       shape_str(values) + " (one per row)");
+    invalid(where, std::to_string(opts.ytics.size()) + " ytics for a matrix " + shape_str(values) +
+                       " (one per row)");
   check_first_index(where, opts.first_index);
   check_mask(where, "", opts.allowed, values);
   const Range cr = colour_range(where, values, opts.cmin, opts.cmax);
@@ -63,8 +62,10 @@ Figure Plotter::heatmap(const std::string& name, const Matrix& values,
   dat += cells_header(masked, first);
   matrix_block(dat, values, opts.allowed, first);
 
-  std::string s = script_head(name, "a heat map of a matrix " + shape_str(values), "one line per "
-                              "cell: column, row, value", opts.width_px, opts.height_px);
+  std::string s = script_head(name, "a heat map of a matrix " + shape_str(values),
+                              "one line per "
+                              "cell: column, row, value",
+                              opts.width_px, opts.height_px);
   s += palette_section();
   s += section("Colour range");
   s += "# Fixed rather than autoscaled, so colours mean the same value in every figure that\n";
@@ -80,8 +81,8 @@ Figure Plotter::heatmap(const std::string& name, const Matrix& values,
   s += cell_tics('x', opts.xtics, cols, first, columns_per_label(cell_w, xtic_chars, rotate_x));
   if (rotate_x) s += "set xtics rotate by 45 right  # labels wider than a cell\n";
   s += cell_tics('y', opts.ytics, rows, first, rows_per_label(cell_h));
-  if (!opts.title.empty()) s += "set title " + quote(opts.title) + " font \"," +
-                                std::to_string(kTitleFont) + "\"\n";
+  if (!opts.title.empty())
+    s += "set title " + quote(opts.title) + " font \"," + std::to_string(kTitleFont) + "\"\n";
   if (!opts.xlabel.empty()) s += "set xlabel " + quote(opts.xlabel) + "\n";
   if (!opts.ylabel.empty()) s += "set ylabel " + quote(opts.ylabel) + "\n";
   s += section("Margins (fractions of the image), so every cell has a known size");
@@ -91,8 +92,8 @@ Figure Plotter::heatmap(const std::string& name, const Matrix& values,
   s += "set tmargin at screen " + frac(H - top, H) + "\n";
   s += cell_functions_section();
   if (opts.show_values && value_font == 0)
-    s += "# The values are left out: cells of " + fixed_text(cell_w, 0) + " x " + fixed_text(cell_h, 0) +
-         " px are too small for readable text.\n";
+    s += "# The values are left out: cells of " + fixed_text(cell_w, 0) + " x " +
+         fixed_text(cell_h, 0) + " px are too small for readable text.\n";
   if (masked) s += blocked_key(W, H);
   s += section("Plot");
   s += cell_plot("", cell_w, cell_h, value_font, opts.value_precision, masked);
@@ -106,8 +107,8 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
   constexpr std::string_view where = "heatmap_grid";
   check_name(where, name);
   if (panels.empty()) invalid(where, "no panels");
-  if (opts.columns < 1) invalid(where, "columns must be at least 1, got " +
-                                           std::to_string(opts.columns));
+  if (opts.columns < 1)
+    invalid(where, "columns must be at least 1, got " + std::to_string(opts.columns));
   check_px(where, "panel_px", opts.panel_px);
   check_px(where, "max_width_px", opts.max_width_px);
   check_precision(where, opts.value_precision);
@@ -115,8 +116,8 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
   std::vector<Range> ranges;
   for (std::size_t k = 0; k < panels.size(); ++k) {
     if (panels[k].values.size() == 0)
-      invalid(where, "panel " + std::to_string(k) + " has an empty matrix " +
-                         shape_str(panels[k].values));
+      invalid(where,
+              "panel " + std::to_string(k) + " has an empty matrix " + shape_str(panels[k].values));
     ranges.push_back(colour_range(std::string(where) + " panel " + std::to_string(k),
                                   panels[k].values, opts.cmin, opts.cmax));
     const auto tics_fit = [&](const std::vector<std::string>& tics, Index count, const char* axis) {
@@ -201,8 +202,8 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
   if (rotate_x) s += "set xtics rotate by 45 right  # labels wider than a cell\n";
   s += section("Panels");
   s += "set multiplot";
-  if (!opts.title.empty()) s += " title " + quote(opts.title) + " font \"," +
-                                std::to_string(kTitleFont) + "\"";
+  if (!opts.title.empty())
+    s += " title " + quote(opts.title) + " font \"," + std::to_string(kTitleFont) + "\"";
   s += "\n";
   for (int k = 0; k < n; ++k) {
     const HeatmapPanel& p = panels[static_cast<std::size_t>(k)];
@@ -227,8 +228,8 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
     s += "set tmargin at screen " + frac(H - y_top, H) + "; set bmargin at screen " +
          frac(H - y_top - a, H) + "\n";
     if (!shared) {
-      s += "cmin = " + num(ranges[static_cast<std::size_t>(k)].lo) + "; cmax = " +
-           num(ranges[static_cast<std::size_t>(k)].hi) + "\n";
+      s += "cmin = " + num(ranges[static_cast<std::size_t>(k)].lo) +
+           "; cmax = " + num(ranges[static_cast<std::size_t>(k)].hi) + "\n";
       s += "set cbrange [cmin:cmax]\n";
     } else if (k == 1) {
       s += "unset colorbox  # drawn with panel 0 already\n";

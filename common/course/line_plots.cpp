@@ -31,11 +31,11 @@ Figure Plotter::histograms(const std::string& name, const std::vector<HistogramP
   const int n = static_cast<int>(panels.size());
   std::string dat = "# " + name + ".dat: " + std::to_string(n) + " histograms, one block each\n";
   dat += "# bin_centre count bin_width   (computed in C++; the last bin includes the maximum)\n";
-  std::string s = script_head(name, std::to_string(n) + " histogram" + (n > 1 ? "s" : "") +
-                                        " side by side",
-                              "one block per panel (gnuplot's `index k`), one line per bin: "
-                              "centre, count, width",
-                              opts.width_px, opts.height_px);
+  std::string s =
+      script_head(name, std::to_string(n) + " histogram" + (n > 1 ? "s" : "") + " side by side",
+                  "one block per panel (gnuplot's `index k`), one line per bin: "
+                  "centre, count, width",
+                  opts.width_px, opts.height_px);
   s += section("Style");
   s += "# Bars are counts computed by the C++ code (not gnuplot's `smooth frequency`), drawn as\n";
   s += "# boxes as wide as their bin, in viridis blue with thin white gaps between them.\n";
@@ -47,8 +47,8 @@ Figure Plotter::histograms(const std::string& name, const std::vector<HistogramP
   s += "set yrange [0:*]\n";
   s += section("Panels");
   s += "set multiplot layout 1," + std::to_string(n);
-  if (!opts.title.empty()) s += " title " + quote(opts.title) + " font \"," +
-                                std::to_string(kTitleFont) + "\"";
+  if (!opts.title.empty())
+    s += " title " + quote(opts.title) + " font \"," + std::to_string(kTitleFont) + "\"";
   s += "\n";
   for (int k = 0; k < n; ++k) {
     const HistogramPanel& p = panels[static_cast<std::size_t>(k)];
@@ -90,8 +90,12 @@ void check_same_length(const char* where, const std::string& label, std::size_t 
 
 Series curve(std::string label, std::vector<double> x, std::vector<double> y, CurveStyle style) {
   check_same_length("curve", label, x.size(), y.size());
-  return {.label = std::move(label), .x = std::move(x), .y = std::move(y),
-          .points = style.points, .dashed = style.dashed, .line = style.line};
+  return {.label = std::move(label),
+          .x = std::move(x),
+          .y = std::move(y),
+          .points = style.points,
+          .dashed = style.dashed,
+          .line = style.line};
 }
 
 Series curve_for_log_y(std::string label, std::vector<double> x, std::vector<double> y,
@@ -133,7 +137,8 @@ Figure Plotter::lines(const std::string& name, const std::vector<Series>& series
     }
   }
   for (const auto& [x, label] : opts.xtics) {
-    if (!std::isfinite(x)) invalid(where, "the xtic \"" + one_line(label) + "\" is not at a finite x");
+    if (!std::isfinite(x))
+      invalid(where, "the xtic \"" + one_line(label) + "\" is not at a finite x");
   }
   for (const auto& [y, label] : opts.hlines) {
     if (!std::isfinite(y) || (opts.logy && y <= 0))
@@ -150,8 +155,8 @@ Figure Plotter::lines(const std::string& name, const std::vector<Series>& series
                               "x, y",
                               opts.width_px, opts.height_px);
   s += section("Axes");
-  if (!opts.title.empty()) s += "set title " + quote(opts.title) + " font \"," +
-                                std::to_string(kTitleFont) + "\"\n";
+  if (!opts.title.empty())
+    s += "set title " + quote(opts.title) + " font \"," + std::to_string(kTitleFont) + "\"\n";
   if (!opts.xlabel.empty()) s += "set xlabel " + quote(opts.xlabel) + "\n";
   if (!opts.ylabel.empty()) s += "set ylabel " + quote(opts.ylabel) + "\n";
   double xlo = series[0].x[0], xhi = xlo, ylo = series[0].y[0], yhi = ylo;
@@ -161,7 +166,8 @@ Figure Plotter::lines(const std::string& name, const std::vector<Series>& series
     xlo = std::min(xlo, *x0), xhi = std::max(xhi, *x1);
     ylo = std::min(ylo, *y0), yhi = std::max(yhi, *y1);
   }
-  for (const auto& line : opts.hlines) ylo = std::min(ylo, line.first), yhi = std::max(yhi, line.first);
+  for (const auto& line : opts.hlines)
+    ylo = std::min(ylo, line.first), yhi = std::max(yhi, line.first);
   if (opts.logx) s += log_axis('x', xlo, xhi);
   if (opts.logy) s += log_axis('y', ylo, yhi);
   s += "set autoscale xfix  # x runs exactly over the data, not to the next round number\n";
@@ -208,9 +214,10 @@ Figure Plotter::lines(const std::string& name, const std::vector<Series>& series
     for (std::size_t i = 0; i < sr.x.size(); ++i) dat += num(sr.x[i]) + " " + num(sr.y[i]) + "\n";
     if (k > 0) s += ", \\\n     ";
     s += "datafile index " + std::to_string(k) + " using 1:2 with " +
-         (!sr.line ? "points pt 7 ps 1.2" : sr.points ? "linespoints pt 7 ps 0.7" : "lines") +
-         " lw 2 lc rgb \"" +
-         kLineColours[k % 8] + "\" dt " + (sr.dashed ? "2" : "1") + " " +
+         (!sr.line    ? "points pt 7 ps 1.2"
+          : sr.points ? "linespoints pt 7 ps 0.7"
+                      : "lines") +
+         " lw 2 lc rgb \"" + kLineColours[k % 8] + "\" dt " + (sr.dashed ? "2" : "1") + " " +
          (sr.label.empty() ? std::string("notitle") : "title " + quote(sr.label));
   }
   s += "\n";

@@ -59,10 +59,14 @@ std::size_t dtype_size(NpyDtype t) {
 
 const char* dtype_descr(NpyDtype t) {
   switch (t) {
-    case NpyDtype::float32: return "<f4";
-    case NpyDtype::float64: return "<f8";
-    case NpyDtype::int32: return "<i4";
-    case NpyDtype::int64: return "<i8";
+    case NpyDtype::float32:
+      return "<f4";
+    case NpyDtype::float64:
+      return "<f8";
+    case NpyDtype::int32:
+      return "<i4";
+    case NpyDtype::int64:
+      return "<i8";
   }
   return "";
 }
@@ -141,7 +145,8 @@ class HeaderParser {
     const std::size_t start = pos_;
     while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
       const std::size_t digit = static_cast<std::size_t>(s_[pos_] - '0');
-      if (value > (std::numeric_limits<std::size_t>::max() - digit) / 10) fail("dimension too large");
+      if (value > (std::numeric_limits<std::size_t>::max() - digit) / 10)
+        fail("dimension too large");
       value = value * 10 + digit;
       ++pos_;
     }
@@ -263,10 +268,14 @@ double load_as_double(const unsigned char* p) {
 
 double load_element(NpyDtype t, const unsigned char* p) {
   switch (t) {
-    case NpyDtype::float32: return load_as_double<float>(p);
-    case NpyDtype::float64: return load_as_double<double>(p);
-    case NpyDtype::int32: return load_as_double<std::int32_t>(p);
-    case NpyDtype::int64: return load_as_double<std::int64_t>(p);
+    case NpyDtype::float32:
+      return load_as_double<float>(p);
+    case NpyDtype::float64:
+      return load_as_double<double>(p);
+    case NpyDtype::int32:
+      return load_as_double<std::int32_t>(p);
+    case NpyDtype::int64:
+      return load_as_double<std::int64_t>(p);
   }
   return 0.0;
 }
@@ -579,17 +588,20 @@ void write_npy(const std::filesystem::path& path, std::span<const std::size_t> s
 }
 
 void write_npy(const std::filesystem::path& path, const Matrix& m) {
-  const std::size_t shape[] = {static_cast<std::size_t>(m.rows()), static_cast<std::size_t>(m.cols())};
+  const std::size_t shape[] = {static_cast<std::size_t>(m.rows()),
+                               static_cast<std::size_t>(m.cols())};
   write_npy(path, shape, std::span<const float>(m.data(), static_cast<std::size_t>(m.size())));
 }
 
 void write_npy(const std::filesystem::path& path, const MatrixD& m) {
-  const std::size_t shape[] = {static_cast<std::size_t>(m.rows()), static_cast<std::size_t>(m.cols())};
+  const std::size_t shape[] = {static_cast<std::size_t>(m.rows()),
+                               static_cast<std::size_t>(m.cols())};
   write_npy(path, shape, std::span<const double>(m.data(), static_cast<std::size_t>(m.size())));
 }
 
 void write_npy_fortran(const std::filesystem::path& path, const Eigen::MatrixXf& m) {
-  const std::size_t shape[] = {static_cast<std::size_t>(m.rows()), static_cast<std::size_t>(m.cols())};
+  const std::size_t shape[] = {static_cast<std::size_t>(m.rows()),
+                               static_cast<std::size_t>(m.cols())};
   // Eigen's column-major storage is already the Fortran-order payload.
   write_file(path, shape, NpyDtype::float32, m.data(),
              checked_payload(shape, NpyDtype::float32, "write_npy_fortran"), true);
@@ -616,8 +628,9 @@ MatrixD NpyArray::to_matrix_d() const {
 Matrix NpyArray::to_matrix() const { return to_matrix_d().cast<float>(); }
 
 Matrix NpyArray::slice(std::size_t b) const {
-  require(shape.size() == 3, "NpyArray::slice",
-          "expected a 3-D array [B, rows, cols], got " + std::to_string(shape.size()) + " dimensions");
+  require(
+      shape.size() == 3, "NpyArray::slice",
+      "expected a 3-D array [B, rows, cols], got " + std::to_string(shape.size()) + " dimensions");
   require(b < shape[0], "NpyArray::slice",
           "slice " + std::to_string(b) + " of " + std::to_string(shape[0]));
   const std::size_t per = shape[1] * shape[2];
@@ -627,8 +640,9 @@ Matrix NpyArray::slice(std::size_t b) const {
 }
 
 Batch NpyArray::to_batch() const {
-  require(shape.size() == 3, "NpyArray::to_batch",
-          "expected a 3-D array [B, rows, cols], got " + std::to_string(shape.size()) + " dimensions");
+  require(
+      shape.size() == 3, "NpyArray::to_batch",
+      "expected a 3-D array [B, rows, cols], got " + std::to_string(shape.size()) + " dimensions");
   Batch out(static_cast<Index>(shape[0]), static_cast<Index>(shape[1]),
             static_cast<Index>(shape[2]));  // [B, rows, cols]: the same C order as the file
   for (std::size_t i = 0; i < data.size(); ++i) out.data().data()[i] = static_cast<float>(data[i]);

@@ -58,10 +58,10 @@ struct Figure {
 
 struct HeatmapOptions {
   std::string title{};
-  std::string xlabel{};                ///< columns of the matrix run along x
-  std::string ylabel{};                ///< rows run along y, row 0 at the top
-  std::vector<std::string> xtics{};    ///< one label per column (empty: indices)
-  std::vector<std::string> ytics{};    ///< one label per row (empty: indices)
+  std::string xlabel{};              ///< columns of the matrix run along x
+  std::string ylabel{};              ///< rows run along y, row 0 at the top
+  std::vector<std::string> xtics{};  ///< one label per column (empty: indices)
+  std::vector<std::string> ytics{};  ///< one label per row (empty: indices)
   /// The number of the first row and column where no tics name them: 1, like the course's
   /// text; 0 where the quantity itself starts at 0 (the position pos of PE).
   int first_index = 1;
@@ -71,7 +71,7 @@ struct HeatmapOptions {
   /// Print each cell's value inside it, white on the dark (low) end of the palette and black
   /// on the light end. Left out (with a note in the .gp) when cells are too small for text.
   bool show_values = false;
-  int value_precision = 2;             ///< digits after the point, 0..9
+  int value_precision = 2;  ///< digits after the point, 0..9
   bool colorbar = true;
   std::optional<double> cmin{}, cmax{};  ///< fixed colour range (e.g. 0..1 for weights)
   int width_px = 800, height_px = 640;
@@ -89,14 +89,14 @@ struct HeatmapPanel {
 /// A grid of heat maps. With cmin and cmax both given, all panels share that colour scale and
 /// one colour bar; otherwise each panel is scaled to its own values and gets its own bar.
 struct GridOptions {
-  std::string title{};             ///< over the whole grid
-  std::string xlabel{}, ylabel{};  ///< under / beside every panel
-  int columns = 4;                 ///< panels per row of the grid
-  int first_index = 1;             ///< as in HeatmapOptions: rows and columns numbered from 1
+  std::string title{};                   ///< over the whole grid
+  std::string xlabel{}, ylabel{};        ///< under / beside every panel
+  int columns = 4;                       ///< panels per row of the grid
+  int first_index = 1;                   ///< as in HeatmapOptions: rows and columns numbered from 1
   std::optional<double> cmin{}, cmax{};  ///< one colour scale shared by all panels
   bool show_values = false;
   int value_precision = 2;
-  int panel_px = 320;              ///< side of one panel's square plot area, in pixels
+  int panel_px = 320;  ///< side of one panel's square plot area, in pixels
   /// The widest the figure may be: panels shrink below panel_px (to 100 px at least) to fit,
   /// so that a page's text column (about 870 px on the site) shows it at full size.
   int max_width_px = 900;
@@ -123,7 +123,7 @@ struct Series {
   std::vector<double> x{}, y{};
   bool points = true;  ///< draw markers at the data points as well as the line
   bool dashed = false;
-  bool line = true;    ///< false: markers only
+  bool line = true;  ///< false: markers only
 };
 
 // ---- Curves from Eigen vectors ------------------------------------------------------------------
@@ -149,7 +149,7 @@ std::vector<double> values_of(const Eigen::DenseBase<Derived>& v) {
 struct CurveStyle {
   bool points = true;  ///< markers at the data points as well as the line
   bool dashed = false;
-  bool line = true;    ///< false: markers only, for points that are not a curve (one per layer)
+  bool line = true;  ///< false: markers only, for points that are not a curve (one per layer)
 };
 
 /// A curve through the points (x_i, y_i). x and y must have the same length

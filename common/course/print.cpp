@@ -26,7 +26,6 @@ std::vector<Index> visible(Index n, Index limit) {
   return idx;
 }
 
-
 }  // namespace
 
 std::string format_matrix(std::string_view name, const MatrixD& m, const PrintOptions& opts) {
@@ -34,8 +33,8 @@ std::string format_matrix(std::string_view name, const MatrixD& m, const PrintOp
           "precision must be in [0, 17], got " + std::to_string(opts.precision));
   // Printing is not a hot path: the messages may be built eagerly.
   require(opts.row_labels.empty() || std::ssize(opts.row_labels) == m.rows(), "format_matrix",
-          std::to_string(opts.row_labels.size()) + " row labels for " +
-              std::to_string(m.rows()) + " rows");
+          std::to_string(opts.row_labels.size()) + " row labels for " + std::to_string(m.rows()) +
+              " rows");
   require(opts.col_labels.empty() || std::ssize(opts.col_labels) == m.cols(), "format_matrix",
           std::to_string(opts.col_labels.size()) + " column labels for " +
               std::to_string(m.cols()) + " columns");
@@ -89,9 +88,8 @@ std::string format_matrix(std::string_view name, const MatrixD& m, const PrintOp
 
 std::vector<std::string> token_labels(const attn::TokenIds& ids, Index row,
                                       const std::map<int, std::string>& names) {
-  require(row >= 0 && row < ids.rows(), "token_labels", [&] {
-    return "row " + std::to_string(row) + " of ids " + shape_str(ids);
-  });
+  require(row >= 0 && row < ids.rows(), "token_labels",
+          [&] { return "row " + std::to_string(row) + " of ids " + shape_str(ids); });
   std::vector<std::string> out;
   for (const int id : ids.row(row)) {
     const auto name = names.find(id);

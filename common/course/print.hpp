@@ -22,10 +22,10 @@
 namespace course {
 
 struct PrintOptions {
-  int precision = 4;    ///< digits after the decimal point
-  Index max_rows = 8;   ///< beyond this many rows, show the first and last max_rows/2
-  Index max_cols = 8;   ///< beyond this many columns, show the first and last max_cols/2
-  int indent = 2;       ///< spaces before every row
+  int precision = 4;   ///< digits after the decimal point
+  Index max_rows = 8;  ///< beyond this many rows, show the first and last max_rows/2
+  Index max_cols = 8;  ///< beyond this many columns, show the first and last max_cols/2
+  int indent = 2;      ///< spaces before every row
   /// A label per row, printed before it ("k^1", "<pad>"): empty for none, else one per row.
   std::vector<std::string> row_labels{};
   /// A label per column, printed above it, right-aligned like the numbers.
@@ -85,7 +85,7 @@ void print_matrix(std::ostream& os, std::string_view name, const Eigen::MatrixBa
 
 template <typename Derived>
 void course::print_matrix(std::ostream& os, std::string_view name,
-                        const Eigen::MatrixBase<Derived>& m, const PrintOptions& opts) {
+                          const Eigen::MatrixBase<Derived>& m, const PrintOptions& opts) {
   const MatrixD widened = m.template cast<double>();
   os << format_matrix(name, widened, opts);
 }

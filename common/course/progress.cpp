@@ -11,7 +11,10 @@ namespace course {
 
 ProgressLine::ProgressLine(std::string task, std::int64_t total_steps, std::ostream& err,
                            bool terminal, std::int64_t every)
-    : task_(std::move(task)), total_(total_steps), every_(every < 1 ? 1 : every), err_(err),
+    : task_(std::move(task)),
+      total_(total_steps),
+      every_(every < 1 ? 1 : every),
+      err_(err),
       terminal_(terminal) {}
 
 void ProgressLine::update(std::int64_t step, double loss, double accuracy,

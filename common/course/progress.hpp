@@ -3,9 +3,9 @@
 ///
 ///     training: reversal  step  240/800  loss 0.0881  accuracy 0.998  61.2k tokens/s
 ///
-/// On a terminal the line is redrawn in place (a carriage return) after every step; anywhere else (a log file,
-/// a pipe, CI) it is printed as a plain line every `every` steps and at the last one, so a log
-/// stays readable. Every line starts with "training: ".
+/// On a terminal the line is redrawn in place (a carriage return) after every step; anywhere else
+/// (a log file, a pipe, CI) it is printed as a plain line every `every` steps and at the last one,
+/// so a log stays readable. Every line starts with "training: ".
 ///
 /// Why standard error: the speed depends on the machine and the moment, and the course promises
 /// that a chapter's standard output is the same bytes on every run (README, "What you can rely

@@ -13,8 +13,8 @@ using attn::BatchOf;
 using attn::Index;
 using attn::Matrix;
 using attn::MatrixD;
-using attn::RowVector;
 using attn::require;
+using attn::RowVector;
 using attn::shape_str;
 
 }  // namespace course

@@ -15,14 +15,14 @@
 // your function must return that dS.
 //
 // The course's own suite builds these same tests twice more: against a reference answer
-// (tests/chapters/exercise_09_solution.cpp), which must pass them, and against the untouched stub, which
-// must fail them. Your copy carries the label "exercise", which `ctest --preset release` leaves
-// out: the stub fails by design.
+// (tests/chapters/exercise_09_solution.cpp), which must pass them, and against the untouched stub,
+// which must fail them. Your copy carries the label "exercise", which `ctest --preset release`
+// leaves out: the stub fails by design.
 #include "softmax_backward.hpp"
 
-#include "attn/training/gradient_check.hpp"
 #include "attn/core/random.hpp"
 #include "attn/ops/softmax.hpp"
+#include "attn/training/gradient_check.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -131,12 +131,11 @@ std::string gradient_problem(const MatrixD& yours, const MatrixD& expected, cons
       worst_i, worst_j, yours(worst_i, worst_j), expected(worst_i, worst_j), off, yours.size(),
       which);
   const MatrixD p_times_dp = P.cwiseProduct(dP);  // [n_q x n_k]
-  const MatrixD plain_sum =                        // [n_q x n_k]: P * (dP - rowsum(dP))
+  const MatrixD plain_sum =                       // [n_q x n_k]: P * (dP - rowsum(dP))
       (P.array() * (dP.array().colwise() - dP.array().rowwise().sum())).matrix();
   if (yours.isZero(0.0)) {
-    message +=
-        "\nYour dS is all zeros: is this still the stub? Write the body of "
-        "exercise_softmax_backward in chapters/09_training/exercise/softmax_backward.cpp.";
+    message += "\nYour dS is all zeros: is this still the stub? Write the body of "
+               "exercise_softmax_backward in chapters/09_training/exercise/softmax_backward.cpp.";
   } else if (close(yours, p_times_dp)) {
     message +=
         "\nYour dS is P * dP, entry by entry: that is the diag(p) part of the Jacobian alone. "

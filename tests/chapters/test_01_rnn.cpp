@@ -1,9 +1,9 @@
 // Chapter 01 as a program: deterministic output, a --dump that the library reproduces from
 // the dumped weights alone, figures written, and usage errors for knobs out of range.
-#include "chapter_run.hpp"
-#include "course/npy.hpp"
 #include "attn/layers/parameters.hpp"
 #include "attn/layers/rnn.hpp"
+#include "chapter_run.hpp"
+#include "course/npy.hpp"
 
 #include <gtest/gtest.h>
 
@@ -71,12 +71,12 @@ TEST(Chapter01, DumpIsReproducedFromTheDumpedWeights) {
   const course::NpyArray b_ih = course::read_npy(dump / "bias_ih_l0.npy");
   ASSERT_EQ(b_ih.shape, std::vector<std::size_t>{7});
   attn::RnnCell cell;
-  cell.weight_ih = load(dump, "weight_ih_l0");  // [7 x 5]
-  cell.weight_hh = load(dump, "weight_hh_l0");  // [7 x 7]
-  cell.bias_ih = b_ih.to_matrix();              // [1 x 7]
-  cell.bias_hh = load(dump, "bias_hh_l0");      // [1 x 7]
-  const Matrix X = load(dump, "x");             // [9 x 5]
-  const RowVector h0 = load(dump, "h0");        // [1 x 7]
+  cell.weight_ih = load(dump, "weight_ih_l0");   // [7 x 5]
+  cell.weight_hh = load(dump, "weight_hh_l0");   // [7 x 7]
+  cell.bias_ih = b_ih.to_matrix();               // [1 x 7]
+  cell.bias_hh = load(dump, "bias_hh_l0");       // [1 x 7]
+  const Matrix X = load(dump, "x");              // [9 x 5]
+  const RowVector h0 = load(dump, "h0");         // [1 x 7]
   const Matrix A = load(dump, "hidden_states");  // [9 x 7]
   ASSERT_EQ(cell.weight_ih.rows(), 7);
   ASSERT_EQ(cell.weight_ih.cols(), 5);
@@ -98,8 +98,8 @@ TEST(Chapter01, DumpIsReproducedFromTheDumpedWeights) {
 
 TEST(Chapter01, WritesBothFigures) {
   const fs::path dir = chapter.scratch("plots");
-  const Output r = chapter.run("--distance 20 --seeds 2 --out '" + (dir / "plots").string() + "'",
-                            dir);
+  const Output r =
+      chapter.run("--distance 20 --seeds 2 --out '" + (dir / "plots").string() + "'", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   // The data and the script are written even where gnuplot is missing (then no .png).
   for (const char* name : {"01_dependence", "01_path_length"}) {
@@ -135,7 +135,8 @@ TEST(Chapter01, KnobsOutOfRangeAreUsageErrors) {
 // Independent of attn::input_jacobians, which the chapter calls.
 std::vector<MatrixD> jacobians_by_hand(const attn::RnnCell& cell, const Matrix& X,
                                        const RowVector& h0) {
-  const MatrixD A = attn::rnn_forward(attn::cast<double>(cell), X.cast<double>(), h0.cast<double>());
+  const MatrixD A =
+      attn::rnn_forward(attn::cast<double>(cell), X.cast<double>(), h0.cast<double>());
   const MatrixD W_ih = cell.weight_ih.cast<double>(), W_hh = cell.weight_hh.cast<double>();
   std::vector<MatrixD> J;
   for (attn::Index t = 0; t < X.rows(); ++t) {
@@ -155,7 +156,9 @@ TEST(Chapter01, DumpedJacobianIsTheOneItsNameSays) {
   const fs::path dir = chapter.scratch("jacobian_name");
   const fs::path dump = dir / "dump";
   const Output r = chapter.run("--no-plots --seed 777 --input-size 5 --hidden 7 --steps 13 "
-                               "--dump '" + dump.string() + "'", dir);
+                               "--dump '" +
+                                   dump.string() + "'",
+                               dir);
   ASSERT_EQ(r.code, 0) << r.err;
   ASSERT_TRUE(fs::is_regular_file(dump / "d_a5_d_x1.npy")) << "the dump names its step";
   EXPECT_FALSE(fs::exists(dump / "d_aT_d_x1.npy")) << "no file claims to be d a<T>/d x<1>";
@@ -200,7 +203,8 @@ TEST(Chapter01, AcceptedKnobsPassTheirOwnCheck) {
   }
   const Output r = chapter.run("--no-plots --hidden 1 --input-size 64", dir);
   EXPECT_TRUE(attn_test::contains(r.out, "<= 1e-07")) << "the floor is named";
-  EXPECT_TRUE(attn_test::contains(attn_test::unwrapped(r.out), "only that absolute floor is checked"));
+  EXPECT_TRUE(
+      attn_test::contains(attn_test::unwrapped(r.out), "only that absolute floor is checked"));
   fs::remove_all(dir);
 }
 
@@ -216,8 +220,8 @@ TEST(Chapter01, ContextNoticeFollowsTheSizes) {
   // The default sizes, 5 steps of 3 features through 4 numbers, keep the plain statement.
   const Output d = chapter.run("--no-plots", dir);
   ASSERT_EQ(d.code, 0) << d.err;
-  EXPECT_TRUE(
-      attn_test::contains(attn_test::unwrapped(d.out), "these 4 numbers: the context is a bottleneck"));
+  EXPECT_TRUE(attn_test::contains(attn_test::unwrapped(d.out),
+                                  "these 4 numbers: the context is a bottleneck"));
   fs::remove_all(dir);
 }
 

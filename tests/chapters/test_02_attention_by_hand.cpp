@@ -42,8 +42,8 @@ TEST(Chapter02, PrintsNote000sQueries) {
   // Note 000: q^1 = (1, 2), q^2 = (3, 1), q^3 = (3, 0), q^4 = (2, 6).
   const double q[4][2] = {{1, 2}, {3, 1}, {3, 0}, {2, 6}};
   for (int i = 0; i < 4; ++i) {
-    const std::string line = "q^" + std::to_string(i + 1) + " = (" + f4(q[i][0]) + ", " +
-                             f4(q[i][1]) + ")";
+    const std::string line =
+        "q^" + std::to_string(i + 1) + " = (" + f4(q[i][0]) + ", " + f4(q[i][1]) + ")";
     EXPECT_TRUE(contains(r.out, line)) << line;
   }
   // The written-out product of the note: q^2 = W_q x^2 with x^2 = (3, 2, 1).
@@ -103,8 +103,8 @@ TEST(Chapter02, BlendNoticeCountsTheWeightsThatUnderflowed) {
   // and the chapter still said "a blend of all four values".
   const fs::path dir = chapter.scratch("blend");
   for (const std::string args : {"--random-weights --seed 161", ""}) {
-    const Output r = chapter.run("--no-plots " + args + " --dump '" + (dir / "d").string() + "'",
-                                 dir);
+    const Output r =
+        chapter.run("--no-plots " + args + " --dump '" + (dir / "d").string() + "'", dir);
     ASSERT_EQ(r.code, 0) << args << "\n" << r.err;
     const MatrixD Ap = load(dir / "d", "A_prime");  // [4 x 4], the weights the y^i used
     const long zeros = (Ap.array() == 0.0).count();

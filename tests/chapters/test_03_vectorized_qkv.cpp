@@ -90,7 +90,7 @@ TEST(Chapter03, DumpedRowFormIsTheTransposedColumnForm) {
   const MatrixD Q = load(d, "Q"), K = load(d, "K"), V = load(d, "V"), A = load(d, "A");
   const MatrixD Ap = load(d, "A_prime"), Y = load(d, "Y");
   EXPECT_EQ(Q, load(d, "W_q") * load(d, "X"));  // exact: small integers
-  EXPECT_EQ(A, K.transpose() * Q);               // exact: integers and quarters
+  EXPECT_EQ(A, K.transpose() * Q);              // exact: integers and quarters
   EXPECT_EQ(load(d, "row_weights"), Ap.transpose());
   // out = weights V against Y = V A': the same 4-term sums in another order, ~1e-6.
   EXPECT_LT((load(d, "row_out") - Y.transpose()).cwiseAbs().maxCoeff(), 1e-5);
@@ -135,8 +135,8 @@ TEST(Chapter03, DrawsItsFigures) {
 
 TEST(Chapter03, BadKnobsAreUsageErrors) {
   const fs::path dir = chapter.scratch("usage");
-  for (const std::string args : {"--no-such-option", "--n 1", "--n 65", "--d-model 0",
-                                 "--d-model many", "--seed -"}) {
+  for (const std::string args :
+       {"--no-such-option", "--n 1", "--n 65", "--d-model 0", "--d-model many", "--seed -"}) {
     const Output r = chapter.run(args, dir);
     EXPECT_EQ(r.code, 2) << args;
     EXPECT_TRUE(contains(r.err, "Usage")) << args << ": " << r.err;
@@ -149,8 +149,8 @@ TEST(Chapter03, NoticesFollowTheKnobs) {
   const fs::path dir = chapter.scratch("notices");
   // With 4 features random words are far from orthogonal: a word gives others a real share, yet
   // the closing facts said "Without projections a word mostly attends to itself".
-  const Output r = chapter.run("--no-plots --d-model 4 --n 8 --dump '" + (dir / "d").string() +
-                                   "'", dir);
+  const Output r =
+      chapter.run("--no-plots --d-model 4 --n 8 --dump '" + (dir / "d").string() + "'", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   MatrixD W = load(dir / "d", "words_weights");  // [8 x 8], softmax(X X^T / 2)
   const MatrixD self = W.diagonal();
@@ -184,7 +184,8 @@ TEST(Chapter03, NoticesFollowTheKnobs) {
   // The defaults keep both statements, which are true there.
   const Output d = chapter.run("--no-plots", dir);
   ASSERT_EQ(d.code, 0) << d.err;
-  EXPECT_TRUE(contains(attn_test::unwrapped(d.out), "Without projections a word mostly attends to itself"));
+  EXPECT_TRUE(
+      contains(attn_test::unwrapped(d.out), "Without projections a word mostly attends to itself"));
   EXPECT_TRUE(contains(attn_test::unwrapped(d.out), "Q, K, V, A hold integers and quarters"));
   fs::remove_all(dir);
 }

@@ -166,8 +166,7 @@ TEST_F(Chapter04Dump, NaiveSoftmaxOverflowsEntryByEntryAndStableDoesNot) {
   EXPECT_TRUE(stable.allFinite());
   // 20,000 weights each within the worst-case relative error of its sum: the sum is 1 to that.
   EXPECT_NEAR(stable.sum(), 1.0, 2.0 * worst_sum_error(20000.0));
-  EXPECT_TRUE(
-      contains(out(), fmt::format("exp(a_j) is inf for {} of the 20000 a_j", overflowing)));
+  EXPECT_TRUE(contains(out(), fmt::format("exp(a_j) is inf for {} of the 20000 a_j", overflowing)));
   // Where the naive formula is safe (|b_j| < 6), it equals the stable one: both are within the
   // worst-case sum error of the same exact weights, so within twice that of each other.
   const MatrixD nb = get("naive_softmax_b"), sb = get("softmax_b");
@@ -231,8 +230,8 @@ TEST_F(Chapter04Dump, UnscaledRowsSaturateAndScaledRowsDoNot) {
   for (Eigen::Index r = 0; r < t.rows(); ++r) {
     EXPECT_NEAR(t(r, 4), 0.107, 0.05) << "d_k " << t(r, 0);  // scaled: largest
     EXPECT_NEAR(t(r, 5), 3.685, 0.15) << "d_k " << t(r, 0);  // scaled: entropy
-    EXPECT_GT(t(r, 6), 0.1) << "d_k " << t(r, 0);             // scaled: median ||J||_F
-    EXPECT_LE(t(r, 5), std::log(64.0));                       // no row beats uniform
+    EXPECT_GT(t(r, 6), 0.1) << "d_k " << t(r, 0);            // scaled: median ||J||_F
+    EXPECT_LE(t(r, 5), std::log(64.0));                      // no row beats uniform
   }
   const Eigen::Index last = t.rows() - 1;  // d_k = 1024
   EXPECT_GT(t(last, 1), 0.85);
@@ -284,8 +283,7 @@ TEST_F(Chapter04Dump, JacobianNormAgainstTheSpreadOfTheLogits) {
 TEST(Chapter04, OneRowScoresAreScaledDotProducts) {
   const fs::path dir = chapter.scratch("row");
   const fs::path on = dir / "on", off = dir / "off";
-  const Output r1 =
-      chapter.run("--no-plots --d-k 256 --seed 7 --dump '" + on.string() + "'", dir);
+  const Output r1 = chapter.run("--no-plots --d-k 256 --seed 7 --dump '" + on.string() + "'", dir);
   const Output r2 =
       chapter.run("--no-plots --d-k 256 --seed 7 --no-scale --dump '" + off.string() + "'", dir);
   ASSERT_EQ(r1.code, 0) << r1.err;
@@ -394,8 +392,8 @@ TEST(Chapter04, NoticesFollowTheKnobs) {
   const MatrixD q = load(dir / "d", "q");  // [1 x 1]
   ASSERT_LT(std::abs(q(0, 0)), 0.5) << "this seed's q is short, far from the typical 1";
   EXPECT_FALSE(contains(text, "scaled, the scores spread by about 1:"));
-  EXPECT_TRUE(contains(text, fmt::format("scaled, the scores spread by about {:.2g}:",
-                                         std::abs(q(0, 0)))))
+  EXPECT_TRUE(
+      contains(text, fmt::format("scaled, the scores spread by about {:.2g}:", std::abs(q(0, 0)))))
       << fmt::format("{:.2g}", std::abs(q(0, 0)));
 
   // The defaults keep the statements, true there: 100 times narrower, a spike, spread ~1.

@@ -122,8 +122,8 @@ TEST(Chapter05, PrintsTheIdentitiesItClaims) {
   const Output r = chapter.run("--no-plots", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   // Each of these is an exact identity, so the printed difference must be exactly 0.
-  EXPECT_TRUE(contains(
-      r.out, "max |tril way - additive way| = 0,  max |either - attn::attention| = 0\n"));
+  EXPECT_TRUE(
+      contains(r.out, "max |tril way - additive way| = 0,  max |either - attn::attention| = 0\n"));
   EXPECT_TRUE(contains(r.out, "outputs 1-4 move by 0, output 5 by"));
   EXPECT_TRUE(contains(r.out, "ordinary rows: max |weights(-inf) - weights(-1e9)| = 0\n"));
   EXPECT_TRUE(contains(r.out, "weights all 0.20, out = mean of V"));  // 1/5 for 5 keys
@@ -166,9 +166,9 @@ TEST(Chapter05, NoNaNUnderAnyKnobs) {
 TEST(Chapter05, BadOptionsAreUsageErrors) {
   const fs::path dir = chapter.scratch("bad");
   for (const std::string args :
-       {"--mask diagonal", "--window -1", "--window 65", "--fill 0", "--ids 1,a",
-        "--ids 1,2/3", "--ids ''", "--ids 1,,2", "--ids -3", "--ids 10", "--vocab 1",
-        "--d-model 0", "--d-k 0", "--ids 5 --vocab 5"}) {
+       {"--mask diagonal", "--window -1", "--window 65", "--fill 0", "--ids 1,a", "--ids 1,2/3",
+        "--ids ''", "--ids 1,,2", "--ids -3", "--ids 10", "--vocab 1", "--d-model 0", "--d-k 0",
+        "--ids 5 --vocab 5"}) {
     const Output r = chapter.run("--no-plots " + args, dir);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
     EXPECT_TRUE(contains(r.err, "Usage:")) << args << "\n" << r.err;
@@ -245,11 +245,10 @@ TEST(Chapter05, NoticesFollowTheIdsAndKnobs) {
     const Output r = chapter.run("--no-plots", dir);
     ASSERT_EQ(r.code, 0) << r.err;
     const std::string text = attn_test::unwrapped(r.out);
-    for (const char* line : {"both <pad> rows of sentence 1 share one embedding",
-                             "d_k = 64 = d_model / 8",
-                             "blocked keys get weight exactly 0: exp(-inf) = 0",
-                             "each word attends almost only to itself",
-                             "each row keeps at most 3 keys"}) {
+    for (const char* line :
+         {"both <pad> rows of sentence 1 share one embedding", "d_k = 64 = d_model / 8",
+          "blocked keys get weight exactly 0: exp(-inf) = 0",
+          "each word attends almost only to itself", "each row keeps at most 3 keys"}) {
       EXPECT_TRUE(contains(text, line)) << line;
     }
   }
@@ -260,7 +259,8 @@ TEST(Chapter05, HelpStatesTheLimitsOfIds) {
   const fs::path dir = chapter.scratch("help");
   const Output r = chapter.run("--help", dir);
   ASSERT_EQ(r.code, 0);
-  EXPECT_TRUE(contains(attn_test::unwrapped(r.out), "at most 16 sentences of at most 64 tokens")) << r.out;
+  EXPECT_TRUE(contains(attn_test::unwrapped(r.out), "at most 16 sentences of at most 64 tokens"))
+      << r.out;
   fs::remove_all(dir);
 }
 

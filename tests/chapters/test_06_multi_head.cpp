@@ -84,7 +84,7 @@ void check_against_reference(const std::string& args, double tolerance) {
   const MatrixD out_w = load("out_proj_weight").to_matrix_d();  // [E x E]
   const MatrixD out_b = load("out_proj_bias").to_matrix_d();    // [1 x E]
   const course::NpyArray X = load("X"), allowed = load("allowed"), out = load("out"), y = load("y"),
-                       heads = load("weights_heads");
+                         heads = load("weights_heads");
   const Index E = in_w.cols(), H = static_cast<Index>(heads.shape[1]);
   ASSERT_EQ(heads.shape.size(), 4u);
   for (std::size_t b = 0; b < X.shape[0]; ++b) {
@@ -98,7 +98,7 @@ void check_against_reference(const std::string& args, double tolerance) {
         const std::size_t element = b * static_cast<std::size_t>(H) + static_cast<std::size_t>(h);
         const double ours = heads.data[element * per_head + k];  // [B, H, n, n] in C order
         const double theirs = ref.weights[static_cast<std::size_t>(h)](static_cast<Index>(k / n),
-                                                                        static_cast<Index>(k % n));
+                                                                       static_cast<Index>(k % n));
         ASSERT_NEAR(ours, theirs, tolerance) << args << " b=" << b << " h=" << h << " k=" << k;
         if (theirs == 0.0) {
           ASSERT_EQ(ours, 0.0) << "a blocked key must get exactly 0";
@@ -118,9 +118,9 @@ TEST(Chapter06, Note001BatchMatchesTheDefinitionInDouble) {
 }
 
 TEST(Chapter06, OtherShapesAndMasksMatchTheDefinitionInDouble) {
-  for (const std::string args : {"--heads 4 --d-model 64 --seq-len 7 --mask causal",
-                                 "--heads 1 --d-model 16 --seq-len 3",
-                                 "--heads 16 --d-model 32 --seq-len 9 --mask none --seed 5"}) {
+  for (const std::string args :
+       {"--heads 4 --d-model 64 --seq-len 7 --mask causal", "--heads 1 --d-model 16 --seq-len 3",
+        "--heads 16 --d-model 32 --seq-len 9 --mask none --seed 5"}) {
     check_against_reference(args, 1e-5);  // d_model <= 64: ~64 terms per sum, ~1e-6 rounding
   }
 }
@@ -145,8 +145,8 @@ TEST(Chapter06, PrintsTheShapesOfEveryStep) {
 
 TEST(Chapter06, BadOptionsAreUsageErrors) {
   const fs::path dir = chapter.scratch("bad");
-  for (const std::string args : {"--heads 3", "--heads 0", "--d-model 10 --heads 4",
-                                 "--seq-len 2", "--mask window", "--heads 65"}) {
+  for (const std::string args : {"--heads 3", "--heads 0", "--d-model 10 --heads 4", "--seq-len 2",
+                                 "--mask window", "--heads 65"}) {
     const Output r = chapter.run("--no-plots " + args, dir);
     EXPECT_EQ(r.code, 2) << args;
     EXPECT_TRUE(contains(r.err, "Usage:")) << args << "\n" << r.err;
@@ -205,8 +205,10 @@ TEST(Chapter06, NoticesFollowTheKnobs) {
   // The defaults keep the statements.
   const Output d = attn_test::run_chapter("06_multi_head", "--no-plots", dir);
   ASSERT_EQ(d.code, 0) << d.err;
-  EXPECT_TRUE(contains(attn_test::unwrapped(d.out), "LayerNorm puts every token back at mean 0, std 1"));
-  EXPECT_TRUE(contains(attn_test::unwrapped(d.out), "The mask is shared by all heads; padded keys are 0"));
+  EXPECT_TRUE(
+      contains(attn_test::unwrapped(d.out), "LayerNorm puts every token back at mean 0, std 1"));
+  EXPECT_TRUE(
+      contains(attn_test::unwrapped(d.out), "The mask is shared by all heads; padded keys are 0"));
   fs::remove_all(dir);
 }
 

@@ -5,10 +5,10 @@
 #include "chapter_run.hpp"
 #include "fixtures.hpp"
 
+#include "attn/core/random.hpp"
+#include "attn/layers/positional_encoding.hpp"
 #include "attn/ops/attention.hpp"
 #include "course/npy.hpp"
-#include "attn/layers/positional_encoding.hpp"
-#include "attn/core/random.hpp"
 
 #include <gtest/gtest.h>
 
@@ -88,7 +88,7 @@ TEST(Chapter07, WithoutPositionsPermutingTheWordsPermutesTheOutputs) {
   for (Index n = 1; n <= 16; ++n) {
     const Matrix X = attn::random_normal(rng, n, d);  // [n x d]
     const std::vector<Index> p = shuffled(n, rng);
-    const Matrix Xp = X(p, Eigen::all);               // the same words, reordered
+    const Matrix Xp = X(p, Eigen::all);  // the same words, reordered
     const LayerRun a = self_attention(X, W), b = self_attention(Xp, W);
     const auto within = [&](const Matrix& got, const Matrix& want, const Matrix& Wm) {
       const MatrixD bound = gamma * (Xp.cwiseAbs().cast<double>() * Wm.cwiseAbs().cast<double>());
@@ -111,7 +111,7 @@ TEST(Chapter07, AddingPositionsBreaksThePermutation) {
   const double s = 1.0 / std::sqrt(static_cast<double>(d));
   const Layer W{attn::random_normal(rng, d, d, 0.0, s), attn::random_normal(rng, d, d, 0.0, s),
                 attn::random_normal(rng, d, d, 0.0, s)};
-  const Matrix X = attn::random_normal(rng, n, d);   // [n x d]
+  const Matrix X = attn::random_normal(rng, n, d);    // [n x d]
   const Matrix pe = attn::sinusoidal_encoding(n, d);  // [n x d]
   const std::vector<Index> reverse = {5, 4, 3, 2, 1, 0};
   const LayerRun a = self_attention(X + pe, W);
@@ -135,7 +135,7 @@ TEST(Chapter07, DumpReplaysDogBitesMan) {
   ASSERT_EQ(r.code, 0) << r.err;
   const auto L = [&](const std::string& n) { return attn_test::load(dir / "d", n); };
   const MatrixD Xa = L("X_dog_bites_man"), Xb = L("X_man_bites_dog");  // [3 x 16]
-  const MatrixD Wq = L("W_q"), Wk = L("W_k"), Wv = L("W_v");          // [16 x 16]
+  const MatrixD Wq = L("W_q"), Wk = L("W_k"), Wv = L("W_v");           // [16 x 16]
   ASSERT_EQ(Xa.rows(), 3);
   ASSERT_EQ(Xa.cols(), 16);
   // "man bites dog" is "dog bites man" read backwards, exactly.
@@ -199,12 +199,12 @@ TEST(Chapter07, RotationErrorsStayWithinTheirBounds) {
   // 3.0e-7 whatever the positions; double 3 half-ulps of the largest angle P + K - 1 plus
   // 8 * 2^-53.
   const fs::path dir = chapter.scratch("rotation");
-  for (const auto& [P, K, d] : std::vector<std::tuple<int, int, int>>{
-           {100, 100, 128}, {512, 1500, 64}, {7, 4096, 8}}) {
+  for (const auto& [P, K, d] :
+       std::vector<std::tuple<int, int, int>>{{100, 100, 128}, {512, 1500, 64}, {7, 4096, 8}}) {
     const fs::path d_dir = dir / std::to_string(K);
-    const Output r = chapter.run("--no-plots --positions " + std::to_string(P) +
-                                     " --max-offset " + std::to_string(K) + " --d-model " +
-                                     std::to_string(d) + " --dump " + d_dir.string(),
+    const Output r = chapter.run("--no-plots --positions " + std::to_string(P) + " --max-offset " +
+                                     std::to_string(K) + " --d-model " + std::to_string(d) +
+                                     " --dump " + d_dir.string(),
                                  dir);
     ASSERT_EQ(r.code, 0) << r.err;
     const MatrixD e = attn_test::load(d_dir, "rotation_max_error");  // [1 x 2]: float, double
@@ -252,9 +252,10 @@ TEST(Chapter07, Float32RecipeMatchesPyTorchsInSize) {
   ASSERT_EQ(r.code, 0) << r.err;
   const MatrixD at = attn_test::load(dir / "d", "recipe_positions");     // [1 x 5]
   const MatrixD ours = attn_test::load(dir / "d", "pe_float32_recipe");  // [5 x 64]
-  const MatrixD fixture_pos = course::read_npy(attn_test::fixture("positional_encoding", "pe_positions.npy"))
-                                  .to_matrix_d();
-  const MatrixD truth = course::read_npy(attn_test::fixture("positional_encoding", "pe_f64.npy")).to_matrix_d();
+  const MatrixD fixture_pos =
+      course::read_npy(attn_test::fixture("positional_encoding", "pe_positions.npy")).to_matrix_d();
+  const MatrixD truth =
+      course::read_npy(attn_test::fixture("positional_encoding", "pe_f64.npy")).to_matrix_d();
   const MatrixD torch32 =
       course::read_npy(attn_test::fixture("positional_encoding", "pe_torch_f32.npy")).to_matrix_d();
   ASSERT_EQ(ours.rows(), at.cols());
@@ -285,8 +286,8 @@ TEST(Chapter07, BadOptionsAreUsageErrors) {
   const fs::path dir = chapter.scratch("bad");
   for (const std::string args :
        {"--d-model 7", "--d-model 1", "--d-model 0", "--d-model 514", "--d-model 2.5",
-        "--d-model x", "--positions 0", "--positions 513", "--max-offset 0",
-        "--max-offset 4097", "--max-offset -1", "--seed -1"}) {
+        "--d-model x", "--positions 0", "--positions 513", "--max-offset 0", "--max-offset 4097",
+        "--max-offset -1", "--seed -1"}) {
     const Output r = chapter.run("--no-plots " + args, dir);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
     EXPECT_TRUE(contains(r.err, "Usage:")) << args << "\n" << r.err;
@@ -322,9 +323,9 @@ TEST(Chapter07, NoticesFollowTheWidth) {
   // d_model 2 has one pair, omega_0 = 10000^0 = 1: no slow columns, no 1/10000, and the float32
   // recipe rounds nothing before the sin (1 and pos * 1 are exact), so its error cannot grow.
   {
-    const Output r = attn_test::run_chapter(
-        "07_positional_encoding",
-        "--no-plots --d-model 2 --dump '" + (dir / "d").string() + "'", dir);
+    const Output r =
+        attn_test::run_chapter("07_positional_encoding",
+                               "--no-plots --d-model 2 --dump '" + (dir / "d").string() + "'", dir);
     ASSERT_EQ(r.code, 0) << r.err;
     const Matrix recipe = course::read_npy(dir / "d" / "pe_float32_recipe.npy").to_matrix();
     const std::vector<Index> pos = {1, 10, 100, 1000, 10000};
@@ -332,8 +333,8 @@ TEST(Chapter07, NoticesFollowTheWidth) {
     std::vector<double> err;  // against sin, cos of pos in double
     for (Index r = 0; r < 5; ++r) {
       const double a = static_cast<double>(pos[r]);
-      err.push_back(std::max(std::abs(recipe(r, 0) - std::sin(a)),
-                             std::abs(recipe(r, 1) - std::cos(a))));
+      err.push_back(
+          std::max(std::abs(recipe(r, 0) - std::sin(a)), std::abs(recipe(r, 1) - std::cos(a))));
     }
     // Each entry is sin or cos of an exact angle rounded once to float: <= 2^-25 = 3e-8.
     for (const double e : err) EXPECT_LE(e, 3.0e-8);
@@ -348,8 +349,8 @@ TEST(Chapter07, NoticesFollowTheWidth) {
   }
   // d_model 8: the slowest omega is 10000^(-6/8) = 0.001, not 1/10000.
   {
-    const Output r = attn_test::run_chapter("07_positional_encoding", "--no-plots --d-model 8",
-                                            dir);
+    const Output r =
+        attn_test::run_chapter("07_positional_encoding", "--no-plots --d-model 8", dir);
     ASSERT_EQ(r.code, 0) << r.err;
     const std::string text = attn_test::unwrapped(r.out);
     EXPECT_FALSE(contains(text, "from 1 down to 1/10000 radian per position"));

@@ -4,8 +4,8 @@
 #include "chapter_run.hpp"
 
 #include "attn/core/batch.hpp"
-#include "course/npy.hpp"
 #include "attn/layers/transformer.hpp"
+#include "course/npy.hpp"
 
 #include <gtest/gtest.h>
 
@@ -110,15 +110,13 @@ TEST(Chapter08, PrintsItsShapesAndExactPromises) {
   const fs::path dir = chapter.scratch("claims");
   const Output r = chapter.run("--no-plots", dir);
   ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* piece : {
-           "source ids [2 x 6] -> table[ids] + PE [2, 6, 32]\n",
-           "target ids [2 x 5] -> table[ids] + PE [2, 5, 32]\n",
-           "FFN hidden [2, 6, 64] -> FFN out [2, 6, 32] -> Add & Norm",
-           "cross-attention (Q [2, 5, 32], K = V = memory [2, 6, 32]) [2, 5, 32]",
-           "[2, 5, 10]",
-           "outputs 1-4 move by 0, output 5 by",
-           "real memory rows move by 0, decoder output by 0\n",
-           "largest weight between nodes without an edge: 0\n"}) {
+  for (const char* piece :
+       {"source ids [2 x 6] -> table[ids] + PE [2, 6, 32]\n",
+        "target ids [2 x 5] -> table[ids] + PE [2, 5, 32]\n",
+        "FFN hidden [2, 6, 64] -> FFN out [2, 6, 32] -> Add & Norm",
+        "cross-attention (Q [2, 5, 32], K = V = memory [2, 6, 32]) [2, 5, 32]", "[2, 5, 10]",
+        "outputs 1-4 move by 0, output 5 by", "real memory rows move by 0, decoder output by 0\n",
+        "largest weight between nodes without an edge: 0\n"}) {
     EXPECT_TRUE(contains(r.out, piece)) << piece;
   }
 }
@@ -177,7 +175,8 @@ TEST(Chapter08, NoticesFollowTheKnobs) {
                                 "feed-forward, add)"));
     // d_ff 16 < d_model 32: the FFN narrows each token, it does not widen it.
     EXPECT_FALSE(contains(attn_test::unwrapped(r.out), "the FFN widens"));
-    EXPECT_TRUE(contains(attn_test::unwrapped(r.out), "the FFN narrows each token to d_ff = 16 and back"));
+    EXPECT_TRUE(
+        contains(attn_test::unwrapped(r.out), "the FFN narrows each token to d_ff = 16 and back"));
   }
   // The padded source positions are read from the ids: sentence 1 is 5 2 1 6 <pad> <pad>.
   {

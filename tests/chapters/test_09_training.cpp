@@ -59,7 +59,7 @@ std::pair<double, double> head_scores(const std::string& out, int layer, int hea
 
 TEST(Chapter09, BackwardByHandPrintsTheHandArithmetic) {
   const attn_test::Output r = attn_test::run_chapter("09_training", "--no-plots --steps 1",
-                                                      attn_test::scratch("ch09", "by_hand"));
+                                                     attn_test::scratch("ch09", "by_hand"));
   ASSERT_EQ(r.code, 0) << r.err;
   // Q = [[1, 2], [0, 1]], K = [[1, 0], [1, 1]], V = [[1, 0], [0, 2]], dO = I, scale 1/sqrt 2.
   // Scores: query 1 [1, 3] / sqrt 2, query 2 [0, 1] / sqrt 2. A two-entry softmax is
@@ -79,8 +79,7 @@ TEST(Chapter09, BackwardByHandPrintsTheHandArithmetic) {
   EXPECT_TRUE(contains(out, fmt::format("t1 {:.4f} {:.4f}", dS11, dS12))) << r.out;
   EXPECT_TRUE(contains(out, fmt::format("t2 {:.4f} {:.4f}", dS21, dS22))) << r.out;
   // dQ = dS K / sqrt 2: K's rows are [1, 0] and [1, 1], so dQ row i = [dS_i1 + dS_i2, dS_i2] s.
-  EXPECT_TRUE(contains(out, fmt::format("t1 {:.4f} {:.4f}", (dS11 + dS12) * s, dS12 * s)))
-      << r.out;
+  EXPECT_TRUE(contains(out, fmt::format("t1 {:.4f} {:.4f}", (dS11 + dS12) * s, dS12 * s))) << r.out;
   EXPECT_TRUE(contains(r.out, "max difference 0.0e+00")) << r.out;
 }
 
@@ -92,8 +91,8 @@ TEST(Chapter09, BackwardByHandPrintsTheHandArithmetic) {
 // same code do not show them.
 
 TEST(Chapter09Trains, DefaultTrainingMeetsTheBarsAndTheHeadsSpecialise) {
-  const attn_test::Output r = attn_test::run_chapter("09_training", "--no-plots",
-                                                      attn_test::scratch("ch09", "default"));
+  const attn_test::Output r =
+      attn_test::run_chapter("09_training", "--no-plots", attn_test::scratch("ch09", "default"));
   ASSERT_EQ(r.code, 0) << r.err;
   // The bars of the issue: at least 99% of 1,000 held-out reversals exact, at least 90% of the
   // held-out induction targets right. (Measured: 100.0% and 98.9%.)
@@ -105,7 +104,7 @@ TEST(Chapter09Trains, DefaultTrainingMeetsTheBarsAndTheHeadsSpecialise) {
   const auto [prev2, ind2] = head_scores(r.out, 2, 1);
   EXPECT_GT(prev1, 0.5) << r.out;
   EXPECT_GT(ind2, 0.5) << r.out;
-  EXPECT_LT(ind1, 0.5) << r.out;   // and each does its own job, not the other's
+  EXPECT_LT(ind1, 0.5) << r.out;  // and each does its own job, not the other's
   EXPECT_LT(prev2, 0.5) << r.out;
   // The speed is measured and reported, on stderr (it varies between runs).
   EXPECT_TRUE(contains(r.err, "training: reversal: 800 steps, ")) << r.err;
@@ -181,7 +180,10 @@ TEST(Chapter09, ANonFiniteLossStopsTrainingNamingTheStepBeforeItsUpdate) {
           ++calls;
           return training::StepResult{calls == 3 ? std::nan("") : 1.0, 1, 1};
         },
-        [] { return std::pair{0.0, 0.0}; }, {}, [](Index) {});
+        [] {
+          return std::pair{0.0, 0.0};
+        },
+        {}, [](Index) {});
   } catch (const std::runtime_error& e) {
     message = e.what();
   }
@@ -234,8 +236,9 @@ TEST(Chapter09, ACheckpointReloadsToTheSameNumbersAndReplaysInPyTorch) {
 TEST(Chapter09, ABadCheckpointIsAUsageErrorNamingTheFileAndTheProblem) {
   const std::filesystem::path dir = attn_test::scratch("ch09", "bad_checkpoint");
   const std::string ck = (dir / "ck").string();
-  ASSERT_EQ(attn_test::run_chapter("09_training", std::string(kSmall) + " --save '" + ck + "'",
-                                   dir).code, 0);
+  ASSERT_EQ(
+      attn_test::run_chapter("09_training", std::string(kSmall) + " --save '" + ck + "'", dir).code,
+      0);
   const auto refused = [&](const std::string& args, const std::string& says) {
     const attn_test::Output r = attn_test::run_chapter("09_training", args, dir);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
@@ -248,10 +251,13 @@ TEST(Chapter09, ABadCheckpointIsAUsageErrorNamingTheFileAndTheProblem) {
           "in the checkpoint but [12 x 16] in this model");
   const std::string other = (dir / "other").string();
   ASSERT_EQ(attn_test::run_chapter("08_transformer_block",
-                                   "--no-plots --dump '" + other + "/reversal'", dir).code, 0);
+                                   "--no-plots --dump '" + other + "/reversal'", dir)
+                .code,
+            0);
   refused(std::string(kSmall) + " --task reversal --load '" + other + "'", "08_transformer_block");
   // A truncated file is named.
-  const std::filesystem::path file = std::filesystem::path(ck) / "reversal" / "src_embed_weight.npy";
+  const std::filesystem::path file =
+      std::filesystem::path(ck) / "reversal" / "src_embed_weight.npy";
   std::filesystem::resize_file(file, std::filesystem::file_size(file) - 4);
   refused(std::string(kSmall) + " --load '" + ck + "'", "src_embed_weight.npy");
   std::filesystem::remove_all(dir);

@@ -56,8 +56,8 @@ TEST(Chapter10, OnlineSoftmaxMatchesTheHandCalculation) {
   const double l5 = std::exp(-2.0) + std::exp(-4.0) + std::exp(-1.0) + std::exp(-4.0) + 1.0;
   EXPECT_TRUE(contains(r.out, row(6, 9, 9, fixed(std::exp(-4.0), 6), l5 * std::exp(-4.0) + 1)));
   // The merge of x_1..x_3 (m = 4) and x_4..x_8 (m = 9) in both orders: the same bits.
-  EXPECT_TRUE(contains(r.out, "x_1..x_3:  m = 4.0000  l = " +
-                                  fixed(std::exp(-1.0) + std::exp(-3.0) + 1.0, 6)));
+  EXPECT_TRUE(contains(
+      r.out, "x_1..x_3:  m = 4.0000  l = " + fixed(std::exp(-1.0) + std::exp(-3.0) + 1.0, 6)));
   EXPECT_TRUE(contains(r.out, "(the same bits)"));
   EXPECT_TRUE(contains(r.out, "log-sum-exp L = m + log l = " + fixed(9 + std::log(l), 6)));
   fs::remove_all(dir);

@@ -233,8 +233,8 @@ TEST(BadInput, DanglingSymlinkAsAFolder) {
       EXPECT_TRUE(attn_test::contains(r.err, "nowhere/x, which does not exist")) << r.err;
     }
   }
-  const attn_test::Output r = expect_usage_error("04_softmax_scaling", "--out '{dir}/L/sub'",
-                                                 "which does not exist", link);
+  const attn_test::Output r =
+      expect_usage_error("04_softmax_scaling", "--out '{dir}/L/sub'", "which does not exist", link);
   EXPECT_TRUE(attn_test::contains(r.err, "nowhere/x, which does not exist")) << r.err;
 }
 
@@ -292,8 +292,9 @@ TEST(BadInput, LeadingZerosAreDecimal) {
     ASSERT_EQ(plain.code, 0) << chapter << " " << args << "\n" << plain.err;
     EXPECT_EQ(zero.code, 0) << chapter << " " << padded << "\n" << zero.err;
     EXPECT_GT(plain.out.size(), 1000u) << chapter << " " << args;
-    EXPECT_TRUE(zero.out == plain.out) << chapter << " " << padded << " prints other numbers than "
-                                       << args << "\n" << zero.out.substr(0, 200);
+    EXPECT_TRUE(zero.out == plain.out)
+        << chapter << " " << padded << " prints other numbers than " << args << "\n"
+        << zero.out.substr(0, 200);
   }
   fs::remove_all(dir);
 }

@@ -1,7 +1,7 @@
 // Every chapter over random combinations of the knobs it accepts: a learner who passes values
 // CLI11 lets through must get the whole lesson, exit 0, nothing on stderr, no NaN printed and
-// no line wider than 100 columns. The combinations come from one fixed seed, so the sweep is the same
-// on every run; the edges of every range (minimum, maximum where affordable, 1-element sizes,
+// no line wider than 100 columns. The combinations come from one fixed seed, so the sweep is the
+// same on every run; the edges of every range (minimum, maximum where affordable, 1-element sizes,
 // --hidden 1, odd --d-model where accepted) are listed by hand next to the random draws.
 //
 // One test per chapter, so that ctest runs chapters side by side. The sanitize preset runs the
@@ -106,8 +106,7 @@ std::string attention_by_hand(Draw& d) {
 std::string vectorized_qkv(Draw& d) {
   std::string a;
   a += maybe(d, 70, "--n", num(d.chance(20) ? d.one_of<long long>({4, 64}) : d.in(4, 64)));
-  a += maybe(d, 70, "--d-model",
-             num(d.edge_or(25, {4, 5, 7, 2048}, 4, 2048)));
+  a += maybe(d, 70, "--d-model", num(d.edge_or(25, {4, 5, 7, 2048}, 4, 2048)));
   if (d.chance(50)) a += d.chance(50) ? " --scale" : " --no-scale";
   a += maybe(d, 50, "--seed", num(d.in(0, 100000)));
   return a;
@@ -115,8 +114,7 @@ std::string vectorized_qkv(Draw& d) {
 
 std::string softmax_scaling(Draw& d) {
   std::string a;
-  a += maybe(d, 70, "--samples",
-             num(d.edge_or(25, {10, 11, 200000}, 10, 200000)));
+  a += maybe(d, 70, "--samples", num(d.edge_or(25, {10, 11, 200000}, 10, 200000)));
   a += maybe(d, 70, "--std",
              d.chance(40) ? d.one_of<std::string>({"0.01", "0.5", "1", "22", "23", "88.7", "1000"})
                           : fmt::format("{:g}", 0.01 * static_cast<double>(d.log_in(1, 100000))));

@@ -135,12 +135,20 @@ fs::path slow_gnuplot(const fs::path& dir, const fs::path& pid_file, int quick =
     std::ofstream f(bin / "gnuplot");
     f << "#!/bin/sh\n"
          "[ \"$1\" = --version ] && { echo 'gnuplot 5.4 (stand-in)'; exit 0; }\n"
-         "count='" << (bin / "renders").string() << "'\n"
+         "count='"
+      << (bin / "renders").string()
+      << "'\n"
          "echo x >> \"$count\"\n"
-         "if [ $(wc -l < \"$count\") -le " << quick << " ]; then\n"
-         "  " << kPrintPng << "; exit 0\n"
+         "if [ $(wc -l < \"$count\") -le "
+      << quick
+      << " ]; then\n"
+         "  "
+      << kPrintPng
+      << "; exit 0\n"
          "fi\n"
-         "echo $$ > '" << pid_file.string() << "'\n"
+         "echo $$ > '"
+      << pid_file.string()
+      << "'\n"
          "exec sleep 60\n";
   }
   fs::permissions(bin / "gnuplot", fs::perms::owner_all);
@@ -177,7 +185,8 @@ TEST(FullDisk, AFigureThatDoesNotFitIsAnErrorWithTheReasonAndNoPng) {
   // 02's figure is ~27 KB, its .dat and .gp ~4 KB: the PNG is what does not fit.
   const std::string r = run_on_small_disk("02_attention_by_hand", "--out p", dir / "disk", dir);
   EXPECT_TRUE(contains(r, "02_attention_by_hand: error: cannot write p/02_weights.png: "
-                          "No space left on device")) << r;
+                          "No space left on device"))
+      << r;
   EXPECT_TRUE(contains(r, "exit=1\n")) << r;
   EXPECT_FALSE(contains(r, "./p/02_weights.png\n")) << r;
   EXPECT_FALSE(contains(r, ".tmp")) << r;
@@ -204,9 +213,9 @@ TEST(FullDisk, AFileSizeLimitIsCaughtTheSameWay) {
   // The same failure without a mount: a 16 KiB file size limit makes the PNG's write fail
   // (EFBIG, "File too large"); SIGXFSZ is ignored so that the write fails instead of killing.
   const fs::path dir = attn_test::scratch("outputs", "fsize");
-  const attn_test::Output r = attn_test::run_chapter(
-      "02_attention_by_hand",
-      "--out '" + (dir / "p").string() + "'", dir);  // warm-up: the folder exists, figure fits
+  const attn_test::Output r =
+      attn_test::run_chapter("02_attention_by_hand", "--out '" + (dir / "p").string() + "'",
+                             dir);  // warm-up: the folder exists, figure fits
   ASSERT_EQ(r.code, 0) << r.err;
   fs::remove(dir / "p" / "02_weights.png");
   const std::string cmd = "trap '' XFSZ; ulimit -f 16; '" + attn_test::bin_dir() +
@@ -286,9 +295,9 @@ TEST(Signals, AnInterruptedDumpHasNoManifestAndTheNextRunCleansItUp) {
   const fs::path pid_file = dir / "gnuplot.pid", dump = dir / "d";
   // 04 draws its histograms, dumps a and b, then draws the softmax curves: the signal comes
   // while the second figure renders.
-  const Process p = start("04_softmax_scaling", {"--out", (dir / "p").string(), "--dump",
-                                                 dump.string()},
-                          dir, slow_gnuplot(dir, pid_file, 1));
+  const Process p =
+      start("04_softmax_scaling", {"--out", (dir / "p").string(), "--dump", dump.string()}, dir,
+            slow_gnuplot(dir, pid_file, 1));
   ASSERT_TRUE(appears(pid_file));
   ::kill(p.pid, SIGTERM);
   EXPECT_EQ(wait_for(p), 128 + SIGTERM);
@@ -297,9 +306,8 @@ TEST(Signals, AnInterruptedDumpHasNoManifestAndTheNextRunCleansItUp) {
   EXPECT_TRUE(std::count(left.begin(), left.end(), "INCOMPLETE.txt")) << "and it says so";
   EXPECT_TRUE(std::count(left.begin(), left.end(), "a.npy"));
 
-  const attn_test::Output r =
-      attn_test::run_chapter("04_softmax_scaling", "--no-plots --samples 1000 --dump '" +
-                                                       dump.string() + "'", dir);
+  const attn_test::Output r = attn_test::run_chapter(
+      "04_softmax_scaling", "--no-plots --samples 1000 --dump '" + dump.string() + "'", dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::vector<std::string> now = listing(dump);
   EXPECT_FALSE(std::count(now.begin(), now.end(), "INCOMPLETE.txt"));
@@ -313,10 +321,9 @@ TEST(Signals, GnuplotKeepsASignalTheUserIgnored) {
   const fs::path dir = attn_test::scratch("outputs", "nohup");
   const fs::path bin = dir / "fake-bin", mask = dir / "sigign.txt";
   fs::create_directories(bin);
-  std::ofstream(bin / "gnuplot")
-      << "#!/bin/sh\n[ \"$1\" = --version ] && exit 0\n"
-      << "grep SigIgn /proc/$$/status > '" << mask.string() << "'\n"
-      << kPrintPng << "\n";
+  std::ofstream(bin / "gnuplot") << "#!/bin/sh\n[ \"$1\" = --version ] && exit 0\n"
+                                 << "grep SigIgn /proc/$$/status > '" << mask.string() << "'\n"
+                                 << kPrintPng << "\n";
   fs::permissions(bin / "gnuplot", fs::perms::owner_all);
   const std::string cmd = "trap '' HUP; PATH='" + bin.string() + "':$PATH '" +
                           attn_test::bin_dir() + "/02_attention_by_hand' --out '" +
@@ -397,9 +404,8 @@ TEST(DumpFolder, ForeignArraysAreRefusedBeforeAnythingRuns) {
   const fs::path dir = attn_test::scratch("outputs", "foreign");
   fs::create_directories(dir / "d");
   std::ofstream(dir / "d" / "my_results.npy") << "a learner's own file";
-  const attn_test::Output r =
-      attn_test::run_chapter("02_attention_by_hand", "--no-plots --dump '" +
-                                                         (dir / "d").string() + "'", dir);
+  const attn_test::Output r = attn_test::run_chapter(
+      "02_attention_by_hand", "--no-plots --dump '" + (dir / "d").string() + "'", dir);
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_TRUE(contains(r.err, "my_results.npy")) << r.err;
   EXPECT_EQ(r.out, "");

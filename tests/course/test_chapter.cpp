@@ -66,12 +66,14 @@ TEST(Chapter, StepsAreNumberedBannersInOrder) {
     ch.step("Second");
   });
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.out,
-            "09 . A test chapter (seed 7)\n"
-            "\n== 1. First: x = 1 " + std::string(88 - 19, '=') + "\n"
-            "  a line\n"
-            "  another line\n"
-            "\n== 2. Second " + std::string(88 - 13, '=') + "\n");
+  EXPECT_EQ(r.out, "09 . A test chapter (seed 7)\n"
+                   "\n== 1. First: x = 1 " +
+                       std::string(88 - 19, '=') +
+                       "\n"
+                       "  a line\n"
+                       "  another line\n"
+                       "\n== 2. Second " +
+                       std::string(88 - 13, '=') + "\n");
 }
 
 // A reader who never saw the lecture notes is told where they are explained: under the opening
@@ -133,12 +135,10 @@ TEST(Chapter, NoticesAndProseWrapAtOneHundredColumnsWithoutSplittingWordsOrShape
 TEST(Chapter, FlowPrintsTheShapesOfTheTensorsItIsHanded) {
   std::ostringstream text;
   course::Chapter ch("09_test", "A test chapter", 7, text);
-  const attn::Matrix ids(2, 6);       // [2 x 6]
-  const attn::Batch x(2, 6, 32);      // [2, 6, 32]
-  const attn::Matrix W(32, 8);        // [32 x 8]
-  const Ran r = run(ch, text, {"--no-plots"}, [&] {
-    ch.flow({{"ids", ids}, {"x", x}, {"W", W}});
-  });
+  const attn::Matrix ids(2, 6);   // [2 x 6]
+  const attn::Batch x(2, 6, 32);  // [2, 6, 32]
+  const attn::Matrix W(32, 8);    // [32 x 8]
+  const Ran r = run(ch, text, {"--no-plots"}, [&] { ch.flow({{"ids", ids}, {"x", x}, {"W", W}}); });
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "  ids [2 x 6] -> x [2, 6, 32] -> W [32 x 8]\n");
 }
@@ -148,8 +148,12 @@ TEST(Chapter, ALongFlowWrapsBetweenStagesNeverBetweenALabelAndItsShape) {
   course::Chapter ch("09_test", "A test chapter", 7, text);
   const attn::Batch x(2, 6, 32);  // [2, 6, 32]
   const Ran r = run(ch, text, {"--no-plots"}, [&] {
-    ch.flow({{"source embedded", x}, {"self-attention", x}, {"Add & Norm", x}, {"feed-forward", x},
-             {"Add & Norm", x}, {"encoder output", x}});
+    ch.flow({{"source embedded", x},
+             {"self-attention", x},
+             {"Add & Norm", x},
+             {"feed-forward", x},
+             {"Add & Norm", x},
+             {"encoder output", x}});
   });
   ASSERT_EQ(r.code, 0) << r.err;
   const std::vector<std::string> lines = lines_of(r.out);
@@ -170,11 +174,10 @@ TEST(Chapter, ShowPrintsLabelledRowsAndColumns) {
     ch.show("W", m, {.precision = 2, .row_labels = {"I", "dog"}, .col_labels = {"k^1", "k^2"}});
   });
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.out,
-            "W [2 x 2]\n"
-            "        k^1   k^2\n"
-            "  I    0.25  0.75\n"
-            "  dog  1.00  0.00\n");
+  EXPECT_EQ(r.out, "W [2 x 2]\n"
+                   "        k^1   k^2\n"
+                   "  I    0.25  0.75\n"
+                   "  dog  1.00  0.00\n");
 }
 
 TEST(Chapter, FinishPrintsWhatToNoticeThenTryThisAligned) {
@@ -185,13 +188,15 @@ TEST(Chapter, FinishPrintsWhatToNoticeThenTryThisAligned) {
               {{"--scale", "flatter weights"}, {"--heads 8 --seed 3", "another draw"}});
   });
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.out,
-            "\n== What to notice " + std::string(88 - 18, '=') + "\n"
-            "  -> first fact\n"
-            "  -> second fact\n"
-            "\n== Try this " + std::string(88 - 12, '=') + "\n"
-            "  09_test --scale              flatter weights\n"
-            "  09_test --heads 8 --seed 3   another draw\n");
+  EXPECT_EQ(r.out, "\n== What to notice " + std::string(88 - 18, '=') +
+                       "\n"
+                       "  -> first fact\n"
+                       "  -> second fact\n"
+                       "\n== Try this " +
+                       std::string(88 - 12, '=') +
+                       "\n"
+                       "  09_test --scale              flatter weights\n"
+                       "  09_test --heads 8 --seed 3   another draw\n");
 }
 
 TEST(Chapter, AnExceptionInTheLessonIsOneClearLineAndExitCodeOne) {
@@ -336,7 +341,7 @@ TEST(Print, WithCommasAndLabels) {
   EXPECT_EQ(course::with_commas(-1234567), "-1,234,567");
   EXPECT_EQ(course::labels("q^", 3), (std::vector<std::string>{"q^1", "q^2", "q^3"}));
   attn::TokenIds ids(2, 4);  // [2 x 4]: two sentences, 0 = <pad>
-  ids << 5, 2, 0, 0,  //
+  ids << 5, 2, 0, 0,         //
       1, 3, 1, 4;
   EXPECT_EQ(course::token_labels(ids, 0), (std::vector<std::string>{"5", "2", "<pad>", "<pad>"}));
   EXPECT_EQ(course::token_labels(ids, 1, {{0, "<pad>"}, {1, "<bos>"}}),

@@ -3,10 +3,10 @@
 // nn.MultiheadAttention holds it; every refusal of a load naming the file or key and the problem,
 // with the model left as it was; and scripts/check_training_checkpoint.py replaying a checkpoint
 // in PyTorch (skipped where /usr/bin/python3 has no torch; CI has it).
-#include "attn/models/attention_only.hpp"
+#include "attn/core/random.hpp"
 #include "attn/layers/multi_head.hpp"
 #include "attn/layers/parameters.hpp"
-#include "attn/core/random.hpp"
+#include "attn/models/attention_only.hpp"
 #include "attn/models/seq2seq.hpp"
 #include "course/checkpoint.hpp"
 #include "course/dump.hpp"
@@ -52,8 +52,15 @@ using attn_test::listing;
 constexpr const char* kChapter = "09_training";
 
 Seq2SeqConfig config(NormPlacement norm, bool tied, Index d_ff = 16) {
-  return {.vocab = 7, .d_model = 8, .heads = 2, .d_ff = d_ff, .layers = 1, .norm = norm,
-          .tied = tied, .pad_id = 0, .max_len = 8};
+  return {.vocab = 7,
+          .d_model = 8,
+          .heads = 2,
+          .d_ff = d_ff,
+          .layers = 1,
+          .norm = norm,
+          .tied = tied,
+          .pad_id = 0,
+          .max_len = 8};
 }
 
 // A model whose every entry is its own N(0, 1) draw: no zero bias, no LayerNorm at 1, so a
@@ -68,7 +75,7 @@ Seq2Seq model(std::uint64_t seed, const Seq2SeqConfig& c) {
 }
 
 course::DumpSource source(const Seq2SeqConfig& c, const std::string& chapter = kChapter,
-                         const std::string& task = "reversal") {
+                          const std::string& task = "reversal") {
   return {.chapter = chapter,
           .seed = 9,
           .options = {{"--seed", "9"},
@@ -203,7 +210,8 @@ TEST(Checkpoint, TheManifestRecordsTheRunAndExtraArraysGoBesideTheWeights) {
 
 TEST(Checkpoint, SavingAgainReplacesTheEarlierCheckpoint) {
   const fs::path dir = attn_test::scratch("checkpoint", "again");
-  const Seq2SeqConfig pre = config(NormPlacement::pre, true), post = config(NormPlacement::post, false);
+  const Seq2SeqConfig pre = config(NormPlacement::pre, true),
+                      post = config(NormPlacement::post, false);
   course::save_checkpoint(dir, source(pre), model(6, pre));
   const Seq2Seq second = model(7, post);
   course::save_checkpoint(dir, source(post), second);
@@ -260,7 +268,8 @@ std::string refusal(const fs::path& dir, M& into, const std::string& chapter = k
   }
   const std::vector<Matrix> after = snapshot(into);
   bool untouched = before.size() == after.size();
-  for (std::size_t i = 0; untouched && i < before.size(); ++i) untouched = identical(before[i], after[i]);
+  for (std::size_t i = 0; untouched && i < before.size(); ++i)
+    untouched = identical(before[i], after[i]);
   EXPECT_TRUE(untouched) << "a refused load changed the model: " << what;
   return what;
 }
@@ -347,12 +356,13 @@ TEST(CheckpointRefusal, AFileNameOutsideTheFolder) {
   nlohmann::json arrays = nlohmann::json::array();
   for (const course::StateDictTensor& t : course::state_dict_layout(attn::parameters(into))) {
     const std::string file = t.key == "generator.bias" ? "../generator_bias.npy" : file_of(t.key);
-    arrays.push_back({{"file", file}, {"shape", t.shape}, {"dtype", "float32"},
-                      {"state_dict_key", t.key}});
+    arrays.push_back(
+        {{"file", file}, {"shape", t.shape}, {"dtype", "float32"}, {"state_dict_key", t.key}});
   }
-  std::ofstream(dir / "manifest.json")
-      << nlohmann::json{{"chapter", kChapter}, {"options", nlohmann::json::object()},
-                        {"arrays", arrays}}.dump();
+  std::ofstream(dir / "manifest.json") << nlohmann::json{
+      {"chapter", kChapter},
+      {"options", nlohmann::json::object()},
+      {"arrays", arrays}}.dump();
   const std::string what = refusal(dir, into);
   EXPECT_TRUE(contains(what, "the file of generator.bias, \"../generator_bias.npy\", is not a .npy "
                              "file in the checkpoint's folder"))
@@ -402,14 +412,14 @@ TEST(CheckpointRefusal, AMalformedOrMissingFile) {
   Saved s("malformed");
   std::ofstream(s.dir / "decoder_layers_0_norm3_bias.npy") << "not an array";
   std::string what = refusal(s.dir, s.into);
-  EXPECT_TRUE(contains(what, (s.dir / "decoder_layers_0_norm3_bias.npy").string() +
-                                 ": not a .npy file"))
+  EXPECT_TRUE(
+      contains(what, (s.dir / "decoder_layers_0_norm3_bias.npy").string() + ": not a .npy file"))
       << what;
   EXPECT_TRUE(contains(what, "(decoder.layers.0.norm3.bias)")) << what;
   fs::remove(s.dir / "decoder_layers_0_norm3_bias.npy");
   what = refusal(s.dir, s.into);
-  EXPECT_TRUE(contains(what, (s.dir / "decoder_layers_0_norm3_bias.npy").string() +
-                                 ": cannot open for reading"))
+  EXPECT_TRUE(contains(
+      what, (s.dir / "decoder_layers_0_norm3_bias.npy").string() + ": cannot open for reading"))
       << what;
 }
 
@@ -488,8 +498,7 @@ TEST(StateDictLayout, RefusesBlocksThatDoNotTile) {
 // ---- scripts/check_training_checkpoint.py -------------------------------------------------------
 
 const std::string kPython = "/usr/bin/python3";
-const std::string kScript =
-    std::string(ATTN_SOURCE_DIR) + "/scripts/check_training_checkpoint.py";
+const std::string kScript = std::string(ATTN_SOURCE_DIR) + "/scripts/check_training_checkpoint.py";
 
 bool have_torch() {
   static const bool yes =
@@ -503,8 +512,8 @@ attn_test::Output run_script(const fs::path& dir, const fs::path& out) {
   const std::string cmd = kPython + " '" + kScript + "' '" + dir.string() + "' >'" + o.string() +
                           "' 2>'" + e.string() + "'";
   const int status = std::system(cmd.c_str());
-  return {(status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1,
-          attn_test::read_file(o), attn_test::read_file(e)};
+  return {(status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1, attn_test::read_file(o),
+          attn_test::read_file(e)};
 }
 
 std::vector<int> row(const attn::TokenIds& ids, Index b) {
@@ -562,8 +571,9 @@ class ReplayScript : public testing::Test {
  protected:
   void SetUp() override {
     if (!have_torch()) GTEST_SKIP() << kPython << " cannot import torch";
-    out_ = attn_test::scratch("checkpoint", std::string("script_") +
-                                                testing::UnitTest::GetInstance()->current_test_info()->name());
+    out_ = attn_test::scratch(
+        "checkpoint",
+        std::string("script_") + testing::UnitTest::GetInstance()->current_test_info()->name());
   }
   void TearDown() override {
     if (!out_.empty()) fs::remove_all(out_);

@@ -5,9 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <fstream>
-#include <exception>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -42,7 +42,8 @@ class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           (std::string("attn_cli_") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           (std::string("attn_cli_") +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -78,7 +79,8 @@ TEST_F(CliTest, EveryOptionIsRead) {
   course::ChapterCli cli("01_test", "A test chapter.", 1);
   int hidden = 4;
   cli.app().add_option("--hidden", hidden)->check(CLI::Range(1, 64));
-  const Parsed p = parse(cli, {"--seed", "99", "--no-plots", "--dump", in_dir("dump"), "--hidden", "16"});
+  const Parsed p =
+      parse(cli, {"--seed", "99", "--no-plots", "--dump", in_dir("dump"), "--hidden", "16"});
   ASSERT_FALSE(p.exit_code.has_value()) << p.err;
   EXPECT_EQ(cli.options().seed, 99u);
   EXPECT_TRUE(cli.options().no_plots);
@@ -134,9 +136,12 @@ TEST_F(CliTest, AUsageErrorWinsOverHelp) {
   std::ofstream(dir_ / "a_file") << "x";
   const std::string below_a_file = in_dir("a_file/sub");
   const std::vector<std::vector<std::string>> cases = {
-      {"--no-such", "--help"},         {"--help", "--no-such"},
-      {"-h", "positional"},            {"--help", "--dump", ""},
-      {"--help", "--dump", below_a_file}, {"--hidden", "3", "--help"},  // the rule: even only
+      {"--no-such", "--help"},
+      {"--help", "--no-such"},
+      {"-h", "positional"},
+      {"--help", "--dump", ""},
+      {"--help", "--dump", below_a_file},
+      {"--hidden", "3", "--help"},  // the rule: even only
       {"--help", "--dump", in_dir("new2/x"), "--out", below_a_file},
   };
   for (const auto& words : cases) {
@@ -204,8 +209,7 @@ TEST_F(CliTest, IntegerKnobsRefuseWhatIsNotAWholeDecimalNumber) {
     cli.option("--d-k", d_k, "width")->check(CLI::Range(1, 16384));
     const Parsed p = parse(cli, {"--no-plots", "--d-k", bad});
     EXPECT_EQ(p.exit_code, 2) << "'" << bad << "'";
-    EXPECT_NE(p.err.find("--d-k: '" + bad + "' is not a whole number"), std::string::npos)
-        << p.err;
+    EXPECT_NE(p.err.find("--d-k: '" + bad + "' is not a whole number"), std::string::npos) << p.err;
   }
   // The hint, when the text is a number that is whole.
   course::ChapterCli cli("01_test", "A test chapter.", 1);

@@ -3,8 +3,8 @@
 // them), read back with course::read_npy: every name, in order, every array equal to the
 // parameter it came from, bit for bit, and a manifest that lists them; a folder cleared of the
 // earlier run's arrays, a failed run's arrays removed, foreign arrays refused.
-#include "attn/layers/multi_head.hpp"
 #include "attn/core/random.hpp"
+#include "attn/layers/multi_head.hpp"
 #include "attn/layers/transformer.hpp"
 #include "course/dump.hpp"
 #include "course/files.hpp"
@@ -16,8 +16,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <filesystem>
 #include <fstream>
 #include <iterator>

@@ -31,8 +31,8 @@ using attn_test::read_file;
 class FilesTest : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = attn_test::scratch("files",
-                              testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ =
+        attn_test::scratch("files", testing::UnitTest::GetInstance()->current_test_info()->name());
   }
   void TearDown() override { fs::remove_all(dir_); }
 

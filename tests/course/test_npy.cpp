@@ -18,8 +18,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -207,7 +207,8 @@ bool numpy_available() {
 
 int run_python(const fs::path& script_file, const std::string& script, const fs::path& cwd) {
   std::ofstream(script_file) << script;
-  const std::string cmd = "cd '" + cwd.string() + "' && " + kPython + " '" + script_file.string() + "'";
+  const std::string cmd =
+      "cd '" + cwd.string() + "' && " + kPython + " '" + script_file.string() + "'";
   return std::system(cmd.c_str());
 }
 
@@ -400,9 +401,9 @@ TEST_F(NpyTest, WriteNpyWritesExactlyTheBytesOfEncodeNpy) {
   const std::size_t three[] = {3};
   const std::vector<float> v = {1, 2, 3};
   course::write_npy(dir_ / "v.npy", three, v);
-  EXPECT_EQ(file_bytes(dir_ / "v.npy"),
-            handmade("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }",
-                     raw_floats({1, 2, 3})));
+  EXPECT_EQ(
+      file_bytes(dir_ / "v.npy"),
+      handmade("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", raw_floats({1, 2, 3})));
 }
 
 // Issue 11: the writer multiplied the shape without overflow checks and allowed any rank, so
@@ -430,8 +431,9 @@ TEST_F(NpyTest, WriteRefusesShapesTheReaderWouldRejectBeforeCreatingAFile) {
             std::string::npos);
   EXPECT_TRUE(fs::is_empty(dir_)) << "nothing may be created for a refused shape";
 
-  EXPECT_EQ(message_of([&] { course::encode_npy(wrapping, course::NpyDtype::float32, two.data()); })
-                .rfind("encode_npy: the shape (3, 6148914691236517206) is too large", 0),
+  EXPECT_EQ(message_of([&] {
+              course::encode_npy(wrapping, course::NpyDtype::float32, two.data());
+            }).rfind("encode_npy: the shape (3, 6148914691236517206) is too large", 0),
             0u);
   EXPECT_THROW(course::encode_npy(rank65, course::NpyDtype::float32, one.data()),
                std::invalid_argument);
@@ -463,8 +465,8 @@ TEST_F(NpyTest, DevZeroIsAnNpyErrorAfterTenBytes) {
 // ftruncate makes the 2 GiB sparse: no disk is used.
 TEST_F(NpyTest, AHugeSparseFileIsRefusedUnread) {
   const fs::path p = dir_ / "sparse.npy";
-  write_bytes(p, handmade("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }",
-                          raw_floats({1, 2})));
+  write_bytes(
+      p, handmade("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", raw_floats({1, 2})));
   fs::resize_file(p, std::uintmax_t{1} << 31);
   std::string message;
   std::size_t largest = 0;
@@ -575,14 +577,16 @@ TEST_F(NpyTest, IntegerAndScalarArrays) {
   std::string payload(8, '\0');
   const std::int64_t v = -(std::int64_t{1} << 40);
   std::memcpy(payload.data(), &v, 8);
-  const auto a = course::parse_npy(handmade("{'descr': '<i8', 'fortran_order': False, 'shape': (), }", payload));
+  const auto a = course::parse_npy(
+      handmade("{'descr': '<i8', 'fortran_order': False, 'shape': (), }", payload));
   EXPECT_TRUE(a.shape.empty());
   EXPECT_EQ(a.data, (std::vector<double>{-1099511627776.0}));
   EXPECT_EQ(a.to_matrix_d()(0, 0), -1099511627776.0);
 }
 
 TEST_F(NpyTest, EmptyArray) {
-  const auto a = course::parse_npy(handmade("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 3), }", ""));
+  const auto a = course::parse_npy(
+      handmade("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 3), }", ""));
   EXPECT_EQ(a.size(), 0u);
   EXPECT_EQ(a.to_matrix().rows(), 0);
   EXPECT_EQ(a.to_matrix().cols(), 3);
@@ -611,8 +615,9 @@ TEST(NpyMalformed, RejectsEachFaultWithAClearMessage) {
   expect_npy_error(handmade("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", two),
                    "unsupported dtype");
   expect_npy_error(handmade("{'descr': '<f4', 'shape': (2,), }", two), "needs the keys");
-  expect_npy_error(handmade("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", two),
-                   "duplicate key");
+  expect_npy_error(
+      handmade("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}", two),
+      "duplicate key");
   expect_npy_error(handmade("{'descr': '<f4', 'fortran_order': maybe, 'shape': (2,), }", two),
                    "True or False");
   expect_npy_error(handmade("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", two),
@@ -625,10 +630,12 @@ TEST(NpyMalformed, RejectsEachFaultWithAClearMessage) {
                    "malformed");
   // 2^32 * 2^32 elements would wrap a 64-bit count around to 0 and "match" an empty payload.
   expect_npy_error(handmade("{'descr': '<f4', 'fortran_order': False, "
-                            "'shape': (4294967296, 4294967296), }", ""),
+                            "'shape': (4294967296, 4294967296), }",
+                            ""),
                    "too large");
   expect_npy_error(handmade("{'descr': '<f4', 'fortran_order': False, "
-                            "'shape': (99999999999999999999999,), }", ""),
+                            "'shape': (99999999999999999999999,), }",
+                            ""),
                    "too large");
 }
 
@@ -654,9 +661,10 @@ TEST(NpyMalformed, MessageQuotesAShortPrintableExcerptOfTheHeader) {
 
   try {  // a dtype made of an escape sequence, a NUL and a byte that is not ASCII
     course::parse_npy(handmade(std::string("{'descr': '\x1b[2J\0\xff', 'fortran_order': False, "
-                                         "'shape': (1,), }", 56),
-                             two.substr(0, 4)),
-                    "case");
+                                           "'shape': (1,), }",
+                                           56),
+                               two.substr(0, 4)),
+                      "case");
     FAIL();
   } catch (const course::NpyError& e) {
     const std::string m = e.what();
@@ -686,19 +694,23 @@ TEST(NpyMalformed, MessageQuotesAShortPrintableExcerptOfTheHeader) {
 // NumPy rejects it: the non-zero dimensions times the element size must fit in int64.
 TEST(NpyMalformed, EmptyArrayWithAnOversizedDimensionIsRejected) {
   expect_npy_error(handmade("{'descr': '<f4', 'fortran_order': False, "
-                            "'shape': (0, 18446744073709551615), }", ""),
+                            "'shape': (0, 18446744073709551615), }",
+                            ""),
                    "too large");
   expect_npy_error(handmade("{'descr': '<f8', 'fortran_order': True, "
-                            "'shape': (4294967296, 0, 4294967296), }", ""),
+                            "'shape': (4294967296, 0, 4294967296), }",
+                            ""),
                    "too large");
   // 2^60 - 1 doubles are 2^63 - 8 bytes, just inside the limit; 2^60 doubles are not.
   const auto a = course::parse_npy(handmade("{'descr': '<f8', 'fortran_order': False, "
-                                          "'shape': (0, 1152921504606846975), }", ""));
+                                            "'shape': (0, 1152921504606846975), }",
+                                            ""));
   EXPECT_EQ(a.size(), 0u);
   EXPECT_EQ(a.to_matrix_d().rows(), 0);
   EXPECT_EQ(a.to_matrix_d().cols(), 1152921504606846975);
   expect_npy_error(handmade("{'descr': '<f8', 'fortran_order': False, "
-                            "'shape': (0, 1152921504606846976), }", ""),
+                            "'shape': (0, 1152921504606846976), }",
+                            ""),
                    "too large");
 }
 

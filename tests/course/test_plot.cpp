@@ -70,12 +70,11 @@ PngSize png_size(const fs::path& p) {
   return {be32(b, 16), be32(b, 20)};
 }
 
-const std::array<const char*, 9> kAnchors = {"#440154", "#472c7a", "#3b518b", "#2c718e",
-                                              "#21908d", "#27ad81", "#5cc863", "#aadc32",
-                                              "#fde725"};
+const std::array<const char*, 9> kAnchors = {"#440154", "#472c7a", "#3b518b", "#2c718e", "#21908d",
+                                             "#27ad81", "#5cc863", "#aadc32", "#fde725"};
 
-#define SKIP_WITHOUT_GNUPLOT()                                                  \
-  if (!course::Plotter::gnuplot_available())                                      \
+#define SKIP_WITHOUT_GNUPLOT()               \
+  if (!course::Plotter::gnuplot_available()) \
   GTEST_SKIP() << "gnuplot is not on PATH: the PNG cannot be rendered here"
 
 // A fresh, empty folder per test, removed afterwards.
@@ -108,7 +107,7 @@ class PlotTest : public ::testing::Test {
 };
 
 Matrix sample_3x4() {
-  Matrix m(3, 4);  // [3 x 4]
+  Matrix m(3, 4);               // [3 x 4]
   m << 0.0f, 0.1f, 0.2f, 0.3f,  //
       0.4f, 0.5f, 0.6f, 0.7f,   //
       0.8f, 0.9f, 1.0f, -0.25f;
@@ -146,9 +145,9 @@ TEST_F(PlotTest, HeatmapWritesDataAndScriptWithRelativeNames) {
   // One line per cell: 3 rows x 4 columns, numbered from 1 like the course's text.
   const auto rows = data_rows(fig.dat);
   ASSERT_EQ(rows.size(), 12u);
-  EXPECT_EQ(rows.front(), "1 1 0");       // column 1, row 1: m(0, 0)
-  EXPECT_EQ(rows[1], "2 1 0.1");           // shortest round-trip text of 0.1f
-  EXPECT_EQ(rows.back(), "4 3 -0.25");     // column 4, row 3: m(2, 3)
+  EXPECT_EQ(rows.front(), "1 1 0");     // column 1, row 1: m(0, 0)
+  EXPECT_EQ(rows[1], "2 1 0.1");        // shortest round-trip text of 0.1f
+  EXPECT_EQ(rows.back(), "4 3 -0.25");  // column 4, row 3: m(2, 3)
   EXPECT_NE(slurp(fig.dat).find("# column row value"), std::string::npos) << "a column header";
 
   const std::string gp = slurp(fig.gp);
@@ -221,7 +220,7 @@ TEST_F(PlotTest, HeatmapNumbersFromZeroWhenAsked) {
 // value, and a key. Without the mask a blocked weight of exactly 0 and a real 0.0037 both
 // print "0.00"; with it the blocked one carries no number at all.
 TEST_F(PlotTest, HeatmapHatchesBlockedCellsAndKeysThem) {
-  Matrix w(2, 3);  // [2 x 3] weights; key 3 is padding, so column 3 is blocked
+  Matrix w(2, 3);               // [2 x 3] weights; key 3 is padding, so column 3 is blocked
   w << 0.9963f, 0.0037f, 0.0f,  //
       0.5f, 0.5f, 0.0f;
   attn::AllowedMask allowed(2, 3);
@@ -241,7 +240,8 @@ TEST_F(PlotTest, HeatmapHatchesBlockedCellsAndKeysThem) {
   const std::string gp = slurp(fig.gp);
   // Allowed cells are coloured and labelled; blocked ones neither, but hatched.
   EXPECT_NE(gp.find("using ($4 != 0 ? $1 : NaN):2:(half_w):(half_h):(finite($3) ? $3 : NaN)"),
-            std::string::npos) << gp;
+            std::string::npos)
+      << gp;
   EXPECT_NE(gp.find("using ($4 != 0 ? $1 : NaN):2:(sprintf("), std::string::npos) << gp;
   EXPECT_NE(gp.find("using ($4 != 0 ? NaN : $1):2:(0.5):(0.5)"), std::string::npos) << gp;
   EXPECT_NE(gp.find("fillstyle pattern"), std::string::npos) << gp;
@@ -327,9 +327,9 @@ TEST_F(PlotTest, GridShrinksToFitThePageAndTurnsWideLabels) {
   course::Plotter plot(dir_, true, "/nonexistent/attn-gnuplot");
   testing::internal::CaptureStdout();
   plot.heatmap_grid("wide", panels, {.columns = 4, .cmin = 0.0, .cmax = 1.0, .panel_px = 320});
-  plot.heatmap_grid("narrow", panels,
-                    {.columns = 4, .cmin = 0.0, .cmax = 1.0, .panel_px = 320,
-                     .max_width_px = 2000});
+  plot.heatmap_grid(
+      "narrow", panels,
+      {.columns = 4, .cmin = 0.0, .cmax = 1.0, .panel_px = 320, .max_width_px = 2000});
   testing::internal::GetCapturedStdout();
   const std::string wide = slurp(dir_ / "wide.gp"), narrow = slurp(dir_ / "narrow.gp");
   EXPECT_LE(script_width(wide), 900) << wide;
@@ -389,8 +389,8 @@ TEST_F(PlotTest, HistogramBinsMatchAHandCount) {
   // Range 0..4 in 4 bins of width 1: [0,1) [1,2) [2,3) [3,4], the maximum in the last bin.
   // NaN and inf are skipped. Counts: 0 -> 1, 1 and 1.5 -> 2, 2.999 -> 1, 3 and 4 -> 2.
   course::HistogramPanel a;
-  a.values = {0.0, 1.0, 1.5, 2.999, 3.0, 4.0, std::nan(""),
-              std::numeric_limits<double>::infinity()};
+  a.values = {0.0, 1.0, 1.5,          2.999,
+              3.0, 4.0, std::nan(""), std::numeric_limits<double>::infinity()};
   a.bins = 4;
   a.title = "hand";
   // A second panel: many values, the counts must add up to the finite ones.
@@ -401,8 +401,8 @@ TEST_F(PlotTest, HistogramBinsMatchAHandCount) {
   b.title = "sines";
   course::Plotter plot(dir_, true, "/nonexistent/gnuplot");
   testing::internal::CaptureStdout();
-  const course::Figure fig = plot.histograms("hist", {a, b}, {.title = "two", .width_px = 900,
-                                                            .height_px = 400});
+  const course::Figure fig =
+      plot.histograms("hist", {a, b}, {.title = "two", .width_px = 900, .height_px = 400});
   testing::internal::GetCapturedStdout();
 
   const auto rows = data_rows(fig.dat);
@@ -430,8 +430,8 @@ TEST_F(PlotTest, HistogramRendersPngOfTheRequestedSize) {
   course::HistogramPanel a{{1, 2, 2, 3, 3, 3}, "a", "value", 3};
   course::HistogramPanel b{{5, 5, 5}, "constant", "value", 10};  // one value: unit-wide range
   course::Plotter plot(dir_);
-  const course::Figure fig = plot.histograms("hist", {a, b}, {.title = "", .width_px = 700,
-                                                            .height_px = 300});
+  const course::Figure fig =
+      plot.histograms("hist", {a, b}, {.title = "", .width_px = 700, .height_px = 300});
   EXPECT_TRUE(fig.rendered);
   const PngSize size = png_size(fig.png);
   EXPECT_EQ(size.width, 700u);
@@ -458,10 +458,14 @@ std::vector<course::Series> sample_series() {
 TEST_F(PlotTest, LogLinePlotRenders) {
   SKIP_WITHOUT_GNUPLOT();
   course::Plotter plot(dir_);
-  const course::Figure fig = plot.lines(
-      "lines", sample_series(),
-      {.title = "log-log", .xlabel = "x", .ylabel = "y", .logx = true, .logy = true,
-       .width_px = 700, .height_px = 500});
+  const course::Figure fig = plot.lines("lines", sample_series(),
+                                        {.title = "log-log",
+                                         .xlabel = "x",
+                                         .ylabel = "y",
+                                         .logx = true,
+                                         .logy = true,
+                                         .width_px = 700,
+                                         .height_px = 500});
   EXPECT_TRUE(fig.rendered);
   EXPECT_EQ(data_rows(fig.dat).size(), 20u);
   const std::string gp = slurp(fig.gp);
@@ -483,8 +487,8 @@ TEST(Curve, ValuesOfTakesVectorsOneRowMatricesAndExpressions) {
   row << 0.1f, 0.2f, 0.7f;
   EXPECT_EQ(course::values_of(row), (std::vector<double>{0.1f, 0.2f, 0.7f}));
   attn::MatrixD table(3, 2);  // [3 x 2], a results table: x in column 0, y in column 1
-  table << 1, 10,  //
-      2, 20,       //
+  table << 1, 10,             //
+      2, 20,                  //
       4, 40;
   EXPECT_EQ(course::values_of(table.col(1)), (std::vector<double>{10, 20, 40}));
   EXPECT_EQ(course::values_of(table.topRows(1)), (std::vector<double>{1, 10}));  // a [1 x 2] block
@@ -498,8 +502,8 @@ TEST(Curve, ValuesOfTakesVectorsOneRowMatricesAndExpressions) {
 
 TEST(Curve, FromEigenColumnsKeepsEveryPointAndTheStyle) {
   attn::MatrixD table(3, 2);  // [3 x 2]: d_k and a measured variance
-  table << 1, 0.5,  //
-      2, 2.25,      //
+  table << 1, 0.5,            //
+      2, 2.25,                //
       4, 3.75;
   const course::Series solid = course::curve("var", table.col(0), table.col(1));
   EXPECT_EQ(solid.label, "var");
@@ -527,8 +531,7 @@ TEST_F(PlotTest, CurveForLogYDropsOnlyThePointsALogAxisCannotShow) {
   Eigen::VectorXd x(6), y(6);  // [6] each
   x << 1, 2, 3, 4, 5, 6;
   y << 0.5, 0.0, -1.0, 1e-300, -0.0, 2.0;  // 0, -1 and -0 cannot sit on a log axis
-  const course::Series s =
-      course::curve_for_log_y("norm", x, y, {.points = false, .dashed = true});
+  const course::Series s = course::curve_for_log_y("norm", x, y, {.points = false, .dashed = true});
   EXPECT_EQ(s.x, (std::vector<double>{1, 4, 6}));
   EXPECT_EQ(s.y, (std::vector<double>{0.5, 1e-300, 2.0}));
   EXPECT_FALSE(s.points);
@@ -579,8 +582,8 @@ TEST_F(PlotTest, MissingGnuplotWritesDataAndScriptAndSaysHowToRender) {
   EXPECT_TRUE(fs::exists(dir_ / "hm.dat"));
   EXPECT_TRUE(fs::exists(dir_ / "hm.gp"));
   EXPECT_FALSE(fs::exists(dir_ / "hm.png"));
-  EXPECT_EQ(out, "plot: gnuplot not found; render with: cd " + dir_.string() +
-                     " && gnuplot hm.gp\n");
+  EXPECT_EQ(out,
+            "plot: gnuplot not found; render with: cd " + dir_.string() + " && gnuplot hm.gp\n");
   EXPECT_EQ(listing(), (std::vector<std::string>{"hm.dat", "hm.gp"}));
 }
 
@@ -696,13 +699,31 @@ TEST_F(PlotTest, InvalidInputThrowsInvalidArgument) {
       {"tiny width", hm("x", m, tiny)},
       {"no room for cells", hm("x", tall, {})},
       {"grid without panels", [&] { plot.heatmap_grid("g", {}, {}); }},
-      {"grid empty panel", [&] { plot.heatmap_grid("g", {{m, "a"}, {Matrix(), "b"}}, {}); }},
-      {"grid zero columns", [&] { plot.heatmap_grid("g", {{m, "a"}}, {.columns = 0}); }},
-      {"grid bad name", [&] { plot.heatmap_grid("g/h", {{m, "a"}}, {}); }},
+      {"grid empty panel",
+       [&] {
+         plot.heatmap_grid("g", {{m, "a"}, {Matrix(), "b"}}, {});
+       }},
+      {"grid zero columns",
+       [&] {
+         plot.heatmap_grid("g", {{m, "a"}}, {.columns = 0});
+       }},
+      {"grid bad name",
+       [&] {
+         plot.heatmap_grid("g/h", {{m, "a"}}, {});
+       }},
       {"histograms without panels", [&] { plot.histograms("h", {}, {}); }},
-      {"histogram without values", [&] { plot.histograms("h", {{{}, "a", "", 10}}, {}); }},
-      {"histogram all NaN", [&] { plot.histograms("h", {{{nan, inf}, "a", "", 10}}, {}); }},
-      {"histogram zero bins", [&] { plot.histograms("h", {{{1, 2}, "a", "", 0}}, {}); }},
+      {"histogram without values",
+       [&] {
+         plot.histograms("h", {{{}, "a", "", 10}}, {});
+       }},
+      {"histogram all NaN",
+       [&] {
+         plot.histograms("h", {{{nan, inf}, "a", "", 10}}, {});
+       }},
+      {"histogram zero bins",
+       [&] {
+         plot.histograms("h", {{{1, 2}, "a", "", 0}}, {});
+       }},
       {"lines without series", [&] { plot.lines("l", {}, {}); }},
       {"lines x/y mismatch", [&] { plot.lines("l", {mismatch}, {}); }},
       {"lines empty series", [&] { plot.lines("l", {empty_series}, {}); }},
@@ -741,14 +762,14 @@ TEST_F(PlotTest, RerenderingGivesIdenticalDataAndScript) {
   };
   draw();
   std::vector<std::string> first;
-  for (const char* f : {"hm.dat", "hm.gp", "lines.dat", "lines.gp", "hist.dat", "hist.gp",
-                        "grid.dat", "grid.gp"})
+  for (const char* f :
+       {"hm.dat", "hm.gp", "lines.dat", "lines.gp", "hist.dat", "hist.gp", "grid.dat", "grid.gp"})
     first.push_back(slurp(dir_ / f));
   draw();
   testing::internal::GetCapturedStdout();
   std::size_t i = 0;
-  for (const char* f : {"hm.dat", "hm.gp", "lines.dat", "lines.gp", "hist.dat", "hist.gp",
-                        "grid.dat", "grid.gp"})
+  for (const char* f :
+       {"hm.dat", "hm.gp", "lines.dat", "lines.gp", "hist.dat", "hist.gp", "grid.dat", "grid.gp"})
     EXPECT_EQ(slurp(dir_ / f), first[i++]) << f;
 }
 
@@ -764,8 +785,8 @@ TEST_F(PlotTest, NumbersIgnoreTheLocale) {
   // Neither a global C++ locale with a decimal comma (which std::ostream would use) nor a C
   // locale with one (which printf would use, where de_DE or fr_FR is installed) may leak into
   // the files: std::to_chars ignores both.
-  const std::locale saved_cpp = std::locale::global(std::locale(std::locale::classic(),
-                                                                new DecimalComma));
+  const std::locale saved_cpp =
+      std::locale::global(std::locale(std::locale::classic(), new DecimalComma));
   const char* const saved_c = std::setlocale(LC_ALL, nullptr);
   const std::string restore_c = saved_c ? saved_c : "C";
   if (!std::setlocale(LC_ALL, "de_DE.UTF-8")) std::setlocale(LC_ALL, "fr_FR.UTF-8");

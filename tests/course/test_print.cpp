@@ -34,13 +34,12 @@ TEST(FormatMatrix, BigMatricesShowCornersAndEllipses) {
   opts.precision = 0;
   opts.max_rows = 4;
   opts.max_cols = 4;
-  EXPECT_EQ(course::format_matrix("M", m, opts),
-            "M [10 x 10]\n"
-            "    0    1  ...    8    9\n"
-            "   10   11  ...   18   19\n"
-            "  ...  ...  ...  ...  ...\n"
-            "   80   81  ...   88   89\n"
-            "   90   91  ...   98   99\n");
+  EXPECT_EQ(course::format_matrix("M", m, opts), "M [10 x 10]\n"
+                                                 "    0    1  ...    8    9\n"
+                                                 "   10   11  ...   18   19\n"
+                                                 "  ...  ...  ...  ...  ...\n"
+                                                 "   80   81  ...   88   89\n"
+                                                 "   90   91  ...   98   99\n");
 }
 
 TEST(FormatMatrix, RejectsAbsurdPrecision) {

@@ -139,8 +139,8 @@ int main(int argc, char** argv) {
   };
   if (committed.size() != drawn.size()) {
     report(std::min(committed.size(), drawn.size()) + 1,
-           std::to_string(committed.size()) + " lines committed, " +
-               std::to_string(drawn.size()) + " drawn");
+           std::to_string(committed.size()) + " lines committed, " + std::to_string(drawn.size()) +
+               " drawn");
   }
   double worst = 0;  // the largest difference, in units of its tolerance
   for (std::size_t i = 0; i < std::min(committed.size(), drawn.size()); ++i) {

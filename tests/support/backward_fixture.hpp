@@ -137,8 +137,8 @@ class Comparison {
     const bool vector = expected.rows() == 1;
     const Index count = vector ? got.cols() : got.rows();
     const Index total = vector ? expected.cols() : expected.rows();
-    ASSERT_TRUE(first >= 0 && first + count <= total && (vector ? got.rows() == 1
-                                                                : got.cols() == expected.cols()))
+    ASSERT_TRUE(first >= 0 && first + count <= total &&
+                (vector ? got.rows() == 1 : got.cols() == expected.cols()))
         << case_ << " " << name << ": got " << attn::shape_str(got) << " at " << first
         << ", the fixture is " << attn::shape_str(expected);
     const Matrix block = vector ? Matrix(expected.middleCols(first, count))
@@ -147,8 +147,8 @@ class Comparison {
     ASSERT_GT(scale, 0.0) << case_ << " " << name;
     const double ratio = attn::max_abs_diff(got, block) / scale;
     EXPECT_LE(ratio, kFixtureTolerance)
-        << case_ << " " << name << " (from " << first << "): max |ours - PyTorch| = "
-        << ratio * scale << " of scale " << scale;
+        << case_ << " " << name << " (from " << first
+        << "): max |ours - PyTorch| = " << ratio * scale << " of scale " << scale;
     covered_[name] += count;
     totals_[name] = total;
     if (!(ratio <= worst_)) {  // NaN counts as worst
@@ -191,7 +191,6 @@ class Comparison {
 // ================================================================================================
 // A. PyTorch fixtures (float32)
 // ================================================================================================
-
 
 // ---- B. Hand calculations -----------------------------------------------------------------------
 
@@ -265,12 +264,11 @@ inline bool all_zero(const attn::MatrixView& m) { return (m.array() == 0.0f).all
 
 // ---- D. Errors: std::invalid_argument naming the backward pass, before any gradient is touched --
 
-
 /// The message starts with "<where>: ".
 inline ::testing::AssertionResult names(const std::string& message, const std::string& where) {
   if (message.starts_with(where + ": ")) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "expected \"" << where << ": ...\", got \"" << message
-                                       << "\"";
+  return ::testing::AssertionFailure()
+         << "expected \"" << where << ": ...\", got \"" << message << "\"";
 }
 
 /// Every parameter gradient of `grads` is still exactly 0 (a failed call wrote nothing).

@@ -72,8 +72,8 @@ inline std::string bin_dir() {
 inline Output run_chapter(const std::string& chapter, const std::string& args,
                           const fs::path& dir) {
   const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const std::string cmd = "'" + bin_dir() + "/" + chapter + "' " + args + " >'" +
-                          out.string() + "' 2>'" + err.string() + "'";
+  const std::string cmd = "'" + bin_dir() + "/" + chapter + "' " + args + " >'" + out.string() +
+                          "' 2>'" + err.string() + "'";
   const int status = std::system(cmd.c_str());
   return {(status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1, read_file(out),
           read_file(err)};

@@ -5,9 +5,9 @@
 
 #include <cstring>
 #include <initializer_list>
-#include <type_traits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace attn_test {
 
@@ -30,7 +30,7 @@ bool identical(const Eigen::DenseBase<A>& a, const Eigen::DenseBase<B>& b) {
   using Scalar = typename A::Scalar;
   static_assert(std::is_same_v<Scalar, typename B::Scalar>, "compare like with like");
   if (a.rows() != b.rows() || a.cols() != b.cols()) return false;
-  if (a.size() == 0) return true;  // an empty block's data() may be null: nothing to compare
+  if (a.size() == 0) return true;      // an empty block's data() may be null: nothing to compare
   const auto ea = a.derived().eval();  // contiguous copies, so memcmp sees every element
   const auto eb = b.derived().eval();
   return std::memcmp(ea.data(), eb.data(), sizeof(Scalar) * static_cast<std::size_t>(ea.size())) ==

@@ -82,8 +82,8 @@ class BatchOf {
 
  private:
   static std::string dims_str(Index batch, Index rows, Index cols) {
-    return "[" + std::to_string(batch) + ", " + std::to_string(rows) + ", " +
-           std::to_string(cols) + "]";
+    return "[" + std::to_string(batch) + ", " + std::to_string(rows) + ", " + std::to_string(cols) +
+           "]";
   }
 
   Index checked(Index b) const {

@@ -103,19 +103,22 @@ std::string shape_str(const Eigen::EigenBase<Derived>& m) {
 
 /// A fixed message, e.g. require(ok, "attention", "the scale is not finite").
 inline void require(bool ok, std::string_view where, const char* what) {
-  if (!ok) [[unlikely]] require_failed(where, what);
+  if (!ok) [[unlikely]]
+    require_failed(where, what);
 }
 
 /// A message already built (kept for callers that have one; prefer the two forms around it).
 inline void require(bool ok, std::string_view where, const std::string& what) {
-  if (!ok) [[unlikely]] require_failed(where, what);
+  if (!ok) [[unlikely]]
+    require_failed(where, what);
 }
 
 /// A message built on failure only: `what` is called (and allocates) only when !ok.
 template <typename F>
-  requires std::is_invocable_r_v<std::string, F&>
+requires std::is_invocable_r_v<std::string, F&>
 void require(bool ok, std::string_view where, F&& what) {
-  if (!ok) [[unlikely]] require_failed(where, what());
+  if (!ok) [[unlikely]]
+    require_failed(where, what());
 }
 
 /// A size that must be at least 1 (d_model, heads, d_ff, ...), named as such when it is not:
@@ -138,16 +141,15 @@ inline void require_at_least_one(Index n, std::string_view where, const char* na
 template <typename A, typename B>
 double max_abs_diff(const Eigen::DenseBase<A>& a, const Eigen::DenseBase<B>& b) {
   require(a.rows() == b.rows() && a.cols() == b.cols(), "max_abs_diff", [&] {
-    return "a is " + shape_str(a.rows(), a.cols()) + " but b is " +
-           shape_str(b.rows(), b.cols()) + ": they must have the same shape";
+    return "a is " + shape_str(a.rows(), a.cols()) + " but b is " + shape_str(b.rows(), b.cols()) +
+           ": they must have the same shape";
   });
   if (a.size() == 0) return 0.0;
   using SA = typename A::Scalar;
   using SB = typename B::Scalar;
   if constexpr (std::is_same_v<SA, SB> && std::is_floating_point_v<SA>) {
-    const SA worst = (a.derived().array() - b.derived().array())
-                         .abs()
-                         .template maxCoeff<Eigen::PropagateNaN>();
+    const SA worst =
+        (a.derived().array() - b.derived().array()).abs().template maxCoeff<Eigen::PropagateNaN>();
     return static_cast<double>(worst);
   } else {
     return (a.derived().template cast<double>().array() -

@@ -3,9 +3,9 @@
 // register kernel of tile_kernel.hpp, the backward's other four products on Eigen's GEMM.
 #include "attn/kernels/tiled_attention.hpp"
 
-#include "attn/ops/detail/aliasing.hpp"
-#include "attn/kernels/detail/tile_kernel.hpp"
 #include "attn/core/threads.hpp"
+#include "attn/kernels/detail/tile_kernel.hpp"
+#include "attn/ops/detail/aliasing.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -124,8 +124,8 @@ void check_inputs(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V,
   });
   if (opts.allowed) {
     require(opts.allowed->rows() == Q.rows() && opts.allowed->cols() == K.rows(), where, [&] {
-      return "the mask is " + shape_str(opts.allowed->rows(), opts.allowed->cols()) +
-             " but Q is " + shape_str(Q) + " and K is " + shape_str(K) +
+      return "the mask is " + shape_str(opts.allowed->rows(), opts.allowed->cols()) + " but Q is " +
+             shape_str(Q) + " and K is " + shape_str(K) +
              ": it must be [n_q x n_k] = " + shape_str(Q.rows(), K.rows());
     });
   }
@@ -153,8 +153,7 @@ int team_size(int threads, Index tasks, double flops) {
 
 // 4 n_q n_k d flops for the forward's two products, d = (d_k + d_v) / 2.
 double forward_flops(Index n_q, Index n_k, Index d_k, Index d_v) {
-  return 2.0 * static_cast<double>(n_q) * static_cast<double>(n_k) *
-         static_cast<double>(d_k + d_v);
+  return 2.0 * static_cast<double>(n_q) * static_cast<double>(n_k) * static_cast<double>(d_k + d_v);
 }
 
 // ---- One tile of scores ------------------------------------------------------------------------
@@ -227,8 +226,8 @@ void pack_rows(const ViewOf<T>& M, Index r0, Index count, T* panels) {
 // transposed tile, since both sum d_k products in the same order: P recomputed from L is the
 // forward's P. The scale is applied to the finished dot products, as attention() does.
 template <Real T>
-void score_tile(const ViewOf<T>& Q, const T* Kt, Index q0, Index bq, Index k0, Index bk,
-                T scale, const Masking& masking, TileKind kind, MatrixOf<T>& S) {
+void score_tile(const ViewOf<T>& Q, const T* Kt, Index q0, Index bq, Index k0, Index bk, T scale,
+                const Masking& masking, TileKind kind, MatrixOf<T>& S) {
   constexpr Index nr = Kernel<T>::kCols;
   const Index d_k = Q.cols();
   Kernel<T>::template multiply<false>(bq, Kernel<T>::padded(bk), d_k, Q.row(q0).data(),
@@ -275,10 +274,10 @@ void exp_shifted(T* row, Index n, T shift) {
 
 template <Real T>
 struct ForwardScratch {
-  std::vector<T> Qt;          // Q_i^T in panels: panel p holds d_k rows of kCols queries
-  std::vector<T> St;          // S^T, then P^T in place     [B_k x B_q']
-  std::vector<T> O;           // unnormalised output        [B_q x d_v']
-  std::vector<T> m, l;        // running max and sum per query       [B_q']
+  std::vector<T> Qt;    // Q_i^T in panels: panel p holds d_k rows of kCols queries
+  std::vector<T> St;    // S^T, then P^T in place     [B_k x B_q']
+  std::vector<T> O;     // unnormalised output        [B_q x d_v']
+  std::vector<T> m, l;  // running max and sum per query       [B_q']
   std::vector<T> tile_max, tile_sum, shift, alpha;  // per query, this key tile [B_q']
 };
 
@@ -327,10 +326,10 @@ void forward_tile(const ViewOf<T>& Q, const ViewOf<T>& K, const T* value_panels,
   fit(w.St, t.bk * wq);
   fit(w.O, bq * wv);
   for (auto* v : {&w.m, &w.l, &w.tile_max, &w.tile_sum, &w.shift, &w.alpha}) fit(*v, wq);
-  pack_transposed<T>(Q, q0, bq, w.Qt.data());               // Q_i^T      [d_k x B_q']
-  std::fill_n(w.O.data(), bq * wv, T(0));                    // O          [B_q x d_v']
-  std::fill_n(w.m.data(), wq, -kInf<T>);                     // running max of each query
-  std::fill_n(w.l.data(), wq, T(0));                         // running sum of exp(s - m)
+  pack_transposed<T>(Q, q0, bq, w.Qt.data());  // Q_i^T      [d_k x B_q']
+  std::fill_n(w.O.data(), bq * wv, T(0));      // O          [B_q x d_v']
+  std::fill_n(w.m.data(), wq, -kInf<T>);       // running max of each query
+  std::fill_n(w.l.data(), wq, T(0));           // running sum of exp(s - m)
   T* St = w.St.data();
 
   for (Index step = 0; step < t.tk; ++step) {
@@ -428,7 +427,8 @@ void checked_forward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V,
            " entries, but Q is " + shape_str(Q) + " and V " + shape_str(V) +
            ": out must be [n_q x d_v] and lse [n_q]";
   });
-  for (const auto& [name, o] : {std::pair{"out", memory_of(out)}, std::pair{"lse", memory_of(lse)}}) {
+  for (const auto& [name, o] :
+       {std::pair{"out", memory_of(out)}, std::pair{"lse", memory_of(lse)}}) {
     reject_alias(where, name, o, "Q", memory_of(Q));
     reject_alias(where, name, o, "K", memory_of(K));
     reject_alias(where, name, o, "V", memory_of(V));
@@ -439,8 +439,7 @@ void checked_forward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V,
 
   // Each query tile is one task, and each output row belongs to exactly one task: the bytes
   // do not depend on the number of threads.
-  const int team =
-      team_size(opts.threads, t.tq, forward_flops(t.n_q, t.n_k, K.cols(), V.cols()));
+  const int team = team_size(opts.threads, t.tq, forward_flops(t.n_q, t.n_k, K.cols(), V.cols()));
   // V_j of every key tile in panels (pack_rows), once per call: n_k x d_v numbers, the size of
   // V, kept by the calling thread between calls. (The pointer, not the name, goes into the
   // parallel region: there the name would be each thread's own buffer.)
@@ -469,8 +468,8 @@ void checked_forward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V,
 // L: the forward's weights without having kept them. A row with no allowed key (L = -inf) has
 // P = 0 and passes nothing back.
 template <Real T>
-void weights_tile(const ViewOf<T>& Q, const T* Kt, const LseView<T>& lse, Index q0,
-                  Index bq, Index k0, Index bk, T scale, const Masking& masking, TileKind kind,
+void weights_tile(const ViewOf<T>& Q, const T* Kt, const LseView<T>& lse, Index q0, Index bq,
+                  Index k0, Index bk, T scale, const Masking& masking, TileKind kind,
                   MatrixOf<T>& S) {
   score_tile<T>(Q, Kt, q0, bq, k0, bk, scale, masking, kind, S);
   for (Index r = 0; r < bq; ++r) {
@@ -486,8 +485,7 @@ void weights_tile(const ViewOf<T>& Q, const T* Kt, const LseView<T>& lse, Index 
 // dS = P * (dP - D) in place in dP, D_r = rowsum(dO_r * out_r): the softmax's Jacobian applied
 // row by row (attention.hpp), with sum_j P_rj dP_rj = D_r computed from the outputs instead.
 template <Real T>
-void softmax_backward_tile(const MatrixOf<T>& P, const T* D, Index bq, Index bk,
-                           MatrixOf<T>& dP) {
+void softmax_backward_tile(const MatrixOf<T>& P, const T* D, Index bq, Index bk, MatrixOf<T>& dP) {
   for (Index r = 0; r < bq; ++r) {
     const T* p = P.row(r).data();
     T* g = dP.row(r).data();
@@ -577,7 +575,7 @@ void checked_backward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V
       dV_j.noalias() += P.transpose() * d_out.middleRows(q0, bq);  // [B_k x d_v]
       w.dP.topLeftCorner(bq, bk).noalias() =
           d_out.middleRows(q0, bq) * V.middleRows(k0, bk).transpose();  // dP [B_q x B_k]
-      softmax_backward_tile<T>(w.S, D + q0, bq, bk, w.dP);  // dS, in dP's place
+      softmax_backward_tile<T>(w.S, D + q0, bq, bk, w.dP);              // dS, in dP's place
       dK_j.noalias() += w.dP.topLeftCorner(bq, bk).transpose() * Q.middleRows(q0, bq);
     }
     dV.middleRows(k0, bk) = dV_j;
@@ -601,8 +599,8 @@ void checked_backward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V
       if (kind == TileKind::skipped) continue;
       weights_tile<T>(Q, Kt_of(j), lse, q0, bq, k0, bk, scale, masking, kind, w.S);  // P
       w.dP.topLeftCorner(bq, bk).noalias() =
-          d_out.middleRows(q0, bq) * V.middleRows(k0, bk).transpose();  // dP [B_q x B_k]
-      softmax_backward_tile<T>(w.S, D + q0, bq, bk, w.dP);             // dS [B_q x B_k]
+          d_out.middleRows(q0, bq) * V.middleRows(k0, bk).transpose();      // dP [B_q x B_k]
+      softmax_backward_tile<T>(w.S, D + q0, bq, bk, w.dP);                  // dS [B_q x B_k]
       dQ_i.noalias() += w.dP.topLeftCorner(bq, bk) * K.middleRows(k0, bk);  // [B_q x d_k]
     }
     dQ.middleRows(q0, bq) = dQ_i * scale;
@@ -611,8 +609,8 @@ void checked_backward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V
 
 }  // namespace
 
-TiledAttentionResult tiled_attention(const MatrixView& Q, const MatrixView& K,
-                                     const MatrixView& V, const TiledAttentionOptions& opts) {
+TiledAttentionResult tiled_attention(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
+                                     const TiledAttentionOptions& opts) {
   TiledAttentionResult r{Matrix(Q.rows(), V.cols()), Vector(Q.rows())};
   tiled_attention_into(Q, K, V, r.out, r.lse, opts);
   return r;
@@ -645,8 +643,7 @@ AttentionGrads tiled_attention_backward(const MatrixView& Q, const MatrixView& K
   return g;
 }
 AttentionGradsD tiled_attention_backward(const MatrixViewD& Q, const MatrixViewD& K,
-                                         const MatrixViewD& V,
-                                         const TiledAttentionResultD& forward,
+                                         const MatrixViewD& V, const TiledAttentionResultD& forward,
                                          const MatrixViewD& d_out,
                                          const TiledAttentionOptions& opts) {
   AttentionGradsD g{MatrixD(Q.rows(), Q.cols()), MatrixD(K.rows(), K.cols()),
@@ -662,11 +659,11 @@ void tiled_attention_backward_into(const MatrixView& Q, const MatrixView& K, con
                                    const TiledAttentionOptions& opts) {
   checked_backward<float>(Q, K, V, out, lse, d_out, dQ, dK, dV, opts);
 }
-void tiled_attention_backward_into(const MatrixViewD& Q, const MatrixViewD& K,
-                                   const MatrixViewD& V, const MatrixViewD& out,
-                                   const LseView<double>& lse, const MatrixViewD& d_out,
-                                   Eigen::Ref<MatrixD> dQ, Eigen::Ref<MatrixD> dK,
-                                   Eigen::Ref<MatrixD> dV, const TiledAttentionOptions& opts) {
+void tiled_attention_backward_into(const MatrixViewD& Q, const MatrixViewD& K, const MatrixViewD& V,
+                                   const MatrixViewD& out, const LseView<double>& lse,
+                                   const MatrixViewD& d_out, Eigen::Ref<MatrixD> dQ,
+                                   Eigen::Ref<MatrixD> dK, Eigen::Ref<MatrixD> dV,
+                                   const TiledAttentionOptions& opts) {
   checked_backward<double>(Q, K, V, out, lse, d_out, dQ, dK, dV, opts);
 }
 
@@ -674,9 +671,15 @@ TileCounts TileMap::counts() const {
   TileCounts c{.total = query_tiles * key_tiles};
   for (TileKind k : kinds) {
     switch (k) {
-      case TileKind::skipped: ++c.skipped; break;
-      case TileKind::mixed: ++c.mixed; break;
-      case TileKind::full: ++c.full; break;
+      case TileKind::skipped:
+        ++c.skipped;
+        break;
+      case TileKind::mixed:
+        ++c.mixed;
+        break;
+      case TileKind::full:
+        ++c.full;
+        break;
     }
   }
   return c;

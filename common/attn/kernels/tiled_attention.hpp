@@ -48,9 +48,9 @@
 /// D = rowsum(d_out * out), n_q numbers), n_k d numbers, the size of that input.
 #pragma once
 
+#include "attn/core/matrix.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/ops/masks.hpp"
-#include "attn/core/matrix.hpp"
 
 #include <optional>
 #include <span>
@@ -107,11 +107,10 @@ using TiledAttentionResultD = TiledAttentionResultOf<double>;
 /// the shapes: Q [n_q x d_k], K [n_k x d_k], V [n_k x d_v], allowed [n_q x n_k], n_q >= 1,
 /// n_k >= 1, d_k >= 1, d_v >= 1; tile sizes < 1; a key_tile_order that is not a permutation of
 /// the key tiles; a scale that is not finite.
-TiledAttentionResult tiled_attention(const MatrixView& Q, const MatrixView& K,
-                                     const MatrixView& V, const TiledAttentionOptions& opts = {});
+TiledAttentionResult tiled_attention(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
+                                     const TiledAttentionOptions& opts = {});
 TiledAttentionResultD tiled_attention(const MatrixViewD& Q, const MatrixViewD& K,
-                                      const MatrixViewD& V,
-                                      const TiledAttentionOptions& opts = {});
+                                      const MatrixViewD& V, const TiledAttentionOptions& opts = {});
 
 /// The same, into caller-kept storage: `out` [n_q x d_v] (may be a column block of a bigger
 /// matrix: multi-head attention passes a head's columns of the concatenation) and `lse` [n_q]
@@ -132,8 +131,7 @@ AttentionGrads tiled_attention_backward(const MatrixView& Q, const MatrixView& K
                                         const MatrixView& d_out,
                                         const TiledAttentionOptions& opts = {});
 AttentionGradsD tiled_attention_backward(const MatrixViewD& Q, const MatrixViewD& K,
-                                         const MatrixViewD& V,
-                                         const TiledAttentionResultD& forward,
+                                         const MatrixViewD& V, const TiledAttentionResultD& forward,
                                          const MatrixViewD& d_out,
                                          const TiledAttentionOptions& opts = {});
 
@@ -146,11 +144,11 @@ void tiled_attention_backward_into(const MatrixView& Q, const MatrixView& K, con
                                    const MatrixView& d_out, Eigen::Ref<Matrix> dQ,
                                    Eigen::Ref<Matrix> dK, Eigen::Ref<Matrix> dV,
                                    const TiledAttentionOptions& opts = {});
-void tiled_attention_backward_into(const MatrixViewD& Q, const MatrixViewD& K,
-                                   const MatrixViewD& V, const MatrixViewD& out,
-                                   const LseView<double>& lse, const MatrixViewD& d_out,
-                                   Eigen::Ref<MatrixD> dQ, Eigen::Ref<MatrixD> dK,
-                                   Eigen::Ref<MatrixD> dV, const TiledAttentionOptions& opts = {});
+void tiled_attention_backward_into(const MatrixViewD& Q, const MatrixViewD& K, const MatrixViewD& V,
+                                   const MatrixViewD& out, const LseView<double>& lse,
+                                   const MatrixViewD& d_out, Eigen::Ref<MatrixD> dQ,
+                                   Eigen::Ref<MatrixD> dK, Eigen::Ref<MatrixD> dV,
+                                   const TiledAttentionOptions& opts = {});
 
 /// What the causal flag and the mask make of one (query tile, key tile) pair.
 enum class TileKind : char {

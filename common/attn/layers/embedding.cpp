@@ -61,8 +61,8 @@ void embedding_backward(std::span<const int> ids, const InView<T>& dy, MatrixOf<
   for (std::size_t i = 0; i < ids.size(); ++i) d_table.row(ids[i]) += dy.row(static_cast<Index>(i));
 }
 
-#define ATTN_INSTANTIATE(T)                                                            \
-  template MatrixOf<T> embedding_forward(const MatrixOf<T>&, std::span<const int>);    \
+#define ATTN_INSTANTIATE(T)                                                         \
+  template MatrixOf<T> embedding_forward(const MatrixOf<T>&, std::span<const int>); \
   template void embedding_backward(std::span<const int>, const InView<T>&, MatrixOf<T>&);
 ATTN_INSTANTIATE(float)
 ATTN_INSTANTIATE(double)

@@ -62,17 +62,18 @@ MatrixOf<T> ffn_backward(const FeedForwardOf<T>& ff, const InView<T>& x,
             return "x is " + shape_str(x) + " but the cache holds " +
                    shape_str(cache.pre_activation) + ": pass the cache of this x's forward";
           });
-  MatrixOf<T> d_hidden = linear_backward(ff.linear2, cache.hidden, dy, grads.linear2);  // [n x d_ff]
+  MatrixOf<T> d_hidden =
+      linear_backward(ff.linear2, cache.hidden, dy, grads.linear2);  // [n x d_ff]
   // ReLU': 1 where its input was > 0. Where it was <= 0 the output was a constant 0.
   d_hidden = (cache.pre_activation.array() > T(0)).select(d_hidden, T(0));  // [n x d_ff]
-  return linear_backward(ff.linear1, x, d_hidden, grads.linear1);            // [n x d_model]
+  return linear_backward(ff.linear1, x, d_hidden, grads.linear1);           // [n x d_model]
 }
 
-#define ATTN_INSTANTIATE(T)                                                                  \
-  template MatrixOf<T> ffn_forward(const FeedForwardOf<T>&, const InView<T>&,                \
-                                   FeedForwardCacheOf<T>*);                                  \
-  template MatrixOf<T> ffn_backward(const FeedForwardOf<T>&, const InView<T>&,               \
-                                    const FeedForwardCacheOf<T>&, const InView<T>&,          \
+#define ATTN_INSTANTIATE(T)                                                         \
+  template MatrixOf<T> ffn_forward(const FeedForwardOf<T>&, const InView<T>&,       \
+                                   FeedForwardCacheOf<T>*);                         \
+  template MatrixOf<T> ffn_backward(const FeedForwardOf<T>&, const InView<T>&,      \
+                                    const FeedForwardCacheOf<T>&, const InView<T>&, \
                                     FeedForwardOf<T>&);
 ATTN_INSTANTIATE(float)
 ATTN_INSTANTIATE(double)

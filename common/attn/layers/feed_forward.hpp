@@ -13,8 +13,8 @@
 /// feed-forward network, as the paper writes FFN(x).
 #pragma once
 
-#include "attn/layers/linear.hpp"
 #include "attn/core/random.hpp"
+#include "attn/layers/linear.hpp"
 
 namespace attn {
 

@@ -70,7 +70,7 @@ MatrixOf<T> layer_norm_backward(const LayerNormOf<T>& norm, const InView<T>& x,
     return "grads are " + shape_str(grads.gamma) + " and " + shape_str(grads.beta) +
            ": start them from zeros_like(norm), [1 x " + std::to_string(d) + "] each";
   });
-  MatrixOf<T> dx(n, d);  // [n x d]
+  MatrixOf<T> dx(n, d);                                                 // [n x d]
   const Eigen::RowVectorXd gamma = norm.gamma.template cast<double>();  // [1 x d]
   Eigen::RowVectorXd xhat(d), dyr(d), g(d);                             // [1 x d] each
   for (Index r = 0; r < n; ++r) {
@@ -87,11 +87,11 @@ MatrixOf<T> layer_norm_backward(const LayerNormOf<T>& norm, const InView<T>& x,
   return dx;
 }
 
-#define ATTN_INSTANTIATE(T)                                                               \
-  template MatrixOf<T> layer_norm_forward(const LayerNormOf<T>&, const InView<T>&,        \
-                                          LayerNormCache*);                               \
-  template MatrixOf<T> layer_norm_backward(const LayerNormOf<T>&, const InView<T>&,       \
-                                           const LayerNormCache&, const InView<T>&,       \
+#define ATTN_INSTANTIATE(T)                                                         \
+  template MatrixOf<T> layer_norm_forward(const LayerNormOf<T>&, const InView<T>&,  \
+                                          LayerNormCache*);                         \
+  template MatrixOf<T> layer_norm_backward(const LayerNormOf<T>&, const InView<T>&, \
+                                           const LayerNormCache&, const InView<T>&, \
                                            LayerNormOf<T>&);
 ATTN_INSTANTIATE(float)
 ATTN_INSTANTIATE(double)

@@ -47,23 +47,22 @@ template <Real T>
 MatrixOf<T> linear_backward(const LinearOf<T>& layer, const InView<T>& x, const InView<T>& dy,
                             LinearOf<T>& grads) {
   check_linear(layer, "linear_backward");
-  require(x.cols() == layer.in_features() && dy.cols() == layer.out_features() &&
-              dy.rows() == x.rows(),
-          "linear_backward", [&] {
-            return "x is " + shape_str(x) + ", dy is " + shape_str(dy) + " and the weight is " +
-                   shape_str(layer.weight) + ": x must be [n x in] and dy [n x out]";
-          });
+  require(
+      x.cols() == layer.in_features() && dy.cols() == layer.out_features() && dy.rows() == x.rows(),
+      "linear_backward", [&] {
+        return "x is " + shape_str(x) + ", dy is " + shape_str(dy) + " and the weight is " +
+               shape_str(layer.weight) + ": x must be [n x in] and dy [n x out]";
+      });
   require(grads.weight.rows() == layer.weight.rows() &&
-              grads.weight.cols() == layer.weight.cols() &&
-              grads.bias.size() == layer.bias.size(),
+              grads.weight.cols() == layer.weight.cols() && grads.bias.size() == layer.bias.size(),
           "linear_backward", [&] {
             return "grads are " + shape_str(grads.weight) + " and " + shape_str(grads.bias) +
                    " but the layer is " + shape_str(layer.weight) + " and " +
                    shape_str(layer.bias) + ": start them from zeros_like(layer)";
           });
-  grads.weight.noalias() += dy.transpose() * x;                 // [out x in]
-  if (layer.has_bias()) grads.bias += dy.colwise().sum();       // [1 x out]
-  MatrixOf<T> dx(x.rows(), layer.in_features());                // [n x in]
+  grads.weight.noalias() += dy.transpose() * x;            // [out x in]
+  if (layer.has_bias()) grads.bias += dy.colwise().sum();  // [1 x out]
+  MatrixOf<T> dx(x.rows(), layer.in_features());           // [n x in]
   dx.noalias() = dy * layer.weight;
   return dx;
 }

@@ -1,9 +1,9 @@
 // multi_head.cpp: H heads as column blocks of three projections, one W_O.
 #include "attn/layers/multi_head.hpp"
 
-#include "attn/layers/parameters.hpp"
 #include "attn/core/threads.hpp"
 #include "attn/kernels/tiled_attention.hpp"
+#include "attn/layers/parameters.hpp"
 
 #include <cmath>
 #include <string>
@@ -24,15 +24,15 @@ bool fits_one_tile(Index n_q, Index n_k) {
 // a thread each: a parallel region costs microseconds, and the training chapter runs thousands
 // of multi-head calls on 8 tokens, each far cheaper than that.
 bool worth_threads(Index n_q, Index n_k, Index d_model) {
-  return 4.0 * static_cast<double>(n_q) * static_cast<double>(n_k) *
-             static_cast<double>(d_model) >= kThreadedFlops;
+  return 4.0 * static_cast<double>(n_q) * static_cast<double>(n_k) * static_cast<double>(d_model) >=
+         kThreadedFlops;
 }
 
 // The block of rows [first, first + count) of a PyTorch-layout weight, as its own Linear.
 Linear rows_of(const Matrix& weight, const RowVector& bias, Index first, Index count) {
   Linear l;
-  l.weight = weight.middleRows(first, count);                     // [count x in]
-  if (bias.size() != 0) l.bias = bias.segment(first, count);      // [1 x count]
+  l.weight = weight.middleRows(first, count);                 // [count x in]
+  if (bias.size() != 0) l.bias = bias.segment(first, count);  // [1 x count]
   return l;
 }
 
@@ -82,14 +82,13 @@ MultiHeadAttention multi_head_from_pytorch(const Matrix& in_proj_weight,
                                            const RowVector& out_proj_bias, Index heads) {
   const Index E = in_proj_weight.cols();
   require(in_proj_weight.rows() == 3 * E, "multi_head_from_pytorch", [&] {
-    return "in_proj_weight is " + shape_str(in_proj_weight) + ": it must be [3E x E] = " +
-           shape_str(3 * E, E) + " (W_Q, W_K, W_V stacked)";
+    return "in_proj_weight is " + shape_str(in_proj_weight) +
+           ": it must be [3E x E] = " + shape_str(3 * E, E) + " (W_Q, W_K, W_V stacked)";
   });
-  require(in_proj_bias.size() == 0 || in_proj_bias.size() == 3 * E, "multi_head_from_pytorch",
-          [&] {
-            return "in_proj_bias is " + shape_str(in_proj_bias) + ": it must be [1 x " +
-                   std::to_string(3 * E) + "] or empty";
-          });
+  require(in_proj_bias.size() == 0 || in_proj_bias.size() == 3 * E, "multi_head_from_pytorch", [&] {
+    return "in_proj_bias is " + shape_str(in_proj_bias) + ": it must be [1 x " +
+           std::to_string(3 * E) + "] or empty";
+  });
   MultiHeadAttention mha;
   mha.heads = heads;
   mha.q_proj = rows_of(in_proj_weight, in_proj_bias, 0, E);
@@ -116,9 +115,9 @@ RowVector in_proj_bias(const MultiHeadAttention& mha) {
 }
 
 template <Real T>
-MultiHeadResultOf<T> multi_head_forward(const MultiHeadAttentionOf<T>& mha,
-                                        const InView<T>& query, const InView<T>& key,
-                                        const InView<T>& value, const MultiHeadOptions& opts) {
+MultiHeadResultOf<T> multi_head_forward(const MultiHeadAttentionOf<T>& mha, const InView<T>& query,
+                                        const InView<T>& key, const InView<T>& value,
+                                        const MultiHeadOptions& opts) {
   check_multi_head(mha, "multi_head_forward");
   const Index E = mha.d_model(), H = mha.heads, d_k = mha.d_k();
   require(key.rows() == value.rows(), "multi_head_forward", [&] {
@@ -149,7 +148,7 @@ MultiHeadResultOf<T> multi_head_forward(const MultiHeadAttentionOf<T>& mha,
     // The tiled path: no [n_q x n_k] matrix at all. One head per thread when the heads are
     // worth a thread each; each head writes only its own columns, so the bytes do not depend
     // on the number of threads.
-    r.lse.resize(query.rows(), H);  // [n_q x H]
+    r.lse.resize(query.rows(), H);                         // [n_q x H]
     if (opts.allowed) r.allowed = opts.allowed->matrix();  // [n_q x n_k], for the backward
     const TiledAttentionOptions head_opts{.allowed = opts.allowed};
     const bool parallel = H > 1 && worth_threads(query.rows(), key.rows(), E);
@@ -180,13 +179,13 @@ MultiHeadInputGradsOf<T> multi_head_backward(const MultiHeadAttentionOf<T>& mha,
   const bool plain = !cache.weights.empty();
   require((plain ? cache.weights.size() == static_cast<std::size_t>(H)
                  : cache.lse.rows() == n_q && cache.lse.cols() == H) &&
-              cache.Q.rows() == n_q &&
-              cache.K.rows() == n_k && cache.concat.rows() == n_q && d_out.rows() == n_q &&
-              d_out.cols() == E && value.rows() == n_k,
+              cache.Q.rows() == n_q && cache.K.rows() == n_k && cache.concat.rows() == n_q &&
+              d_out.rows() == n_q && d_out.cols() == E && value.rows() == n_k,
           "multi_head_backward", [&] {
             return "query is " + shape_str(query) + ", key " + shape_str(key) + ", d_out " +
                    shape_str(d_out) + " and the cache holds Q " + shape_str(cache.Q) + " and " +
-                   std::to_string(cache.weights.size()) + " heads' weights: pass the result of "
+                   std::to_string(cache.weights.size()) +
+                   " heads' weights: pass the result of "
                    "the forward on these inputs, and d_out [n_q x d_model]";
           });
   // ---- back through the mixing of the heads -----------------------------------------------------
@@ -194,7 +193,7 @@ MultiHeadInputGradsOf<T> multi_head_backward(const MultiHeadAttentionOf<T>& mha,
       linear_backward(mha.out_proj, cache.concat, d_out, grads.out_proj);  // [n_q x E]
   // ---- each head's attention, into its own columns ----------------------------------------------
   MatrixOf<T> dQ(n_q, E), dK(n_k, E), dV(n_k, E);  // [n_q x E], [n_k x E], [n_k x E]
-  if (plain) {  // the plain path's cache: every head's weights
+  if (plain) {                                     // the plain path's cache: every head's weights
     for (Index h = 0; h < H; ++h) {
       attention_backward_into(cache.Q.middleCols(h * d_k, d_k), cache.K.middleCols(h * d_k, d_k),
                               cache.V.middleCols(h * d_k, d_k),
@@ -210,8 +209,8 @@ MultiHeadInputGradsOf<T> multi_head_backward(const MultiHeadAttentionOf<T>& mha,
     for (Index h = 0; h < H; ++h) {
       tiled_attention_backward_into(
           cache.Q.middleCols(h * d_k, d_k), cache.K.middleCols(h * d_k, d_k),
-          cache.V.middleCols(h * d_k, d_k), cache.concat.middleCols(h * d_k, d_k),
-          cache.lse.col(h), d_concat.middleCols(h * d_k, d_k), dQ.middleCols(h * d_k, d_k),
+          cache.V.middleCols(h * d_k, d_k), cache.concat.middleCols(h * d_k, d_k), cache.lse.col(h),
+          d_concat.middleCols(h * d_k, d_k), dQ.middleCols(h * d_k, d_k),
           dK.middleCols(h * d_k, d_k), dV.middleCols(h * d_k, d_k), head_opts);
     }
   }
@@ -221,13 +220,13 @@ MultiHeadInputGradsOf<T> multi_head_backward(const MultiHeadAttentionOf<T>& mha,
           linear_backward(mha.v_proj, value, dV, grads.v_proj)};  // [n_k x E]
 }
 
-#define ATTN_INSTANTIATE(T)                                                                   \
-  template void check_multi_head(const MultiHeadAttentionOf<T>&, const char*);                \
-  template MultiHeadResultOf<T> multi_head_forward(const MultiHeadAttentionOf<T>&,            \
-                                                   const InView<T>&, const InView<T>&,        \
+#define ATTN_INSTANTIATE(T)                                                                    \
+  template void check_multi_head(const MultiHeadAttentionOf<T>&, const char*);                 \
+  template MultiHeadResultOf<T> multi_head_forward(const MultiHeadAttentionOf<T>&,             \
+                                                   const InView<T>&, const InView<T>&,         \
                                                    const InView<T>&, const MultiHeadOptions&); \
-  template MultiHeadInputGradsOf<T> multi_head_backward(                                      \
-      const MultiHeadAttentionOf<T>&, const InView<T>&, const InView<T>&, const InView<T>&,   \
+  template MultiHeadInputGradsOf<T> multi_head_backward(                                       \
+      const MultiHeadAttentionOf<T>&, const InView<T>&, const InView<T>&, const InView<T>&,    \
       const MultiHeadResultOf<T>&, const InView<T>&, MultiHeadAttentionOf<T>&);
 ATTN_INSTANTIATE(float)
 ATTN_INSTANTIATE(double)

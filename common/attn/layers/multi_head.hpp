@@ -24,11 +24,11 @@
 /// the backward pass needs besides the inputs and the parameters.
 #pragma once
 
-#include "attn/ops/attention.hpp"
 #include "attn/core/batch.hpp"
-#include "attn/layers/linear.hpp"
-#include "attn/ops/masks.hpp"
 #include "attn/core/random.hpp"
+#include "attn/layers/linear.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/masks.hpp"
 
 #include <optional>
 #include <vector>
@@ -39,8 +39,9 @@ template <Real T>
 struct MultiHeadAttentionOf {
   using Scalar = T;
   Index heads = 1;
-  LinearOf<T> q_proj, k_proj, v_proj;  ///< each [d_model x d_model]; head h = rows [h d_k, (h+1) d_k)
-  LinearOf<T> out_proj;                ///< W_O [d_model x d_model], applied to the concatenation
+  LinearOf<T> q_proj, k_proj,
+      v_proj;            ///< each [d_model x d_model]; head h = rows [h d_k, (h+1) d_k)
+  LinearOf<T> out_proj;  ///< W_O [d_model x d_model], applied to the concatenation
 
   Index d_model() const { return q_proj.out_features(); }
   Index d_k() const { return d_model() / heads; }
@@ -112,8 +113,8 @@ struct MultiHeadResultOf {
   /// [n_q x n_k]: a copy of the mask, which the tiled backward needs to recompute the weights
   /// (1 byte an entry, a 32nd of 8 heads' weights); empty without a mask or with need_weights.
   AllowedMask allowed;
-  MatrixOf<T> concat;                ///< [n_q x d_model], head h in columns [h d_k, (h+1) d_k)
-  MatrixOf<T> out;                   ///< [n_q x d_model] = concat W_O^T + b_O
+  MatrixOf<T> concat;  ///< [n_q x d_model], head h in columns [h d_k, (h+1) d_k)
+  MatrixOf<T> out;     ///< [n_q x d_model] = concat W_O^T + b_O
 
   /// The mean of the heads' weights, [n_q x n_k]: what nn.MultiheadAttention returns with
   /// need_weights=True (average_attn_weights=True). Throws std::invalid_argument when the
@@ -131,9 +132,8 @@ using MultiHeadResultD = MultiHeadResultOf<double>;
 
 /// One sequence: query [n_q x d_model], key and value [n_k x d_model], opts.allowed [n_q x n_k].
 template <Real T>
-MultiHeadResultOf<T> multi_head_forward(const MultiHeadAttentionOf<T>& mha,
-                                        const InView<T>& query, const InView<T>& key,
-                                        const InView<T>& value,
+MultiHeadResultOf<T> multi_head_forward(const MultiHeadAttentionOf<T>& mha, const InView<T>& query,
+                                        const InView<T>& key, const InView<T>& value,
                                         const MultiHeadOptions& opts = {});
 
 /// dL/d(query), dL/d(key), dL/d(value) of one multi-head call. In self-attention the three are

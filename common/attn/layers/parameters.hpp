@@ -18,10 +18,10 @@
 /// does not care.
 #pragma once
 
+#include "attn/core/matrix.hpp"
 #include "attn/layers/feed_forward.hpp"
 #include "attn/layers/layer_norm.hpp"
 #include "attn/layers/linear.hpp"
-#include "attn/core/matrix.hpp"
 #include "attn/layers/multi_head.hpp"
 #include "attn/layers/rnn.hpp"
 #include "attn/layers/transformer.hpp"
@@ -36,13 +36,14 @@ namespace attn {
 
 /// Whether L is Layer<T> for some T, const or not: `IsA<const LinearOf<float>, LinearOf>`.
 template <typename L, template <Real> class Layer>
-concept IsA = requires { typename std::remove_const_t<L>::Scalar; } &&
-              std::same_as<std::remove_const_t<L>,
-                           Layer<typename std::remove_const_t<L>::Scalar>>;
+concept IsA = requires {
+  typename std::remove_const_t<L>::Scalar;
+}
+&&std::same_as<std::remove_const_t<L>, Layer<typename std::remove_const_t<L>::Scalar>>;
 
 /// nn.Linear: weight [out x in], then bias [out].
 template <typename L, typename F>
-  requires IsA<L, LinearOf>
+requires IsA<L, LinearOf>
 void for_each_parameter(L& layer, const std::string& prefix, F&& f) {
   f(prefix + "weight", layer.weight, Index{0});
   if (layer.has_bias()) f(prefix + "bias", layer.bias, Index{0});
@@ -50,7 +51,7 @@ void for_each_parameter(L& layer, const std::string& prefix, F&& f) {
 
 /// nn.RNN (one layer): weight_ih_l0 [H x I], weight_hh_l0 [H x H], bias_ih_l0 [H], bias_hh_l0 [H].
 template <typename L, typename F>
-  requires IsA<L, RnnCellOf>
+requires IsA<L, RnnCellOf>
 void for_each_parameter(L& cell, const std::string& prefix, F&& f) {
   f(prefix + "weight_ih_l0", cell.weight_ih, Index{0});
   f(prefix + "weight_hh_l0", cell.weight_hh, Index{0});
@@ -60,7 +61,7 @@ void for_each_parameter(L& cell, const std::string& prefix, F&& f) {
 
 /// nn.LayerNorm: weight (gamma) [d], then bias (beta) [d].
 template <typename L, typename F>
-  requires IsA<L, LayerNormOf>
+requires IsA<L, LayerNormOf>
 void for_each_parameter(L& norm, const std::string& prefix, F&& f) {
   f(prefix + "weight", norm.gamma, Index{0});
   f(prefix + "bias", norm.beta, Index{0});
@@ -69,7 +70,7 @@ void for_each_parameter(L& norm, const std::string& prefix, F&& f) {
 /// nn.MultiheadAttention: in_proj_weight (three blocks), in_proj_bias (three blocks),
 /// out_proj.weight, out_proj.bias.
 template <typename L, typename F>
-  requires IsA<L, MultiHeadAttentionOf>
+requires IsA<L, MultiHeadAttentionOf>
 void for_each_parameter(L& mha, const std::string& prefix, F&& f) {
   const Index E = mha.d_model();
   f(prefix + "in_proj_weight", mha.q_proj.weight, Index{0});
@@ -85,7 +86,7 @@ void for_each_parameter(L& mha, const std::string& prefix, F&& f) {
 
 /// The feed-forward network as a transformer layer names it: linear1.*, linear2.*.
 template <typename L, typename F>
-  requires IsA<L, FeedForwardOf>
+requires IsA<L, FeedForwardOf>
 void for_each_parameter(L& ff, const std::string& prefix, F&& f) {
   for_each_parameter(ff.linear1, prefix + "linear1.", f);
   for_each_parameter(ff.linear2, prefix + "linear2.", f);
@@ -93,7 +94,7 @@ void for_each_parameter(L& ff, const std::string& prefix, F&& f) {
 
 /// nn.TransformerEncoderLayer: self_attn.*, linear1.*, linear2.*, norm1.*, norm2.*.
 template <typename L, typename F>
-  requires IsA<L, EncoderLayerOf>
+requires IsA<L, EncoderLayerOf>
 void for_each_parameter(L& layer, const std::string& prefix, F&& f) {
   for_each_parameter(layer.self_attn, prefix + "self_attn.", f);
   for_each_parameter(layer.ff, prefix, f);
@@ -104,7 +105,7 @@ void for_each_parameter(L& layer, const std::string& prefix, F&& f) {
 /// nn.TransformerDecoderLayer: self_attn.*, multihead_attn.*, linear1.*, linear2.*, norm1.*
 /// to norm3.*.
 template <typename L, typename F>
-  requires IsA<L, DecoderLayerOf>
+requires IsA<L, DecoderLayerOf>
 void for_each_parameter(L& layer, const std::string& prefix, F&& f) {
   for_each_parameter(layer.self_attn, prefix + "self_attn.", f);
   for_each_parameter(layer.multihead_attn, prefix + "multihead_attn.", f);
@@ -121,8 +122,8 @@ template <typename T>
 struct Parameter {
   using Plain = MatrixOf<std::remove_const_t<T>>;
   using View = Eigen::Map<std::conditional_t<std::is_const_v<T>, const Plain, Plain>>;
-  std::string key;  ///< the state_dict key, "encoder.layers.0.self_attn.in_proj_weight"
-  View value;       ///< the block
+  std::string key;         ///< the state_dict key, "encoder.layers.0.self_attn.in_proj_weight"
+  View value;              ///< the block
   Index first = 0;         ///< its first row (a matrix) or element (a vector) within the key
   bool is_vector = false;  ///< 1-D in PyTorch (a bias, a LayerNorm's weight): value is [1 x n]
 
@@ -168,8 +169,10 @@ void check_grads_like(const L& layer, const L& grads, const char* where) {
   for_each_parameter(grads, "", [&](const std::string& key, const auto& t, Index) {
     const bool known = i < shapes.size() && shapes[i].first == key;
     require(known && shapes[i].second == std::pair{t.rows(), t.cols()}, where, [&] {
-      if (!known) return "the gradients hold " + key + " where the layer has none: start them "
-                         "from zeros_like(layer)";
+      if (!known)
+        return "the gradients hold " + key +
+               " where the layer has none: start them "
+               "from zeros_like(layer)";
       return "the gradient of " + key + " is " + shape_str(t.rows(), t.cols()) +
              " but the parameter is " + shape_str(shapes[i].second.first, shapes[i].second.second) +
              ": start the gradients from zeros_like(layer)";
@@ -185,7 +188,8 @@ void check_grads_like(const L& layer, const L& grads, const char* where) {
 template <typename L>
 Index parameter_count(const L& layer) {
   Index count = 0;
-  for_each_parameter(layer, "", [&](const std::string&, const auto& t, Index) { count += t.size(); });
+  for_each_parameter(layer, "",
+                     [&](const std::string&, const auto& t, Index) { count += t.size(); });
   return count;
 }
 
@@ -241,9 +245,8 @@ EncoderLayerOf<U> cast(const EncoderLayerOf<T>& l) {
 
 template <Real U, Real T>
 DecoderLayerOf<U> cast(const DecoderLayerOf<T>& l) {
-  return {cast<U>(l.self_attn), cast<U>(l.multihead_attn), cast<U>(l.ff),
-          cast<U>(l.norm1),     cast<U>(l.norm2),          cast<U>(l.norm3),
-          l.norm};
+  return {cast<U>(l.self_attn), cast<U>(l.multihead_attn), cast<U>(l.ff), cast<U>(l.norm1),
+          cast<U>(l.norm2),     cast<U>(l.norm3),          l.norm};
 }
 
 }  // namespace attn

@@ -48,11 +48,10 @@ MatrixD sinusoidal_encoding_d(Index positions, Index d_model) {
 }
 
 MatrixD sinusoidal_encoding_at(const std::vector<Index>& positions, Index d_model) {
-  require(d_model >= 1, "sinusoidal_encoding_at", [&] {
-    return "d_model must be >= 1, got " + std::to_string(d_model);
-  });
-  const VectorD omega = column_frequencies(d_model);                      // [d_model]
-  MatrixD pe(static_cast<Index>(positions.size()), d_model);              // [n x d_model]
+  require(d_model >= 1, "sinusoidal_encoding_at",
+          [&] { return "d_model must be >= 1, got " + std::to_string(d_model); });
+  const VectorD omega = column_frequencies(d_model);          // [d_model]
+  MatrixD pe(static_cast<Index>(positions.size()), d_model);  // [n x d_model]
   for (Index r = 0; r < pe.rows(); ++r) {
     encode_position(static_cast<double>(positions[static_cast<std::size_t>(r)]), omega, pe.row(r));
   }
@@ -64,9 +63,8 @@ Matrix sinusoidal_encoding(Index positions, Index d_model) {
 }
 
 VectorD sinusoidal_frequencies(Index d_model) {
-  require(d_model >= 1, "sinusoidal_frequencies", [&] {
-    return "d_model must be >= 1, got " + std::to_string(d_model);
-  });
+  require(d_model >= 1, "sinusoidal_frequencies",
+          [&] { return "d_model must be >= 1, got " + std::to_string(d_model); });
   VectorD omega((d_model + 1) / 2);  // [ceil(d_model / 2)]
   for (Index i = 0; i < omega.size(); ++i) omega(i) = column_frequency(2 * i, d_model);
   return omega;
@@ -77,13 +75,13 @@ MatrixD relative_rotation(Index k, Index d_model) {
     return "d_model must be even and >= 2 (sin/cos pairs), got " + std::to_string(d_model);
   });
   const MatrixD pe_k = sinusoidal_encoding_at({k}, d_model);  // PE(k) [1 x d_model]
-  MatrixD R = MatrixD::Zero(d_model, d_model);  // [d_model x d_model], block-diagonal
+  MatrixD R = MatrixD::Zero(d_model, d_model);                // [d_model x d_model], block-diagonal
   for (Index c = 0; c < d_model; c += 2) {
     const double sin_k = pe_k(0, c), cos_k = pe_k(0, c + 1);  // sin(omega_i k), cos(omega_i k)
     R(c, c) = cos_k;
-    R(c, c + 1) = sin_k;       // PE(pos+k, 2i)   = cos * PE(pos, 2i) + sin * PE(pos, 2i+1)
+    R(c, c + 1) = sin_k;  // PE(pos+k, 2i)   = cos * PE(pos, 2i) + sin * PE(pos, 2i+1)
     R(c + 1, c) = -sin_k;
-    R(c + 1, c + 1) = cos_k;   // PE(pos+k, 2i+1) = -sin * PE(pos, 2i) + cos * PE(pos, 2i+1)
+    R(c + 1, c + 1) = cos_k;  // PE(pos+k, 2i+1) = -sin * PE(pos, 2i) + cos * PE(pos, 2i+1)
   }
   return R;
 }

@@ -2,7 +2,8 @@
 /// The sinusoidal position vectors of "Attention Is All You Need" (chapter 07 explains them):
 ///
 ///     PE(pos, 2i)   = sin(omega_i pos)
-///     PE(pos, 2i+1) = cos(omega_i pos),    omega_i = 10000^(-2i / d_model),  i = 0 .. d_model/2 - 1
+///     PE(pos, 2i+1) = cos(omega_i pos),    omega_i = 10000^(-2i / d_model),  i = 0 .. d_model/2 -
+///     1
 ///
 /// Each pair of columns (2i, 2i+1) is a point on a circle turning at its own frequency, from
 /// one radian per position (i = 0) down to almost 1/10000 of that.

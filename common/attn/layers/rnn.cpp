@@ -65,21 +65,21 @@ void check_head(const Linear& head, Index hidden, std::string_view where) {
            ": b_y must be [1 x " + int_str(head.weight.rows()) + "]";
   });
   require(head.weight.cols() == hidden, where, [&] {
-    return "W_y is " + shape_str(head.weight) + " but the hidden state is [1 x " +
-           int_str(hidden) + "]: W_y must be [O x " + int_str(hidden) + "]";
+    return "W_y is " + shape_str(head.weight) + " but the hidden state is [1 x " + int_str(hidden) +
+           "]: W_y must be [O x " + int_str(hidden) + "]";
   });
 }
 
 // X [T x I], float or double.
 template <Real T, typename M>
-void check_sequence(const RnnCellOf<T>& cell, const M& X, std::string_view where, bool need_a_step) {
+void check_sequence(const RnnCellOf<T>& cell, const M& X, std::string_view where,
+                    bool need_a_step) {
   require(X.cols() == cell.input_size(), where, [&] {
     return "X is " + shape_str(X) + " but weight_ih is " + shape_str(cell.weight_ih) +
            ": X must be [T x " + int_str(cell.input_size()) + "]";
   });
-  require(!need_a_step || X.rows() >= 1, where, [&] {
-    return "X is " + shape_str(X) + ": the sequence needs at least one step";
-  });
+  require(!need_a_step || X.rows() >= 1, where,
+          [&] { return "X is " + shape_str(X) + ": the sequence needs at least one step"; });
 }
 
 template <Real T>
@@ -153,9 +153,9 @@ MatrixOf<T> rnn_forward(const RnnCellOf<T>& cell, const InView<T>& X) {
 }
 
 // Both precisions, as every layer (attn.hpp, "Two precisions").
-#define ATTN_INSTANTIATE_RNN(T)                                                                   \
-  template void check_cell(const RnnCellOf<T>&, std::string_view);                                \
-  template MatrixOf<T> rnn_forward(const RnnCellOf<T>&, const InView<T>&, const InView<T>&);       \
+#define ATTN_INSTANTIATE_RNN(T)                                                              \
+  template void check_cell(const RnnCellOf<T>&, std::string_view);                           \
+  template MatrixOf<T> rnn_forward(const RnnCellOf<T>&, const InView<T>&, const InView<T>&); \
   template MatrixOf<T> rnn_forward(const RnnCellOf<T>&, const InView<T>&);
 ATTN_INSTANTIATE_RNN(float)
 ATTN_INSTANTIATE_RNN(double)
@@ -168,24 +168,22 @@ Matrix softmax_output(const Linear& head, const Matrix& A) {
 
 // ---- The four shapes ----------------------------------------------------------------------------
 
-RnnRun many_to_one(const RnnCell& cell, const Linear& head, const Matrix& X,
-                   const RowVector& h0) {
+RnnRun many_to_one(const RnnCell& cell, const Linear& head, const Matrix& X, const RowVector& h0) {
   check_cell(cell, "many_to_one");
   check_sequence(cell, X, "many_to_one", true);
   check_head(head, cell.hidden_size(), "many_to_one");
   RnnRun run;
-  run.states = rnn_forward(cell, X, h0);                                // [T x H]
-  run.outputs = softmax_output(head, run.states.bottomRows(1));           // [1 x O]
+  run.states = rnn_forward(cell, X, h0);                         // [T x H]
+  run.outputs = softmax_output(head, run.states.bottomRows(1));  // [1 x O]
   return run;
 }
 
-RnnRun many_to_many(const RnnCell& cell, const Linear& head, const Matrix& X,
-                    const RowVector& h0) {
+RnnRun many_to_many(const RnnCell& cell, const Linear& head, const Matrix& X, const RowVector& h0) {
   check_cell(cell, "many_to_many");
   check_sequence(cell, X, "many_to_many", true);
   check_head(head, cell.hidden_size(), "many_to_many");
   RnnRun run;
-  run.states = rnn_forward(cell, X, h0);         // [T x H]
+  run.states = rnn_forward(cell, X, h0);           // [T x H]
   run.outputs = softmax_output(head, run.states);  // [T x O]
   return run;
 }
@@ -199,14 +197,13 @@ RnnRun one_to_many(const RnnCell& cell, const Linear& head, const RowVector& x1,
            ": each output is fed back as the next input, so O must equal I = " +
            int_str(cell.input_size());
   });
-  require(steps >= 1, "one_to_many", [&] {
-    return "steps is " + int_str(steps) + ": it must be at least 1";
-  });
+  require(steps >= 1, "one_to_many",
+          [&] { return "steps is " + int_str(steps) + ": it must be at least 1"; });
   RnnRun run;
-  run.states.resize(steps, cell.hidden_size());   // [N x H]
+  run.states.resize(steps, cell.hidden_size());    // [N x H]
   run.outputs.resize(steps, head.out_features());  // [N x O]
-  RowVector x = x1;  // [1 x I]
-  RowVector a = h0;  // [1 x H]
+  RowVector x = x1;                                // [1 x I]
+  RowVector a = h0;                                // [1 x H]
   for (Index t = 0; t < steps; ++t) {
     a = rnn_step(cell, x, a);
     run.states.row(t) = a;
@@ -223,15 +220,14 @@ RnnSeq2SeqRun rnn_seq2seq(const RnnCell& encoder, const RnnCell& decoder, const 
   check_sequence(encoder, X, "rnn_seq2seq", true);
   check_state(encoder, h0.rows(), h0.cols(), "rnn_seq2seq");
   require(decoder.hidden_size() == encoder.hidden_size(), "rnn_seq2seq", [&] {
-    return "the encoder's weight_hh is " + shape_str(encoder.weight_hh) +
-           " but the decoder's is " + shape_str(decoder.weight_hh) +
-           ": the context vector must fit the decoder's state";
+    return "the encoder's weight_hh is " + shape_str(encoder.weight_hh) + " but the decoder's is " +
+           shape_str(decoder.weight_hh) + ": the context vector must fit the decoder's state";
   });
   RnnSeq2SeqRun run;
   run.encoder_states = rnn_forward(encoder, X, h0);  // [N x H]
-  run.context = run.encoder_states.bottomRows(1);  // [1 x H]: all the decoder will see of X
-  const RnnRun dec = one_to_many(decoder, head, RowVector::Zero(decoder.input_size()),
-                                 run.context, out_steps);
+  run.context = run.encoder_states.bottomRows(1);    // [1 x H]: all the decoder will see of X
+  const RnnRun dec =
+      one_to_many(decoder, head, RowVector::Zero(decoder.input_size()), run.context, out_steps);
   run.decoder_states = dec.states;  // [M x H]
   run.outputs = dec.outputs;        // [M x O]
   return run;
@@ -243,9 +239,9 @@ std::vector<MatrixD> input_jacobians(const RnnCell& cell, const Matrix& X, const
   check_cell(cell, "input_jacobians");
   check_sequence(cell, X, "input_jacobians", true);
   check_state(cell, h0.rows(), h0.cols(), "input_jacobians");
-  const RnnCellD celld = cast<double>(cell);                                // exact widening
-  const MatrixD& W_ih = celld.weight_ih;                                     // [H x I]
-  const MatrixD& W_hh = celld.weight_hh;                                     // [H x H]
+  const RnnCellD celld = cast<double>(cell);                                  // exact widening
+  const MatrixD& W_ih = celld.weight_ih;                                      // [H x I]
+  const MatrixD& W_hh = celld.weight_hh;                                      // [H x H]
   const MatrixD A = rnn_forward(celld, X.cast<double>(), h0.cast<double>());  // [T x H]
 
   // tanh'(z) = 1 - tanh(z)^2 = 1 - a^2, so the step's local derivative needs only a<t>.
@@ -256,20 +252,19 @@ std::vector<MatrixD> input_jacobians(const RnnCell& cell, const Matrix& X, const
   J.reserve(static_cast<std::size_t>(X.rows()));
   J.push_back(dtanh(0).asDiagonal() * W_ih);  // d a<1> / d x<1> [H x I]
   for (Index t = 1; t < X.rows(); ++t) {
-    const MatrixD through = W_hh * J.back();     // [H x I]
+    const MatrixD through = W_hh * J.back();       // [H x I]
     J.push_back(dtanh(t).asDiagonal() * through);  // d a<t+1> / d x<1> [H x I]
   }
   return J;
 }
 
-MatrixD input_jacobian_central_difference(const RnnCell& cell, const Matrix& X,
-                                          const RowVector& h0, double eps) {
+MatrixD input_jacobian_central_difference(const RnnCell& cell, const Matrix& X, const RowVector& h0,
+                                          double eps) {
   check_cell(cell, "input_jacobian_central_difference");
   check_sequence(cell, X, "input_jacobian_central_difference", true);
   check_state(cell, h0.rows(), h0.cols(), "input_jacobian_central_difference");
-  require(eps > 0.0, "input_jacobian_central_difference", [&] {
-    return "eps is " + std::to_string(eps) + ": it must be positive";
-  });
+  require(eps > 0.0, "input_jacobian_central_difference",
+          [&] { return "eps is " + std::to_string(eps) + ": it must be positive"; });
   const RnnCellD celld = cast<double>(cell);  // exact widening
   const MatrixD Xd = X.cast<double>();        // [T x I]
   const RowVectorD h0d = h0.cast<double>();   // [1 x H]
@@ -287,9 +282,8 @@ MatrixD input_jacobian_central_difference(const RnnCell& cell, const Matrix& X,
 }
 
 double spectral_radius(const Matrix& W) {
-  require(W.rows() == W.cols() && W.rows() >= 1, "spectral_radius", [&] {
-    return "W is " + shape_str(W) + ": it must be square and not empty";
-  });
+  require(W.rows() == W.cols() && W.rows() >= 1, "spectral_radius",
+          [&] { return "W is " + shape_str(W) + ": it must be square and not empty"; });
   // Widened exactly to double, in the column-major layout EigenSolver works in.
   const Eigen::MatrixXd A = W.cast<double>();
   return Eigen::EigenSolver<Eigen::MatrixXd>(A, false).eigenvalues().cwiseAbs().maxCoeff();

@@ -117,8 +117,8 @@ std::vector<MatrixD> input_jacobians(const RnnCell& cell, const Matrix& X, const
 /// error is ~eps^2/6 |a'''| and the rounding error ~1e-16/eps; eps = 1e-4 balances them to
 /// ~1e-9 for a short sequence. A long one defeats the method: once d a<T> / d x<1> falls below
 /// ~1e-12 the difference quotient is rounding noise (the vanishing this chapter measures).
-MatrixD input_jacobian_central_difference(const RnnCell& cell, const Matrix& X,
-                                          const RowVector& h0, double eps = 1e-4);
+MatrixD input_jacobian_central_difference(const RnnCell& cell, const Matrix& X, const RowVector& h0,
+                                          double eps = 1e-4);
 
 /// The spectral radius of a square W [H x H], its largest |eigenvalue|, in double. For W_hh it
 /// says what the recurrence does to a direction step after step: above 1 some direction grows,

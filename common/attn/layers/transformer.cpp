@@ -79,9 +79,9 @@ MatrixOf<T> self_attention_backward(const MultiHeadAttentionOf<T>& mha, const Ma
 
 // Multi-head attention as a sub-layer: its output, and all it computed into `cache` if given.
 template <Real T>
-MatrixOf<T> attend(const MultiHeadAttentionOf<T>& mha, const MatrixOf<T>& q,
-                   const ViewOf<T>& kv, const std::optional<MaskView>& allowed,
-                   bool need_weights, MultiHeadResultOf<T>* cache) {
+MatrixOf<T> attend(const MultiHeadAttentionOf<T>& mha, const MatrixOf<T>& q, const ViewOf<T>& kv,
+                   const std::optional<MaskView>& allowed, bool need_weights,
+                   MultiHeadResultOf<T>* cache) {
   MultiHeadResultOf<T> r =
       multi_head_forward(mha, q, kv, kv, {.allowed = allowed, .need_weights = need_weights});
   if (!cache) return std::move(r.out);
@@ -137,8 +137,7 @@ DecoderLayer decoder_layer_init(Rng& rng, Index d_model, Index heads, Index d_ff
 
 template <Real T>
 MatrixOf<T> encoder_layer_forward(const EncoderLayerOf<T>& layer, const InView<T>& x,
-                                  const EncoderLayerOptions& opts,
-                                  EncoderLayerCacheOf<T>* cache) {
+                                  const EncoderLayerOptions& opts, EncoderLayerCacheOf<T>* cache) {
   const MatrixOf<T> in = x;  // [n x d_model]
   // ---- self-attention, then Add & Norm ----------------------------------------------------------
   const MatrixOf<T> h = residual(
@@ -263,19 +262,18 @@ DecoderLayerInputGradsOf<T> decoder_layer_backward(const DecoderLayerOf<T>& laye
   return result;
 }
 
-#define ATTN_INSTANTIATE(T)                                                                     \
-  template MatrixOf<T> encoder_layer_forward(const EncoderLayerOf<T>&, const InView<T>&,        \
-                                             const EncoderLayerOptions&,                        \
-                                             EncoderLayerCacheOf<T>*);                          \
-  template MatrixOf<T> decoder_layer_forward(const DecoderLayerOf<T>&, const InView<T>&,        \
-                                             const InView<T>&, const DecoderLayerOptions&,      \
-                                             DecoderLayerCacheOf<T>*);                          \
-  template MatrixOf<T> encoder_layer_backward(const EncoderLayerOf<T>&,                         \
-                                              const EncoderLayerCacheOf<T>&, const InView<T>&,  \
-                                              EncoderLayerOf<T>&);                              \
-  template DecoderLayerInputGradsOf<T> decoder_layer_backward(                                  \
-      const DecoderLayerOf<T>&, const InView<T>&, const DecoderLayerCacheOf<T>&,                \
-      const InView<T>&, DecoderLayerOf<T>&);
+#define ATTN_INSTANTIATE(T)                                                                        \
+  template MatrixOf<T> encoder_layer_forward(const EncoderLayerOf<T>&, const InView<T>&,           \
+                                             const EncoderLayerOptions&, EncoderLayerCacheOf<T>*); \
+  template MatrixOf<T> decoder_layer_forward(const DecoderLayerOf<T>&, const InView<T>&,           \
+                                             const InView<T>&, const DecoderLayerOptions&,         \
+                                             DecoderLayerCacheOf<T>*);                             \
+  template MatrixOf<T> encoder_layer_backward(const EncoderLayerOf<T>&,                            \
+                                              const EncoderLayerCacheOf<T>&, const InView<T>&,     \
+                                              EncoderLayerOf<T>&);                                 \
+  template DecoderLayerInputGradsOf<T> decoder_layer_backward(                                     \
+      const DecoderLayerOf<T>&, const InView<T>&, const DecoderLayerCacheOf<T>&, const InView<T>&, \
+      DecoderLayerOf<T>&);
 ATTN_INSTANTIATE(float)
 ATTN_INSTANTIATE(double)
 #undef ATTN_INSTANTIATE
@@ -299,8 +297,8 @@ Batch encoder_forward(const std::vector<EncoderLayer>& layers, const Batch& x,
   return out;
 }
 
-Batch decoder_forward(const std::vector<DecoderLayer>& layers, const Batch& x,
-                      const Batch& memory, const DecoderOptions& opts, DecoderCache* cache) {
+Batch decoder_forward(const std::vector<DecoderLayer>& layers, const Batch& x, const Batch& memory,
+                      const DecoderOptions& opts, DecoderCache* cache) {
   require(memory.batch() == x.batch(), "decoder_forward", [&] {
     return "x is " + x.shape_str() + " but memory is " + memory.shape_str() +
            ": the batch sizes (first dimension) must agree";

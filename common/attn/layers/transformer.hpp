@@ -25,13 +25,13 @@
 /// encoder_layer_backward and decoder_layer_backward read them.
 #pragma once
 
-#include "attn/ops/attention.hpp"
 #include "attn/core/batch.hpp"
+#include "attn/core/matrix.hpp"
+#include "attn/core/random.hpp"
 #include "attn/layers/feed_forward.hpp"
 #include "attn/layers/layer_norm.hpp"
-#include "attn/core/matrix.hpp"
 #include "attn/layers/multi_head.hpp"
-#include "attn/core/random.hpp"
+#include "attn/ops/attention.hpp"
 
 #include <cstddef>
 #include <limits>
@@ -60,8 +60,9 @@ using EncoderLayerD = EncoderLayerOf<double>;
 template <Real T>
 struct DecoderLayerOf {
   using Scalar = T;
-  MultiHeadAttentionOf<T> self_attn;       ///< over the target, causal
-  MultiHeadAttentionOf<T> multihead_attn;  ///< cross-attention: Q from the target, K and V from memory
+  MultiHeadAttentionOf<T> self_attn;  ///< over the target, causal
+  MultiHeadAttentionOf<T>
+      multihead_attn;  ///< cross-attention: Q from the target, K and V from memory
   FeedForwardOf<T> ff;
   LayerNormOf<T> norm1, norm2, norm3;
   NormPlacement norm = NormPlacement::post;
@@ -101,7 +102,7 @@ struct EncoderLayerCacheOf {
   SublayerCacheOf<T> sublayer1;
   MultiHeadResultOf<T> self_attn;  ///< inside sublayer1: Q, K, V, per-head weights, concat, out
   SublayerCacheOf<T> sublayer2;
-  FeedForwardCacheOf<T> ff;        ///< inside sublayer2
+  FeedForwardCacheOf<T> ff;  ///< inside sublayer2
 };
 using EncoderLayerCache = EncoderLayerCacheOf<float>;
 
@@ -110,11 +111,12 @@ using EncoderLayerCache = EncoderLayerCacheOf<float>;
 template <Real T>
 struct DecoderLayerCacheOf {
   SublayerCacheOf<T> sublayer1;
-  MultiHeadResultOf<T> self_attn;       ///< inside sublayer1
+  MultiHeadResultOf<T> self_attn;  ///< inside sublayer1
   SublayerCacheOf<T> sublayer2;
-  MultiHeadResultOf<T> multihead_attn;  ///< inside sublayer2: Q from the target, K and V from memory
+  MultiHeadResultOf<T>
+      multihead_attn;  ///< inside sublayer2: Q from the target, K and V from memory
   SublayerCacheOf<T> sublayer3;
-  FeedForwardCacheOf<T> ff;             ///< inside sublayer3
+  FeedForwardCacheOf<T> ff;  ///< inside sublayer3
 };
 using DecoderLayerCache = DecoderLayerCacheOf<float>;
 
@@ -266,8 +268,7 @@ struct DecoderOptions {
 Batch encoder_forward(const std::vector<EncoderLayer>& layers, const Batch& x,
                       const EncoderOptions& opts = {}, EncoderCache* cache = nullptr);
 /// x [B, n_t, d_model] (target), memory [B, n_s, d_model] -> [B, n_t, d_model].
-Batch decoder_forward(const std::vector<DecoderLayer>& layers, const Batch& x,
-                      const Batch& memory, const DecoderOptions& opts = {},
-                      DecoderCache* cache = nullptr);
+Batch decoder_forward(const std::vector<DecoderLayer>& layers, const Batch& x, const Batch& memory,
+                      const DecoderOptions& opts = {}, DecoderCache* cache = nullptr);
 
 }  // namespace attn

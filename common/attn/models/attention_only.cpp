@@ -2,8 +2,8 @@
 #include "attn/models/attention_only.hpp"
 
 #include "attn/layers/embedding.hpp"
-#include "attn/ops/masks.hpp"
 #include "attn/models/detail/batched_loss.hpp"
+#include "attn/ops/masks.hpp"
 
 #include <cmath>
 #include <string>
@@ -25,14 +25,13 @@ AttentionOnly attention_only_init(Rng& rng, const AttentionOnlyConfig& c) {
   check_head_sizes(c.d_model, c.heads, "attention_only_init");
   require_at_least_one(c.layers, "attention_only_init", "layers");
   require_at_least_one(c.context, "attention_only_init", "context");
-  const double std_dev =
-      c.embedding_std.value_or(1.0 / std::sqrt(static_cast<double>(c.d_model)));
+  const double std_dev = c.embedding_std.value_or(1.0 / std::sqrt(static_cast<double>(c.d_model)));
   require(std::isfinite(std_dev) && std_dev > 0.0, "attention_only_init", [&] {
     return "embedding_std is " + std::to_string(std_dev) + ": it must be finite and > 0";
   });
   AttentionOnly m;
   m.tok_embed = random_normal(rng, c.vocab, c.d_model, 0.0, std_dev);  // [V x E]
-  m.pos_embed = random_normal(rng, c.context, c.d_model);            // [T x E], N(0, 1)
+  m.pos_embed = random_normal(rng, c.context, c.d_model);              // [T x E], N(0, 1)
   for (Index l = 0; l < c.layers; ++l) {
     m.layers.push_back({layer_norm_init(c.d_model), multi_head_init(rng, c.d_model, c.heads)});
   }
@@ -46,8 +45,8 @@ MatrixOf<T> attention_only_forward(const AttentionOnlyOf<T>& model, std::span<co
                                    AttentionOnlyCacheOf<T>* cache, NeedWeights need) {
   const auto n = static_cast<Index>(ids.size());
   require(n >= 1 && n <= model.context(), "attention_only_forward", [&] {
-    return "the sequence has " + std::to_string(n) + " tokens: it must have 1 to " + std::to_string(model.context()) +
-           " (the context T, pos_embed's rows)";
+    return "the sequence has " + std::to_string(n) + " tokens: it must have 1 to " +
+           std::to_string(model.context()) + " (the context T, pos_embed's rows)";
   });
   require(model.pos_embed.cols() == model.d_model(), "attention_only_forward", [&] {
     return "pos_embed is " + shape_str(model.pos_embed) + " but tok_embed is " +
@@ -57,8 +56,8 @@ MatrixOf<T> attention_only_forward(const AttentionOnlyOf<T>& model, std::span<co
   for (Index i = 0; i < n; ++i) {
     const int id = ids[static_cast<std::size_t>(i)];
     require(id >= 0 && id < model.vocab(), "attention_only_forward", [&] {
-      return "ids[" + std::to_string(i) + "] = " + std::to_string(id) + " is outside the vocabulary [0, " +
-             std::to_string(model.vocab()) + ")";
+      return "ids[" + std::to_string(i) + "] = " + std::to_string(id) +
+             " is outside the vocabulary [0, " + std::to_string(model.vocab()) + ")";
     });
   }
   AttentionOnlyCacheOf<T> local;
@@ -74,16 +73,16 @@ MatrixOf<T> attention_only_forward(const AttentionOnlyOf<T>& model, std::span<co
   for (std::size_t l = 0; l < model.layers.size(); ++l) {
     const AttentionOnlyLayerOf<T>& layer = model.layers[l];
     AttentionOnlyLayerCacheOf<T>& lc = c.layers[l];
-    lc.x = x;                                                  // [n x E]
+    lc.x = x;                                                    // [n x E]
     lc.normed = layer_norm_forward(layer.norm, lc.x, &lc.norm);  // [n x E]
     lc.attn = multi_head_forward(layer.attn, lc.normed, lc.normed, lc.normed,
                                  {.allowed = causal, .need_weights = need == NeedWeights::yes});
     x += lc.attn.out;  // the residual: x + MHA(LN(x))
   }
   // ---- the final norm and the unembedding -------------------------------------------------------
-  c.norm_in = std::move(x);                                           // [n x E]
-  c.normed = layer_norm_forward(model.norm, c.norm_in, &c.norm);      // [n x E]
-  c.logits = linear_forward(model.unembed, c.normed);                 // [n x V]
+  c.norm_in = std::move(x);                                       // [n x E]
+  c.normed = layer_norm_forward(model.norm, c.norm_in, &c.norm);  // [n x E]
+  c.logits = linear_forward(model.unembed, c.normed);             // [n x V]
   return c.logits;
 }
 
@@ -92,17 +91,17 @@ void attention_only_backward(const AttentionOnlyOf<T>& model, std::span<const in
                              const AttentionOnlyCacheOf<T>& c, const InView<T>& d_logits,
                              AttentionOnlyOf<T>& grads) {
   const auto n = static_cast<Index>(ids.size());
-  require(d_logits.rows() == n && d_logits.cols() == model.vocab() && c.normed.rows() == n &&
-              c.layers.size() == model.layers.size() &&
-              grads.layers.size() == model.layers.size() &&
-              grads.pos_embed.rows() == model.context() &&
-              grads.pos_embed.cols() == model.d_model(),
-          "attention_only_backward", [&] {
-            return "d_logits is " + shape_str(d_logits) + " for " + std::to_string(n) +
-                   " tokens and a cache of " + std::to_string(c.normed.rows()) + " tokens and " +
-                   std::to_string(c.layers.size()) + " layers: pass the cache of this "
-                   "sequence's forward, d_logits [n x V] and grads = zeros_like(model)";
-          });
+  require(
+      d_logits.rows() == n && d_logits.cols() == model.vocab() && c.normed.rows() == n &&
+          c.layers.size() == model.layers.size() && grads.layers.size() == model.layers.size() &&
+          grads.pos_embed.rows() == model.context() && grads.pos_embed.cols() == model.d_model(),
+      "attention_only_backward", [&] {
+        return "d_logits is " + shape_str(d_logits) + " for " + std::to_string(n) +
+               " tokens and a cache of " + std::to_string(c.normed.rows()) + " tokens and " +
+               std::to_string(c.layers.size()) +
+               " layers: pass the cache of this "
+               "sequence's forward, d_logits [n x V] and grads = zeros_like(model)";
+      });
   // ---- logits = LN_final(x) W^T + b -------------------------------------------------------------
   MatrixOf<T> d_x = linear_backward(model.unembed, c.normed, d_logits, grads.unembed);  // [n x E]
   d_x = layer_norm_backward(model.norm, c.norm_in, c.norm, d_x, grads.norm);
@@ -132,15 +131,14 @@ AttentionOnlyStepOf<T> attention_only_loss(const AttentionOnlyOf<T>& model,
                                            bool keep_logits, int threads) {
   const Index B = batch.inputs.rows(), n = batch.inputs.cols();
   require(batch.targets.rows() == B && batch.targets.cols() == n, "attention_only_loss", [&] {
-    return "inputs are " + shape_str(batch.inputs) + " and targets " +
-           shape_str(batch.targets) + ": one target per input token, [B x n] both";
+    return "inputs are " + shape_str(batch.inputs) + " and targets " + shape_str(batch.targets) +
+           ": one target per input token, [B x n] both";
   });
   if (grads) check_grads_like(model, *grads, "attention_only_loss");
   detail::check_threads(threads, "attention_only_loss");
   AttentionOnlyStepOf<T> step;
   step.count = (batch.targets.array() != batch.ignore_id).count();
-  const CrossEntropyOptions loss_opts{.ignore_index = batch.ignore_id,
-                                      .reduction = Reduction::sum};
+  const CrossEntropyOptions loss_opts{.ignore_index = batch.ignore_id, .reduction = Reduction::sum};
   const auto row = [n](const TokenIds& ids, Index b) {
     return std::span<const int>(ids.row(b).data(), static_cast<std::size_t>(n));
   };
@@ -148,7 +146,7 @@ AttentionOnlyStepOf<T> attention_only_loss(const AttentionOnlyOf<T>& model,
       model, grads, B, B * n, loss_opts, keep_logits, threads, step,
       [&](Index b, AttentionOnlyCacheOf<T>& cache) {
         return std::pair(attention_only_forward(model, row(batch.inputs, b), &cache),  // [n x V]
-                         row(batch.targets, b));                                      // [n]
+                         row(batch.targets, b));                                       // [n]
       },
       [&](Index b, const AttentionOnlyCacheOf<T>& cache, const MatrixOf<T>& d_logits,
           AttentionOnlyOf<T>& shard_grads) {
@@ -157,14 +155,14 @@ AttentionOnlyStepOf<T> attention_only_loss(const AttentionOnlyOf<T>& model,
   return step;
 }
 
-#define ATTN_INSTANTIATE(T)                                                                     \
-  template MatrixOf<T> attention_only_forward(const AttentionOnlyOf<T>&, std::span<const int>,  \
-                                              AttentionOnlyCacheOf<T>*, NeedWeights);           \
-  template void attention_only_backward(const AttentionOnlyOf<T>&, std::span<const int>,        \
-                                        const AttentionOnlyCacheOf<T>&, const InView<T>&,       \
-                                        AttentionOnlyOf<T>&);                                   \
-  template AttentionOnlyStepOf<T> attention_only_loss(                                          \
-      const AttentionOnlyOf<T>&, const AttentionOnlyBatch&,                                     \
+#define ATTN_INSTANTIATE(T)                                                                    \
+  template MatrixOf<T> attention_only_forward(const AttentionOnlyOf<T>&, std::span<const int>, \
+                                              AttentionOnlyCacheOf<T>*, NeedWeights);          \
+  template void attention_only_backward(const AttentionOnlyOf<T>&, std::span<const int>,       \
+                                        const AttentionOnlyCacheOf<T>&, const InView<T>&,      \
+                                        AttentionOnlyOf<T>&);                                  \
+  template AttentionOnlyStepOf<T> attention_only_loss(                                         \
+      const AttentionOnlyOf<T>&, const AttentionOnlyBatch&,                                    \
       std::type_identity_t<AttentionOnlyOf<T>>*, bool, int);
 ATTN_INSTANTIATE(float)
 ATTN_INSTANTIATE(double)

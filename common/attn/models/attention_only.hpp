@@ -52,13 +52,13 @@
 /// 1 / (the batch's count).
 #pragma once
 
+#include "attn/core/matrix.hpp"
+#include "attn/core/random.hpp"
 #include "attn/layers/layer_norm.hpp"
 #include "attn/layers/linear.hpp"
-#include "attn/ops/loss.hpp"
-#include "attn/core/matrix.hpp"
 #include "attn/layers/multi_head.hpp"
 #include "attn/layers/parameters.hpp"
-#include "attn/core/random.hpp"
+#include "attn/ops/loss.hpp"
 
 #include <optional>
 #include <span>
@@ -84,7 +84,7 @@ struct AttentionOnlyConfig {
 template <Real T>
 struct AttentionOnlyLayerOf {
   using Scalar = T;
-  LayerNormOf<T> norm;          ///< layers.N.norm: gamma, beta [1 x E]
+  LayerNormOf<T> norm;           ///< layers.N.norm: gamma, beta [1 x E]
   MultiHeadAttentionOf<T> attn;  ///< layers.N.attn: four [E x E] projections with biases
 };
 
@@ -162,9 +162,9 @@ struct AttentionOnlyBatch {
 /// What one training step's forward and backward computed.
 template <Real T>
 struct AttentionOnlyStepOf {
-  T loss = 0;        ///< the mean cross-entropy over the batch's counted targets (0 if none)
-  Index count = 0;   ///< the counted targets (not ignore_id)
-  Index correct = 0; ///< of those, how many the argmax of the logits predicts
+  T loss = 0;         ///< the mean cross-entropy over the batch's counted targets (0 if none)
+  Index count = 0;    ///< the counted targets (not ignore_id)
+  Index correct = 0;  ///< of those, how many the argmax of the logits predicts
   std::vector<MatrixOf<T>> logits;  ///< per sequence [n x V], when asked for
 };
 using AttentionOnlyStep = AttentionOnlyStepOf<float>;
@@ -185,7 +185,7 @@ AttentionOnlyStepOf<T> attention_only_loss(const AttentionOnlyOf<T>& model,
 
 /// One layer: norm.weight, norm.bias, then attn.* as nn.MultiheadAttention names them.
 template <typename L, typename F>
-  requires IsA<L, AttentionOnlyLayerOf>
+requires IsA<L, AttentionOnlyLayerOf>
 void for_each_parameter(L& layer, const std::string& prefix, F&& f) {
   for_each_parameter(layer.norm, prefix + "norm.", f);
   for_each_parameter(layer.attn, prefix + "attn.", f);
@@ -194,7 +194,7 @@ void for_each_parameter(L& layer, const std::string& prefix, F&& f) {
 /// Every parameter in PyTorch's named_parameters() order: the model's own pos_embed first,
 /// then its submodules in registration order (the file comment).
 template <typename L, typename F>
-  requires IsA<L, AttentionOnlyOf>
+requires IsA<L, AttentionOnlyOf>
 void for_each_parameter(L& model, const std::string& prefix, F&& f) {
   f(prefix + "pos_embed", model.pos_embed, Index{0});
   f(prefix + "tok_embed.weight", model.tok_embed, Index{0});

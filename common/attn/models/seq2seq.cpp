@@ -49,7 +49,8 @@ MatrixOf<T> embed_sequence(const Seq2SeqOf<T>& model, const MatrixOf<T>& table,
 
 Seq2Seq seq2seq_init(Rng& rng, const Seq2SeqConfig& c) {
   require(c.vocab >= 2, "seq2seq_init", [&] {
-    return "vocab is " + std::to_string(c.vocab) + ": it must be at least 2 (padding and one token)";
+    return "vocab is " + std::to_string(c.vocab) +
+           ": it must be at least 2 (padding and one token)";
   });
   check_head_sizes(c.d_model, c.heads, "seq2seq_init");
   require_at_least_one(c.d_ff, "seq2seq_init", "d_ff");
@@ -136,8 +137,8 @@ void seq2seq_backward(const Seq2SeqOf<T>& model, std::span<const int> src,
                       std::span<const int> tgt_in, const Seq2SeqCacheOf<T>& c,
                       const InView<T>& d_logits, Seq2SeqOf<T>& grads) {
   const auto n_s = static_cast<Index>(src.size()), n_t = static_cast<Index>(tgt_in.size());
-  require(d_logits.rows() == n_t && d_logits.cols() == model.vocab() &&
-              c.memory.rows() == n_s && c.decoder_out.rows() == n_t,
+  require(d_logits.rows() == n_t && d_logits.cols() == model.vocab() && c.memory.rows() == n_s &&
+              c.decoder_out.rows() == n_t,
           "seq2seq_backward", [&] {
             return "d_logits is " + shape_str(d_logits) + " for " + std::to_string(n_t) +
                    " target tokens and a cache of " + std::to_string(c.decoder_out.rows()) +
@@ -180,9 +181,8 @@ void seq2seq_backward(const Seq2SeqOf<T>& model, std::span<const int> src,
 
 template <Real T>
 Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>& model, const Seq2SeqBatch& batch,
-                              double label_smoothing,
-                              std::type_identity_t<Seq2SeqOf<T>>* grads, bool keep_logits,
-                              int threads) {
+                              double label_smoothing, std::type_identity_t<Seq2SeqOf<T>>* grads,
+                              bool keep_logits, int threads) {
   const Index B = batch.src.rows();
   require(batch.tgt_in.rows() == B && batch.tgt_out.rows() == B &&
               batch.tgt_out.cols() == batch.tgt_in.cols(),
@@ -220,7 +220,8 @@ Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>& model, const Seq2SeqBatch& bat
 TokenIds seq2seq_greedy(const Seq2Seq& model, const TokenIds& src, int bos, Index steps,
                         int threads) {
   require(steps >= 1 && steps <= model.max_len(), "seq2seq_greedy", [&] {
-    return "steps is " + std::to_string(steps) + ": it must be 1 to " + std::to_string(model.max_len()) +
+    return "steps is " + std::to_string(steps) + ": it must be 1 to " +
+           std::to_string(model.max_len()) +
            " (max_len: the last step reads bos and steps - 1 decoded tokens)";
   });
   require(bos >= 0 && bos < model.vocab(), "seq2seq_greedy", [&] {
@@ -247,13 +248,12 @@ TokenIds seq2seq_greedy(const Seq2Seq& model, const TokenIds& src, int bos, Inde
   return out;
 }
 
-#define ATTN_INSTANTIATE(T)                                                                    \
-  template MatrixOf<T> seq2seq_forward(const Seq2SeqOf<T>&, std::span<const int>,              \
-                                       std::span<const int>, Seq2SeqCacheOf<T>*, NeedWeights); \
-  template void seq2seq_backward(const Seq2SeqOf<T>&, std::span<const int>,                    \
-                                 std::span<const int>, const Seq2SeqCacheOf<T>&,               \
-                                 const InView<T>&, Seq2SeqOf<T>&);                             \
-  template Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>&, const Seq2SeqBatch&, double,     \
+#define ATTN_INSTANTIATE(T)                                                                       \
+  template MatrixOf<T> seq2seq_forward(const Seq2SeqOf<T>&, std::span<const int>,                 \
+                                       std::span<const int>, Seq2SeqCacheOf<T>*, NeedWeights);    \
+  template void seq2seq_backward(const Seq2SeqOf<T>&, std::span<const int>, std::span<const int>, \
+                                 const Seq2SeqCacheOf<T>&, const InView<T>&, Seq2SeqOf<T>&);      \
+  template Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>&, const Seq2SeqBatch&, double,        \
                                          std::type_identity_t<Seq2SeqOf<T>>*, bool, int);
 ATTN_INSTANTIATE(float)
 ATTN_INSTANTIATE(double)

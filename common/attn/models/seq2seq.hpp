@@ -19,8 +19,8 @@
 ///
 /// Parameter names follow the PyTorch module scripts/fixtures/train_step.py builds (src_embed,
 /// tgt_embed, encoder.layers.N.*, encoder.norm, decoder.layers.N.*, decoder.norm, generator),
-/// so a checkpoint is a state_dict and tests/attn/models/test_seq2seq.cpp compares one training step with
-/// PyTorch's, gradient by gradient.
+/// so a checkpoint is a state_dict and tests/attn/models/test_seq2seq.cpp compares one training
+/// step with PyTorch's, gradient by gradient.
 ///
 /// A batch is processed one sequence pair at a time (every layer works on one sequence; the
 /// pairs run side by side on the cores); the
@@ -28,13 +28,13 @@
 /// padded batch, so each sequence's gradient is scaled by 1 / (the batch's count).
 #pragma once
 
+#include "attn/core/matrix.hpp"
+#include "attn/core/random.hpp"
 #include "attn/layers/linear.hpp"
+#include "attn/layers/parameters.hpp"
+#include "attn/layers/transformer.hpp"
 #include "attn/ops/loss.hpp"
 #include "attn/ops/masks.hpp"
-#include "attn/core/matrix.hpp"
-#include "attn/layers/parameters.hpp"
-#include "attn/core/random.hpp"
-#include "attn/layers/transformer.hpp"
 
 #include <optional>
 #include <span>
@@ -52,9 +52,9 @@ struct Seq2SeqConfig {
   Index d_ff = 0;     ///< the feed-forward width
   Index layers = 1;   ///< encoder layers = decoder layers
   NormPlacement norm = NormPlacement::post;
-  bool tied = false;      ///< the generator's weight is tgt_embed
-  int pad_id = 0;         ///< the padding token: masked as a key, ignored as a target
-  Index max_len = 64;     ///< the longest sequence (the positional table's length)
+  bool tied = false;   ///< the generator's weight is tgt_embed
+  int pad_id = 0;      ///< the padding token: masked as a key, ignored as a target
+  Index max_len = 64;  ///< the longest sequence (the positional table's length)
   /// The embeddings' initial standard deviation. 1 is nn.Embedding's default; the chapter uses
   /// 1/sqrt(E), so that the scaled embedding sqrt(E) x has entries of variance 1, like the
   /// position vectors it is added to (with 1 it is sqrt(E) times larger and, measured with
@@ -136,9 +136,9 @@ struct Seq2SeqBatch {
 /// What one training step's forward and backward computed.
 template <Real T>
 struct Seq2SeqStepOf {
-  T loss = 0;              ///< the mean cross-entropy over the batch's counted targets
-  Index count = 0;         ///< the counted (non-pad) targets
-  Index correct = 0;       ///< of those, how many the argmax of the logits predicts
+  T loss = 0;                       ///< the mean cross-entropy over the batch's counted targets
+  Index count = 0;                  ///< the counted (non-pad) targets
+  Index correct = 0;                ///< of those, how many the argmax of the logits predicts
   std::vector<MatrixOf<T>> logits;  ///< per pair [n_t x V], when asked for
 };
 using Seq2SeqStep = Seq2SeqStepOf<float>;
@@ -152,8 +152,7 @@ using Seq2SeqStep = Seq2SeqStepOf<float>;
 /// the model, or a negative `threads`; *grads is untouched when it throws.
 template <Real T>
 Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>& model, const Seq2SeqBatch& batch,
-                              double label_smoothing,
-                              std::type_identity_t<Seq2SeqOf<T>>* grads,
+                              double label_smoothing, std::type_identity_t<Seq2SeqOf<T>>* grads,
                               bool keep_logits = false, int threads = 0);
 
 /// Greedy decoding of every source row of `src` [B x n_s]: the target starts as `bos`, and
@@ -169,7 +168,7 @@ TokenIds seq2seq_greedy(const Seq2Seq& model, const TokenIds& src, int bos, Inde
 
 /// Every parameter in PyTorch's named_parameters() order (see train_step.py's keys.txt).
 template <typename L, typename F>
-  requires IsA<L, Seq2SeqOf>
+requires IsA<L, Seq2SeqOf>
 void for_each_parameter(L& model, const std::string& prefix, F&& f) {
   f(prefix + "src_embed.weight", model.src_embed, Index{0});
   f(prefix + "tgt_embed.weight", model.tgt_embed, Index{0});

@@ -16,8 +16,8 @@ namespace attn {
 
 namespace {
 
-using detail::memory_of;
 using detail::Memory;
+using detail::memory_of;
 using detail::reject_alias;
 
 // The weights without the aliasing check: attention_into() has made it, with its own names.
@@ -25,8 +25,7 @@ using detail::reject_alias;
 // The factor on Q K^T: the caller's, or 1/sqrt(d_k) computed in the scalar type of the layer.
 template <Real T>
 T scale_of(const AttentionOptions& opts, Index d_k) {
-  const T scale = opts.scale ? static_cast<T>(*opts.scale)
-                             : T(1) / std::sqrt(static_cast<T>(d_k));
+  const T scale = opts.scale ? static_cast<T>(*opts.scale) : T(1) / std::sqrt(static_cast<T>(d_k));
   require(std::isfinite(scale), "attention", "the scale is not finite");
   return scale;
 }
@@ -38,9 +37,8 @@ Index weights_into(const ViewOf<T>& Q, const ViewOf<T>& K, MatrixOf<T>& W,
     return "Q is " + shape_str(Q) + " but K is " + shape_str(K) +
            ": queries and keys must have the same width d_k (columns)";
   });
-  require(K.rows() >= 1 && K.cols() >= 1, "attention", [&] {
-    return "K is " + shape_str(K) + ": need at least one key and d_k >= 1";
-  });
+  require(K.rows() >= 1 && K.cols() >= 1, "attention",
+          [&] { return "K is " + shape_str(K) + ": need at least one key and d_k >= 1"; });
   const Index n_q = Q.rows(), n_k = K.rows(), d_k = K.cols();
   if (opts.allowed) {
     const MaskView& m = *opts.allowed;
@@ -82,8 +80,8 @@ Index weights_into(const ViewOf<T>& Q, const ViewOf<T>& K, MatrixOf<T>& W,
     if (!softmax_inplace(std::span<T>(row, cols))) [[unlikely]] {
       const std::span<const bool> allowed =
           opts.allowed ? opts.allowed->row(r) : std::span<const bool>();
-      const bool has_key = !opts.allowed || std::find(allowed.begin(), allowed.end(), true) !=
-                                                allowed.end();
+      const bool has_key =
+          !opts.allowed || std::find(allowed.begin(), allowed.end(), true) != allowed.end();
       if (has_key) {
         std::fill(row, row + cols, std::numeric_limits<T>::quiet_NaN());
       } else {
@@ -153,9 +151,9 @@ void checked_attention_into(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf
 // The backward pass of out = P V, P = softmax(S), S = mask(Q K^T * scale) (attention.hpp).
 template <Real T>
 void checked_backward_into(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V,
-                           const MatrixOf<T>& P, const ViewOf<T>& d_out,
-                           Eigen::Ref<MatrixOf<T>> dQ, Eigen::Ref<MatrixOf<T>> dK,
-                           Eigen::Ref<MatrixOf<T>> dV, const AttentionOptions& opts) {
+                           const MatrixOf<T>& P, const ViewOf<T>& d_out, Eigen::Ref<MatrixOf<T>> dQ,
+                           Eigen::Ref<MatrixOf<T>> dK, Eigen::Ref<MatrixOf<T>> dV,
+                           const AttentionOptions& opts) {
   const Index n_q = Q.rows(), n_k = K.rows(), d_k = K.cols(), d_v = V.cols();
   require(Q.cols() == d_k && V.rows() == n_k && P.rows() == n_q && P.cols() == n_k &&
               d_out.rows() == n_q && d_out.cols() == d_v,
@@ -202,9 +200,9 @@ void checked_backward_into(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<
     }
   }
   // S = scale Q K^T: dQ = scale dS K, dK = scale dS^T Q.
-  dQ.noalias() = dS * K;               // [n_q x d_k]
+  dQ.noalias() = dS * K;  // [n_q x d_k]
   dQ *= scale;
-  dK.noalias() = dS.transpose() * Q;   // [n_k x d_k]
+  dK.noalias() = dS.transpose() * Q;  // [n_k x d_k]
   dK *= scale;
 }
 
@@ -258,8 +256,8 @@ void attention_backward_into(const MatrixView& Q, const MatrixView& K, const Mat
 }
 void attention_backward_into(const MatrixViewD& Q, const MatrixViewD& K, const MatrixViewD& V,
                              const MatrixD& weights, const MatrixViewD& d_out,
-                             Eigen::Ref<MatrixD> dQ, Eigen::Ref<MatrixD> dK,
-                             Eigen::Ref<MatrixD> dV, const AttentionOptions& opts) {
+                             Eigen::Ref<MatrixD> dQ, Eigen::Ref<MatrixD> dK, Eigen::Ref<MatrixD> dV,
+                             const AttentionOptions& opts) {
   checked_backward_into<double>(Q, K, V, weights, d_out, dQ, dK, dV, opts);
 }
 
@@ -271,9 +269,9 @@ AttentionGrads attention_backward(const MatrixView& Q, const MatrixView& K, cons
   attention_backward_into(Q, K, V, weights, d_out, g.dQ, g.dK, g.dV, opts);
   return g;
 }
-AttentionGradsD attention_backward(const MatrixViewD& Q, const MatrixViewD& K,
-                                   const MatrixViewD& V, const MatrixD& weights,
-                                   const MatrixViewD& d_out, const AttentionOptions& opts) {
+AttentionGradsD attention_backward(const MatrixViewD& Q, const MatrixViewD& K, const MatrixViewD& V,
+                                   const MatrixD& weights, const MatrixViewD& d_out,
+                                   const AttentionOptions& opts) {
   AttentionGradsD g{MatrixD(Q.rows(), Q.cols()), MatrixD(K.rows(), K.cols()),
                     MatrixD(V.rows(), V.cols())};
   attention_backward_into(Q, K, V, weights, d_out, g.dQ, g.dK, g.dV, opts);

@@ -61,8 +61,8 @@
 #pragma once
 
 #include "attn/core/batch.hpp"
-#include "attn/ops/masks.hpp"
 #include "attn/core/matrix.hpp"
+#include "attn/ops/masks.hpp"
 
 #include <optional>
 
@@ -162,9 +162,9 @@ using AttentionGradsD = AttentionGradsOf<double>;
 AttentionGrads attention_backward(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
                                   const Matrix& weights, const MatrixView& d_out,
                                   const AttentionOptions& opts = {});
-AttentionGradsD attention_backward(const MatrixViewD& Q, const MatrixViewD& K,
-                                   const MatrixViewD& V, const MatrixD& weights,
-                                   const MatrixViewD& d_out, const AttentionOptions& opts = {});
+AttentionGradsD attention_backward(const MatrixViewD& Q, const MatrixViewD& K, const MatrixViewD& V,
+                                   const MatrixD& weights, const MatrixViewD& d_out,
+                                   const AttentionOptions& opts = {});
 
 /// The same, written (not accumulated) into dQ, dK, dV of Q's, K's and V's shapes, which may
 /// be column blocks of bigger matrices: multi-head attention passes each head's columns.
@@ -175,8 +175,8 @@ void attention_backward_into(const MatrixView& Q, const MatrixView& K, const Mat
                              const AttentionOptions& opts = {});
 void attention_backward_into(const MatrixViewD& Q, const MatrixViewD& K, const MatrixViewD& V,
                              const MatrixD& weights, const MatrixViewD& d_out,
-                             Eigen::Ref<MatrixD> dQ, Eigen::Ref<MatrixD> dK,
-                             Eigen::Ref<MatrixD> dV, const AttentionOptions& opts = {});
+                             Eigen::Ref<MatrixD> dQ, Eigen::Ref<MatrixD> dK, Eigen::Ref<MatrixD> dV,
+                             const AttentionOptions& opts = {});
 
 // ---- A batch: Q [B, n_q, d_k], K [B, n_k, d_k], V [B, n_k, d_v] ---------------------------------
 

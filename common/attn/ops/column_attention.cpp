@@ -32,9 +32,8 @@ ColumnAttention start_result(std::string_view where, const Matrix& Q, const Matr
     return "K is " + shape_str(K) + " but V is " + shape_str(V) +
            ": every key needs a value (same number of columns)";
   });
-  require(K.cols() >= 1 && K.rows() >= 1, where, [&] {
-    return "K is " + shape_str(K) + ": need at least one key and d_k >= 1";
-  });
+  require(K.cols() >= 1 && K.rows() >= 1, where,
+          [&] { return "K is " + shape_str(K) + ": need at least one key and d_k >= 1"; });
   ColumnAttention r;
   r.Q = Q;
   r.K = K;
@@ -42,8 +41,8 @@ ColumnAttention start_result(std::string_view where, const Matrix& Q, const Matr
   return r;
 }
 
-void check_weights(std::string_view where, const Matrix& W_q, const Matrix& W_k,
-                   const Matrix& W_v, const Matrix& X) {
+void check_weights(std::string_view where, const Matrix& W_q, const Matrix& W_k, const Matrix& W_v,
+                   const Matrix& X) {
   const auto check_columns = [&](const char* name, const Matrix& W) {
     require(W.cols() == X.rows(), where, [&] {
       return std::string(name) + " is " + shape_str(W) + " but X is " + shape_str(X) +
@@ -95,9 +94,9 @@ Matrix project_loops(const Matrix& W, const Matrix& X) {
     return "W is " + shape_str(W) + " but X is " + shape_str(X) +
            ": W's columns must match X's rows";
   });
-  Matrix out(W.rows(), X.cols());  // [d_out x n], column i = W x^i
-  for (Index i = 0; i < X.cols(); ++i) {      // every input vector x^i
-    for (Index r = 0; r < W.rows(); ++r) {    // every entry of W x^i: row r of W . x^i
+  Matrix out(W.rows(), X.cols());           // [d_out x n], column i = W x^i
+  for (Index i = 0; i < X.cols(); ++i) {    // every input vector x^i
+    for (Index r = 0; r < W.rows(); ++r) {  // every entry of W x^i: row r of W . x^i
       float sum = 0.0f;
       for (Index c = 0; c < W.cols(); ++c) sum += W(r, c) * X(c, i);
       out(r, i) = sum;
@@ -112,7 +111,7 @@ Matrix scores_loops(const Matrix& Q, const Matrix& K, const ColumnOptions& opts)
            ": q and k must have the same length d_k (rows)";
   });
   const float factor = score_factor(Q.rows(), opts);
-  Matrix A(K.cols(), Q.cols());  // [n_k x n_q], A(j, i) = alpha_{i,j}
+  Matrix A(K.cols(), Q.cols());             // [n_k x n_q], A(j, i) = alpha_{i,j}
   for (Index i = 0; i < Q.cols(); ++i) {    // query q^i
     for (Index j = 0; j < K.cols(); ++j) {  // key k^j (a token scores itself too: j = i)
       float dot = 0.0f;
@@ -129,8 +128,8 @@ Matrix weighted_sum_loops(const Matrix& V, const Matrix& weights) {
            ": one weight per value vector (V's columns = weights' rows)";
   });
   Matrix Y = Matrix::Zero(V.rows(), weights.cols());  // [d_v x n_q]
-  for (Index i = 0; i < weights.cols(); ++i) {    // output y^i
-    for (Index j = 0; j < V.cols(); ++j) {        // y^i += alpha'_{i,j} v^j
+  for (Index i = 0; i < weights.cols(); ++i) {        // output y^i
+    for (Index j = 0; j < V.cols(); ++j) {            // y^i += alpha'_{i,j} v^j
       for (Index c = 0; c < V.rows(); ++c) Y(c, i) += weights(j, i) * V(c, j);
     }
   }
@@ -173,7 +172,7 @@ ColumnAttention column_attend(const Matrix& Q, const Matrix& K, const Matrix& V,
     query_softmax({by_query.row(i).data(), static_cast<std::size_t>(by_query.cols())});
   }
   r.A_prime = by_query.transpose();  // [n_k x n_q], every column sums to 1
-  r.Y.noalias() = V * r.A_prime;      // [d_v x n_q] = [d_v x n_k] [n_k x n_q]
+  r.Y.noalias() = V * r.A_prime;     // [d_v x n_q] = [d_v x n_k] [n_k x n_q]
   return r;
 }
 

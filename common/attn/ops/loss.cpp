@@ -21,9 +21,8 @@ CrossEntropyOf<T> softmax_cross_entropy(const ViewOf<T>& logits, std::span<const
   for (Index i = 0; i < N; ++i) {
     const int y = targets[static_cast<std::size_t>(i)];
     require(y == opts.ignore_index || (y >= 0 && y < V), "cross_entropy", [&] {
-      return "targets[" + std::to_string(i) + "] = " + std::to_string(y) +
-             " is neither in [0, " + std::to_string(V) + ") nor the ignore_index " +
-             std::to_string(opts.ignore_index);
+      return "targets[" + std::to_string(i) + "] = " + std::to_string(y) + " is neither in [0, " +
+             std::to_string(V) + ") nor the ignore_index " + std::to_string(opts.ignore_index);
     });
   }
   CrossEntropyOf<T> r;
@@ -41,12 +40,12 @@ CrossEntropyOf<T> softmax_cross_entropy(const ViewOf<T>& logits, std::span<const
     r.correct += best == y;  // the prediction, argmax z, is right
     p = (z.array() - max).exp();
     const double log_sum = max + std::log(p.sum());
-    p /= p.sum();                                                // softmax
-    const double nll = log_sum - z(y);                           // -log p_y
-    const double smooth = log_sum - z.mean();                    // (1/V) sum_c -log p_c
+    p /= p.sum();                              // softmax
+    const double nll = log_sum - z(y);         // -log p_y
+    const double smooth = log_sum - z.mean();  // (1/V) sum_c -log p_c
     total += (1.0 - eps) * nll + eps * smooth;
-    p.array() -= eps / static_cast<double>(V);                   // p - eps / V
-    p(y) -= 1.0 - eps;                                           //   - (1 - eps) onehot(y)
+    p.array() -= eps / static_cast<double>(V);  // p - eps / V
+    p(y) -= 1.0 - eps;                          //   - (1 - eps) onehot(y)
     r.d_logits.row(i) = p.template cast<T>();
   }
   if (r.count == 0) return r;

@@ -84,7 +84,9 @@ class MaskView {
 class BatchMaskView {
  public:
   BatchMaskView(const AllowedBatch& masks)
-      : data_(masks.data().data()), batch_(masks.batch()), rows_(masks.rows()),
+      : data_(masks.data().data()),
+        batch_(masks.batch()),
+        rows_(masks.rows()),
         cols_(masks.cols()) {}
   BatchMaskView(AllowedBatch&&) = delete;
   BatchMaskView(const AllowedBatch&&) = delete;

@@ -128,9 +128,8 @@ double WeightRowsTally::median_jacobian_norm() const {
 }
 
 std::pair<float, float> two_largest(std::span<const float> v) {
-  require(v.size() >= 2, "two_largest", [&] {
-    return "v has " + std::to_string(v.size()) + " entries: two or more are needed";
-  });
+  require(v.size() >= 2, "two_largest",
+          [&] { return "v has " + std::to_string(v.size()) + " entries: two or more are needed"; });
   require(std::ranges::none_of(v, [](float x) { return std::isnan(x); }), "two_largest",
           "v holds a NaN, which has no place in an order");
   float first = std::max(v[0], v[1]), second = std::min(v[0], v[1]);

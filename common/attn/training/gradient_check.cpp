@@ -3,18 +3,18 @@
 
 #include "attn/models/seq2seq.hpp"
 
-#include "attn/ops/attention.hpp"
-#include "attn/models/attention_only.hpp"
+#include "attn/core/random.hpp"
 #include "attn/layers/embedding.hpp"
 #include "attn/layers/feed_forward.hpp"
 #include "attn/layers/layer_norm.hpp"
 #include "attn/layers/linear.hpp"
+#include "attn/layers/multi_head.hpp"
+#include "attn/layers/transformer.hpp"
+#include "attn/models/attention_only.hpp"
+#include "attn/models/seq2seq.hpp"
+#include "attn/ops/attention.hpp"
 #include "attn/ops/loss.hpp"
 #include "attn/ops/masks.hpp"
-#include "attn/layers/multi_head.hpp"
-#include "attn/core/random.hpp"
-#include "attn/models/seq2seq.hpp"
-#include "attn/layers/transformer.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -108,11 +108,10 @@ TensorCheck compare_gradients(std::string name, const MatrixViewD& analytic,
 
 TensorCheck check_tensor(std::string name, Eigen::Ref<MatrixD> value, const MatrixViewD& analytic,
                          const LossFunction& loss, double step) {
-  require(analytic.rows() == value.rows() && analytic.cols() == value.cols(), "check_tensor",
-          [&] {
-            return name + " is " + shape_str(value) + " but its analytic gradient is " +
-                   shape_str(analytic) + ": they must have one shape";
-          });
+  require(analytic.rows() == value.rows() && analytic.cols() == value.cols(), "check_tensor", [&] {
+    return name + " is " + shape_str(value) + " but its analytic gradient is " +
+           shape_str(analytic) + ": they must have one shape";
+  });
   const MatrixD numeric = numeric_gradient(value, loss, step);
   return compare_gradients(std::move(name), analytic, numeric);
 }
@@ -121,11 +120,11 @@ TensorCheck check_tensor(std::string name, Eigen::Ref<MatrixD> value, const Matr
 
 namespace {
 
-constexpr Index kN = 5;       // tokens
-constexpr Index kModel = 8;   // d_model
-constexpr Index kHeads = 2;   // heads, d_k = 4
-constexpr Index kFF = 16;     // d_ff
-constexpr Index kVocab = 7;   // the embedding's and the loss's vocabulary
+constexpr Index kN = 5;      // tokens
+constexpr Index kModel = 8;  // d_model
+constexpr Index kHeads = 2;  // heads, d_k = 4
+constexpr Index kFF = 16;    // d_ff
+constexpr Index kVocab = 7;  // the embedding's and the loss's vocabulary
 constexpr int kMaxDraws = 1000;
 
 MatrixD normal(Rng& rng, Index rows, Index cols, double stddev = 1.0) {
@@ -161,7 +160,7 @@ auto draw_until_smooth(const char* layer, Make&& make, double margin = kReluMarg
 GradientReport check_linear(Rng& rng, double h) {
   LinearD layer = cast<double>(linear_init(rng, kModel, 6));
   perturb_vectors(rng, layer);
-  MatrixD x = normal(rng, kN, kModel);  // [n x 8]
+  MatrixD x = normal(rng, kN, kModel);   // [n x 8]
   const MatrixD R = normal(rng, kN, 6);  // [n x 6]
   const LossFunction loss = [&] { return dot(linear_forward(layer, x), R); };
   LinearD grads = zeros_like(layer);
@@ -304,8 +303,8 @@ GradientReport check_encoder_layer(Rng& rng, double h, NormPlacement placement) 
   padding.col(kN - 1).setConstant(false);  // the last token is padding
   const EncoderLayerOptions opts{.allowed = padding};
   EncoderCase c = draw_until_smooth("encoder layer", [&] {
-    EncoderCase k{cast<double>(encoder_layer_init(rng, kModel, kHeads, kFF, placement)), {}, {},
-                  {}};
+    EncoderCase k{
+        cast<double>(encoder_layer_init(rng, kModel, kHeads, kFF, placement)), {}, {}, {}};
     perturb_vectors(rng, k.layer);
     k.x = normal(rng, kN, kModel);
     k.R = normal(rng, kN, kModel);
@@ -315,9 +314,9 @@ GradientReport check_encoder_layer(Rng& rng, double h, NormPlacement placement) 
   const LossFunction loss = [&] { return dot(encoder_layer_forward(c.layer, c.x, opts), c.R); };
   EncoderLayerD grads = zeros_like(c.layer);
   const MatrixD dx = encoder_layer_backward(c.layer, c.cache, c.R, grads);
-  GradientReport report{placement == NormPlacement::post ? "encoder layer, post-norm"
-                                                         : "encoder layer, pre-norm",
-                        {}};
+  GradientReport report{
+      placement == NormPlacement::post ? "encoder layer, post-norm" : "encoder layer, pre-norm",
+      {}};
   report.add(check_tensor("x", c.x, dx, loss, h));
   check_parameters(report, c.layer, grads, loss, h);
   return report;
@@ -337,8 +336,8 @@ GradientReport check_decoder_layer(Rng& rng, double h, NormPlacement placement) 
   padding.col(n_s - 1).setConstant(false);  // the source's last token is padding
   const DecoderLayerOptions opts{.self_allowed = causal, .cross_allowed = padding};
   DecoderCase c = draw_until_smooth("decoder layer", [&] {
-    DecoderCase k{cast<double>(decoder_layer_init(rng, kModel, kHeads, kFF, placement)),
-                  {}, {}, {}, {}};
+    DecoderCase k{
+        cast<double>(decoder_layer_init(rng, kModel, kHeads, kFF, placement)), {}, {}, {}, {}};
     perturb_vectors(rng, k.layer);
     k.x = normal(rng, kN, kModel);
     k.memory = normal(rng, n_s, kModel);
@@ -352,9 +351,9 @@ GradientReport check_decoder_layer(Rng& rng, double h, NormPlacement placement) 
   DecoderLayerD grads = zeros_like(c.layer);
   const DecoderLayerInputGradsOf<double> g =
       decoder_layer_backward(c.layer, c.memory, c.cache, c.R, grads);
-  GradientReport report{placement == NormPlacement::post ? "decoder layer, post-norm"
-                                                         : "decoder layer, pre-norm",
-                        {}};
+  GradientReport report{
+      placement == NormPlacement::post ? "decoder layer, post-norm" : "decoder layer, pre-norm",
+      {}};
   report.add(check_tensor("x", c.x, g.d_x, loss, h));
   report.add(check_tensor("memory", c.memory, g.d_memory, loss, h));
   check_parameters(report, c.layer, grads, loss, h);
@@ -387,8 +386,10 @@ struct ModelCase {
       seq2seq_forward(model, {batch.src.row(b).data(), static_cast<std::size_t>(batch.src.cols())},
                       {batch.tgt_in.row(b).data(), static_cast<std::size_t>(batch.tgt_in.cols())},
                       &cache);
-      for (const auto& l : cache.encoder) margin = std::min(margin, l.ff.pre_activation.cwiseAbs().minCoeff());
-      for (const auto& l : cache.decoder) margin = std::min(margin, l.ff.pre_activation.cwiseAbs().minCoeff());
+      for (const auto& l : cache.encoder)
+        margin = std::min(margin, l.ff.pre_activation.cwiseAbs().minCoeff());
+      for (const auto& l : cache.decoder)
+        margin = std::min(margin, l.ff.pre_activation.cwiseAbs().minCoeff());
     }
     return margin;
   }
@@ -397,11 +398,17 @@ struct ModelCase {
 GradientReport check_model(Rng& rng, double h, NormPlacement placement, bool tied) {
   // Pair 0 is full; pair 1 has a padded source token and a padded last target (PAD = 0).
   Seq2SeqBatch batch{TokenIds(2, 5), TokenIds(2, 4), TokenIds(2, 4)};
-  batch.src << 2, 3, 4, 5, 6,  /**/ 6, 4, 2, 3, 0;
-  batch.tgt_in << 1, 6, 5, 4,  /**/ 1, 3, 2, 0;
+  batch.src << 2, 3, 4, 5, 6, /**/ 6, 4, 2, 3, 0;
+  batch.tgt_in << 1, 6, 5, 4, /**/ 1, 3, 2, 0;
   batch.tgt_out << 6, 5, 4, 3, /**/ 3, 2, 4, 0;
-  const Seq2SeqConfig config{.vocab = kVocab, .d_model = kModel, .heads = kHeads, .d_ff = kFF,
-                             .layers = 1, .norm = placement, .tied = tied, .max_len = 5};
+  const Seq2SeqConfig config{.vocab = kVocab,
+                             .d_model = kModel,
+                             .heads = kHeads,
+                             .d_ff = kFF,
+                             .layers = 1,
+                             .norm = placement,
+                             .tied = tied,
+                             .max_len = 5};
   // Hundreds of ReLU inputs (two pairs, both stacks): asking each to be 1e-2 from its kink, as
   // for one layer, would reject nearly every draw. 1e-3 still leaves a hundred times the largest
   // move a step of h = 1e-5 causes in any of them (an entry's effect on a pre-activation is
@@ -434,7 +441,7 @@ GradientReport check_model(Rng& rng, double h, NormPlacement placement, bool tie
 // (n = 5 < T): its gradient is exactly 0 both ways. No ReLU, so no kink and nothing to redraw.
 GradientReport check_attention_only(Rng& rng, double h) {
   AttentionOnlyBatch batch{TokenIds(2, 5), TokenIds(2, 5), -1};
-  batch.inputs << 1, 4, 6, 1, 4,     /**/ 5, 2, 0, 5, 2;
+  batch.inputs << 1, 4, 6, 1, 4, /**/ 5, 2, 0, 5, 2;
   batch.targets << -1, -1, -1, 4, 6, /**/ -1, -1, -1, 2, -1;
   const AttentionOnlyConfig config{
       .vocab = kVocab, .d_model = kModel, .heads = kHeads, .layers = 2, .context = 6};

@@ -44,14 +44,15 @@
 ///     worst   1.3e-1  6e-7   6e-9   6e-9   2e-8   2e-7   8e-7   8e-6   2e-3
 ///
 /// the truncation error falling as h^2 down to h ~ 3e-5, then the rounding error rising as 1/h:
-/// the V of every finite-difference plot (tests/attn/training/test_gradient_check.cpp checks both slopes). At
-/// 1e-2 a step reaches the ReLU margin below and crosses kinks (the FFN, and the post-norm
-/// encoder and decoder layers of this seed; every other layer gives <= 6e-5, truncation).
+/// the V of every finite-difference plot (tests/attn/training/test_gradient_check.cpp checks both
+/// slopes). At 1e-2 a step reaches the ReLU margin below and crosses kinks (the FFN, and the
+/// post-norm encoder and decoder layers of this seed; every other layer gives <= 6e-5, truncation).
 /// At h = kGradientCheckStep = 1e-5 the 2e-8 is the attention key bias, a gradient of exactly 0
-/// measured as noise (below); every tensor with a gradient far from zero is within about 2e-9 (4e-8 for one whose scale sits just above the floor). 1e-5 rather than
-/// the flat bottom at 3e-5 to 1e-4: there the truncation error is already the larger one, and it
-/// grows with the curvature of whatever layer is checked next; and a step 1000 times smaller than
-/// the ReLU margin leaves the kinks alone.
+/// measured as noise (below); every tensor with a gradient far from zero is within about 2e-9 (4e-8
+/// for one whose scale sits just above the floor). 1e-5 rather than the flat bottom at 3e-5 to
+/// 1e-4: there the truncation error is already the larger one, and it grows with the curvature of
+/// whatever layer is checked next; and a step 1000 times smaller than the ReLU margin leaves the
+/// kinks alone.
 ///
 /// ## The error of a tensor
 ///
@@ -94,7 +95,8 @@
 ///     GradientReport report{"linear", {}};
 ///     report.add(check_tensor("x", x, dx, loss));            // perturbs x in place, restores it
 ///     check_parameters(report, layer_d, grads, loss);       // every tensor of parameters(layer_d)
-///     report.worst();                                       // <= 1e-6, or a backward pass is wrong
+///     report.worst();                                       // <= 1e-6, or a backward pass is
+///     wrong
 ///
 /// where `loss` is a std::function<double()> that runs the forward on the current values
 /// (layer_d and x, captured by reference) and returns L. check_all_layers(seed) does this for
@@ -167,9 +169,8 @@ TensorCheck compare_gradients(std::string name, const MatrixViewD& analytic,
                               const MatrixViewD& numeric);
 
 /// numeric_gradient of `value`, compared with `analytic` (value's shape, checked first).
-TensorCheck check_tensor(std::string name, Eigen::Ref<MatrixD> value,
-                         const MatrixViewD& analytic, const LossFunction& loss,
-                         double step = kGradientCheckStep);
+TensorCheck check_tensor(std::string name, Eigen::Ref<MatrixD> value, const MatrixViewD& analytic,
+                         const LossFunction& loss, double step = kGradientCheckStep);
 
 /// "in_proj_weight[8:16]" for a block of a stacked key (parameters.hpp: nn.MultiheadAttention's
 /// W_K is rows 8 to 16 of in_proj_weight when d_model = 8), the key alone otherwise.
@@ -199,8 +200,8 @@ void check_parameters(GradientReport& report, Layer& layer, const Layer& grads,
     for (std::size_t j = 0; j < values.size(); ++j) {
       stacked = stacked || (j != i && values[j].key == values[i].key);
     }
-    report.add(check_tensor(parameter_name(values[i], stacked), values[i].value,
-                            analytic[i].value, loss, step));
+    report.add(check_tensor(parameter_name(values[i], stacked), values[i].value, analytic[i].value,
+                            loss, step));
   }
 }
 
@@ -217,7 +218,6 @@ void check_parameters(GradientReport& report, Layer& layer, const Layer& grads,
 /// a vocabulary of 7. The layers come from the float *_init functions and cast<double>; every
 /// bias, LayerNorm gamma and beta is then moved by N(0, 0.2^2), so that no bias is 0 and no gamma
 /// 1 (a gradient missing a factor gamma would pass at gamma = 1). Inputs and R are N(0, 1).
-std::vector<GradientReport> check_all_layers(std::uint64_t seed,
-                                             double step = kGradientCheckStep);
+std::vector<GradientReport> check_all_layers(std::uint64_t seed, double step = kGradientCheckStep);
 
 }  // namespace attn

@@ -161,10 +161,10 @@ void AdamOf<T>::step_impl(const std::vector<Parameter<T>>& params,
       } else {
         p[k] = p[k] * shrink;  // param.mul_(1 - lr * wd), always (torch does not test wd)
       }
-      m[k] = std::fma(g, one_minus_beta1, m[k] * beta1_t);        // mul_(b1).add_(g, alpha=1-b1)
-      v[k] = std::fma(one_minus_beta2 * g, g, v[k] * beta2_t);    // mul_(b2).addcmul_(g, g, 1-b2)
-      const T denom = std::sqrt(v[k]) / bc2_sqrt + eps;           // (v.sqrt() / bc2_sqrt).add_(eps)
-      p[k] = p[k] + (neg_step_size * m[k]) / denom;               // addcdiv_(m, denom, -step_size)
+      m[k] = std::fma(g, one_minus_beta1, m[k] * beta1_t);      // mul_(b1).add_(g, alpha=1-b1)
+      v[k] = std::fma(one_minus_beta2 * g, g, v[k] * beta2_t);  // mul_(b2).addcmul_(g, g, 1-b2)
+      const T denom = std::sqrt(v[k]) / bc2_sqrt + eps;         // (v.sqrt() / bc2_sqrt).add_(eps)
+      p[k] = p[k] + (neg_step_size * m[k]) / denom;             // addcdiv_(m, denom, -step_size)
     }
   }
   ++steps_;
@@ -172,9 +172,8 @@ void AdamOf<T>::step_impl(const std::vector<Parameter<T>>& params,
 
 template <Real T>
 T clip_grad_norm(const std::vector<Parameter<T>>& grads, double max_norm) {
-  require(std::isfinite(max_norm) && max_norm > 0.0, "clip_grad_norm", [&] {
-    return "max_norm is " + number(max_norm) + ": it must be positive and finite";
-  });
+  require(std::isfinite(max_norm) && max_norm > 0.0, "clip_grad_norm",
+          [&] { return "max_norm is " + number(max_norm) + ": it must be positive and finite"; });
   if (grads.empty()) return T(0);  // torch returns tensor(0.) and touches nothing
   double sum = 0.0;
   for (const auto& g : grads) {

@@ -55,7 +55,8 @@
 /// The two fused multiply-adds are what torch's CPU kernels compute on any x86-64 machine with
 /// AVX2 (their vector loop calls fmadd, and the scalar tail is compiled with FMA contraction):
 /// with them the float results are bit-identical to torch 1.13 on such a machine
-/// (tests/attn/training/test_optim.cpp); without them they would differ by an ulp of m or v now and then.
+/// (tests/attn/training/test_optim.cpp); without them they would differ by an ulp of m or v now and
+/// then.
 ///
 /// ### The step count, the learning rate, and the parameter list
 ///
@@ -132,21 +133,21 @@ struct AdamBetas {
 /// the constructor: lr >= 0 and finite, 0 <= beta < 1, eps >= 0 and finite, weight_decay >= 0
 /// and finite. The paper trains with {.lr = schedule, .betas = {0.9, 0.98}, .eps = 1e-9}.
 struct AdamOptions {
-  double lr = 1e-3;        ///< until set_lr() changes it
-  AdamBetas betas{};       ///< (0.9, 0.999)
-  double eps = 1e-8;       ///< added to sqrt(v) / sqrt(bc2), outside the root
-  double weight_decay = 0; ///< torch.optim.AdamW's default is 1e-2: say it
+  double lr = 1e-3;         ///< until set_lr() changes it
+  AdamBetas betas{};        ///< (0.9, 0.999)
+  double eps = 1e-8;        ///< added to sqrt(v) / sqrt(bc2), outside the root
+  double weight_decay = 0;  ///< torch.optim.AdamW's default is 1e-2: say it
   WeightDecay decay = WeightDecay::l2;
 };
 
 /// What Adam keeps for one entry of the parameter list (torch's optimizer.state[p]).
 template <Real T>
 struct AdamStateOf {
-  std::string key;          ///< the parameter's state_dict key
-  Index first = 0;          ///< its block within the key (parameters.hpp)
-  MatrixOf<T> exp_avg;      ///< m, the parameter's shape, in T
-  MatrixOf<T> exp_avg_sq;   ///< v, the parameter's shape, in T
-  std::int64_t step = 0;    ///< steps taken with this parameter: t of the last update
+  std::string key;         ///< the parameter's state_dict key
+  Index first = 0;         ///< its block within the key (parameters.hpp)
+  MatrixOf<T> exp_avg;     ///< m, the parameter's shape, in T
+  MatrixOf<T> exp_avg_sq;  ///< v, the parameter's shape, in T
+  std::int64_t step = 0;   ///< steps taken with this parameter: t of the last update
 };
 
 /// Adam or AdamW over the tensors of one model. T is float (as PyTorch trains) or double.
@@ -164,8 +165,7 @@ class AdamOf {
   /// lists differ in a key, block, shape or length, when the list is not the first step's, or
   /// when a gradient is the parameter's own memory.
   void step(const std::vector<Parameter<T>>& params, const std::vector<Parameter<T>>& grads);
-  void step(const std::vector<Parameter<T>>& params,
-            const std::vector<Parameter<const T>>& grads);
+  void step(const std::vector<Parameter<T>>& params, const std::vector<Parameter<const T>>& grads);
 
   /// The learning rate of the next step() and the ones after it (param_group['lr'] = lr).
   /// Throws std::invalid_argument unless lr >= 0 and finite.
@@ -214,8 +214,8 @@ double warmup_inverse_sqrt_lr(std::int64_t step, Index d_model, std::int64_t war
 
 /// Linear warm-up, then a cosine decay:
 ///
-///     step <= warmup:           lr = base_lr * step / warmup          base_lr / warmup, ..., base_lr
-///     warmup < step < total:    lr = min_lr + (base_lr - min_lr) (1 + cos(pi k / K)) / 2
+///     step <= warmup:           lr = base_lr * step / warmup          base_lr / warmup, ...,
+///     base_lr warmup < step < total:    lr = min_lr + (base_lr - min_lr) (1 + cos(pi k / K)) / 2
 ///                                    with k = step - warmup, K = total_steps - warmup
 ///     step >= total_steps:      lr = min_lr
 ///

@@ -32,7 +32,6 @@ inline std::string num(T v) {
   return std::string(buf, r.ptr);
 }
 
-
 // A gnuplot double-quoted string. Inside "..." gnuplot interprets backslash escapes, so a
 // backslash and a double quote are escaped; a newline becomes \n (a line break in the figure);
 // other control characters become spaces because they have no visible form.
@@ -122,8 +121,7 @@ inline void check_px(std::string_view where, std::string_view what, int px) {
 }
 
 inline void check_precision(std::string_view where, int p) {
-  if (p < 0 || p > 9)
-    invalid(where, "value_precision must be in [0, 9], got " + std::to_string(p));
+  if (p < 0 || p > 9) invalid(where, "value_precision must be in [0, 9], got " + std::to_string(p));
 }
 
 inline void check_first_index(std::string_view where, int first) {
@@ -132,8 +130,8 @@ inline void check_first_index(std::string_view where, int first) {
 }
 
 // A mask must be empty (no mask) or have the matrix's shape.
-inline void check_mask(std::string_view where, const std::string& what, const attn::AllowedMask& allowed,
-                const Matrix& m) {
+inline void check_mask(std::string_view where, const std::string& what,
+                       const attn::AllowedMask& allowed, const Matrix& m) {
   if (allowed.size() != 0 && (allowed.rows() != m.rows() || allowed.cols() != m.cols()))
     invalid(where, what + "mask " + shape_str(allowed.rows(), allowed.cols()) + " for a matrix " +
                        shape_str(m) + " (the same shape, or empty for no mask)");
@@ -152,7 +150,7 @@ struct Range {
 // The colour range of one matrix: the given limits, the finite data's extremes for the
 // missing ones, and a unit-wide range around a constant (gnuplot refuses an empty range).
 inline Range colour_range(std::string_view where, const Matrix& m, std::optional<double> cmin,
-                   std::optional<double> cmax) {
+                          std::optional<double> cmax) {
   check_limit(where, "cmin", cmin);
   check_limit(where, "cmax", cmax);
   if (cmin && cmax && !(*cmin < *cmax))
@@ -172,9 +170,12 @@ inline Range colour_range(std::string_view where, const Matrix& m, std::optional
   if (cmin) r.lo = *cmin;
   if (cmax) r.hi = *cmax;
   if (!(r.lo < r.hi)) {
-    if (cmin) r.hi = r.lo + 1;
-    else if (cmax) r.lo = r.hi - 1;
-    else r = {r.lo - 0.5, r.hi + 0.5};
+    if (cmin)
+      r.hi = r.lo + 1;
+    else if (cmax)
+      r.lo = r.hi - 1;
+    else
+      r = {r.lo - 0.5, r.hi + 0.5};
   }
   return r;
 }
@@ -198,7 +199,7 @@ constexpr int kTitleLinePx = 19;
 inline std::string frac(double px, double total) { return fixed_text(px / total, 4); }
 
 inline std::string script_head(const std::string& name, std::string_view what,
-                        std::string_view data_columns, int w, int h) {
+                               std::string_view data_columns, int w, int h) {
   std::string s;
   s += "# " + name + ".gp: " + std::string(what) + ", written by course::Plotter\n";
   s += "# (Attention, Step by Step). Edit freely, then re-render in this folder with\n";
@@ -249,7 +250,7 @@ inline std::string cell_functions_section() {
 constexpr const char* kBlockedFill = "#e3e3e3";
 constexpr const char* kBlockedHatch = "#8c8c8c";
 constexpr double kBlockedKeyPx = 24;  // the strip at the bottom that holds the "blocked" key
-constexpr int kMinPanelPx = 100;        // a grid's squares shrink to fit a page, not below this
+constexpr int kMinPanelPx = 100;      // a grid's squares shrink to fit a page, not below this
 
 // The plot command of one heat map: boxes (not `with image`, which needs at least 2 x 2 cells)
 // and, when wanted, the value of each cell on top. Each box reaches one pixel past its cell
@@ -257,11 +258,11 @@ constexpr int kMinPanelPx = 100;        // a grid's squares shrink to fit a page
 // With a mask, the .dat has a fourth column (1 allowed, 0 blocked): allowed cells are coloured
 // and labelled, blocked ones hatched and left without a value.
 inline std::string cell_plot(const std::string& block, double cell_w, double cell_h, int value_font,
-                      int precision, bool masked) {
+                             int precision, bool masked) {
   std::string s = "# Boxes reach half a cell plus one pixel from their centre: neighbours overlap\n"
                   "# by a pixel, so no anti-aliased seam shows between them.\n";
-  s += "half_w = " + fixed_text(0.5 + 1.0 / cell_w, 4) + "; half_h = " + fixed_text(0.5 + 1.0 / cell_h, 4) +
-       "\n";
+  s += "half_w = " + fixed_text(0.5 + 1.0 / cell_w, 4) +
+       "; half_h = " + fixed_text(0.5 + 1.0 / cell_h, 4) + "\n";
   // x of an allowed cell (NaN, which gnuplot skips, for a blocked one), and the reverse.
   const std::string x_allowed = masked ? "($4 != 0 ? $1 : NaN)" : "1";
   if (masked)
@@ -273,8 +274,8 @@ inline std::string cell_plot(const std::string& block, double cell_w, double cel
   if (masked) {
     s += ", \\\n     datafile" + block +
          " using ($4 != 0 ? NaN : $1):2:(half_w):(half_h) \\\n"
-         "       with boxxyerror fillstyle solid 1.0 noborder fillcolor rgb \"" + kBlockedFill +
-         "\" notitle";
+         "       with boxxyerror fillstyle solid 1.0 noborder fillcolor rgb \"" +
+         kBlockedFill + "\" notitle";
     s += ", \\\n     datafile" + block +
          " using ($4 != 0 ? NaN : $1):2:(0.5):(0.5) \\\n"
          "       with boxxyerror fillstyle pattern 5 transparent noborder linecolor rgb \"" +
@@ -308,7 +309,7 @@ inline std::string blocked_key(double W, double H) {
 // cells (the data's coordinates are those numbers); every step-th cell's only, when cells are
 // too small for a label each.
 inline std::string cell_tics(char axis, const std::vector<std::string>& labels, Index n, int first,
-                      Index step) {
+                             Index step) {
   std::string s = "set " + std::string(1, axis) + "tics ";
   if (step > 1)
     s = "# A label every " + std::to_string(step) + " cells: one each would overlap.\n" + s;
@@ -346,14 +347,12 @@ inline int tic_chars(const std::vector<std::string>& labels, Index n, int first)
 
 // The range of one heat-map axis, half a cell beyond the first and last numbers.
 inline std::string cell_range(Index n, int first) {
-  return num(static_cast<double>(first) - 0.5) + ":" +
-         num(static_cast<double>(first + n) - 0.5);
+  return num(static_cast<double>(first) - 0.5) + ":" + num(static_cast<double>(first + n) - 0.5);
 }
 
 // The same from the last number down to the first: the y axis, whose first row is on top.
 inline std::string cell_range_reversed(Index n, int first) {
-  return num(static_cast<double>(first + n) - 0.5) + ":" +
-         num(static_cast<double>(first) - 0.5);
+  return num(static_cast<double>(first + n) - 0.5) + ":" + num(static_cast<double>(first) - 0.5);
 }
 
 // The widest value text a cell may hold ("-0.25", "-inf").
@@ -380,7 +379,8 @@ inline bool blocks_any(const attn::AllowedMask& allowed) {
 
 // The .dat block of one matrix: one line per cell, rows in order, a blank line between rows;
 // column and row numbered from `first`, and with a mask a fourth column, 1 allowed, 0 blocked.
-inline void matrix_block(std::string& dat, const Matrix& m, const attn::AllowedMask& allowed, int first) {
+inline void matrix_block(std::string& dat, const Matrix& m, const attn::AllowedMask& allowed,
+                         int first) {
   const bool masked = blocks_any(allowed);
   for (Index r = 0; r < m.rows(); ++r) {
     for (Index c = 0; c < m.cols(); ++c) {

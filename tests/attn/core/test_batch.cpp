@@ -26,7 +26,9 @@ using attn::Matrix;
 // Whether the storage behind data() could be resized through it: only an owning Eigen matrix
 // (a PlainObjectBase) can; a Map's resize() is Eigen's assertion that the size is unchanged.
 template <typename T>
-concept ResizableThroughData = requires(T& t) { t.data().conservativeResize(1, 4); };
+concept ResizableThroughData = requires(T& t) {
+  t.data().conservativeResize(1, 4);
+};
 
 TEST(Batch, DataIsAFixedShapeView) {
   // `X.data().resize(1, 4)` used to shrink the storage under X[b] while batch() and rows()

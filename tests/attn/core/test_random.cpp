@@ -1,7 +1,7 @@
 // attn::Rng: bit-exact against published SplitMix64 values and an independent Python
 // transcription of xoshiro256** (scripts/fixtures/rng.py), plus distribution statistics.
-#include "course/npy.hpp"
 #include "attn/core/random.hpp"
+#include "course/npy.hpp"
 
 #include "expect.hpp"
 #include "fixtures.hpp"
@@ -32,7 +32,8 @@ class RngStream : public ::testing::TestWithParam<int> {};
 
 TEST_P(RngStream, RawWordsMatchIndependentPythonImplementation) {
   const int seed = GetParam();
-  const course::NpyArray ref = course::read_npy(kData + "/rng_u64_seed" + std::to_string(seed) + ".npy");
+  const course::NpyArray ref =
+      course::read_npy(kData + "/rng_u64_seed" + std::to_string(seed) + ".npy");
   ASSERT_EQ(ref.shape.size(), 2u);
   attn::Rng rng(static_cast<std::uint64_t>(seed));
   for (std::size_t i = 0; i < ref.shape[0]; ++i) {
@@ -147,9 +148,9 @@ TEST(RandomMatrix, RejectsRangesAndParametersThatAreNotFinite) {
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double big = std::numeric_limits<double>::max();
-  for (const auto& [lo, hi] : {std::pair{-inf, inf}, std::pair{0.0, inf}, std::pair{-inf, 0.0},
-                               std::pair{nan, 1.0}, std::pair{0.0, nan}, std::pair{1.0, 0.0},
-                               std::pair{-big, big}}) {
+  for (const auto& [lo, hi] :
+       {std::pair{-inf, inf}, std::pair{0.0, inf}, std::pair{-inf, 0.0}, std::pair{nan, 1.0},
+        std::pair{0.0, nan}, std::pair{1.0, 0.0}, std::pair{-big, big}}) {
     // Clang 14 cannot capture a structured binding; the lambda takes the pair's halves by value.
     const std::string m = attn_test::message_of(
         [&rng, lo = lo, hi = hi] { attn::random_uniform(rng, 2, 2, lo, hi); });
@@ -157,12 +158,10 @@ TEST(RandomMatrix, RejectsRangesAndParametersThatAreNotFinite) {
     EXPECT_NE(m.find("lo <= hi, both finite, and a finite width hi - lo"), std::string::npos) << m;
     EXPECT_THROW(rng.uniform(lo, hi), std::invalid_argument) << lo << ", " << hi;
   }
-  for (const auto& [mean, stddev] : {std::pair{inf, 1.0}, std::pair{nan, 1.0}, std::pair{0.0, inf},
-                                     std::pair{0.0, nan}}) {
-    const std::string m =
-        attn_test::message_of([&rng, mean = mean, stddev = stddev] {
-          attn::random_normal(rng, 2, 2, mean, stddev);
-        });
+  for (const auto& [mean, stddev] :
+       {std::pair{inf, 1.0}, std::pair{nan, 1.0}, std::pair{0.0, inf}, std::pair{0.0, nan}}) {
+    const std::string m = attn_test::message_of(
+        [&rng, mean = mean, stddev = stddev] { attn::random_normal(rng, 2, 2, mean, stddev); });
     EXPECT_EQ(m.rfind("random_normal: ", 0), 0u) << mean << ", " << stddev << ": " << m;
     EXPECT_THROW(rng.normal(mean, stddev), std::invalid_argument) << mean << ", " << stddev;
   }

@@ -18,9 +18,9 @@
 // relative; u_d = 2^-53 is double's). expf and Eigen's vectorised exp are within 1-2 ulp: 2u.
 #include "attn/kernels/tiled_attention.hpp"
 
+#include "attn/core/random.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/ops/masks.hpp"
-#include "attn/core/random.hpp"
 
 #include "expect.hpp"
 
@@ -50,7 +50,7 @@ using attn::Matrix;
 using attn::MatrixD;
 using attn::TiledAttentionOptions;
 
-constexpr double kU = 0x1p-24;   // float's unit roundoff
+constexpr double kU = 0x1p-24;  // float's unit roundoff
 constexpr float kInf = std::numeric_limits<float>::infinity();
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
@@ -126,7 +126,7 @@ std::vector<MaskCase> mask_cases(Index n_q, Index n_k, attn::Rng& rng) {
   const AllowedMask window = n_q == n_k ? attn::window_mask(n_q, 3) : band(n_q, n_k, 3);
   AllowedMask holes = random_mask(rng, n_q, n_k, 0.75);
   for (Index i : {Index{0}, n_q / 2, n_q - 1}) holes.row(i).setConstant(false);  // see nothing
-  for (Index j : {Index{1}, n_k - 1}) holes.col(j).setConstant(false);  // seen by no query
+  for (Index j : {Index{1}, n_k - 1}) holes.col(j).setConstant(false);           // seen by no query
   std::vector<MaskCase> c;
   c.push_back({"no mask", false, std::nullopt, all});
   c.push_back({"causal flag", true, std::nullopt, causal});
@@ -173,8 +173,8 @@ LseReference lse_reference(const Inputs& x, const AllowedMask& allowed, Index i)
     const double s =
         static_cast<double>(x.scale) * x.Q.row(i).cast<double>().dot(x.K.row(j).cast<double>());
     const double abs_dot =
-        static_cast<double>(x.scale) * (x.Q.row(i).cast<double>().cwiseAbs().dot(
-                                           x.K.row(j).cast<double>().cwiseAbs()));
+        static_cast<double>(x.scale) *
+        (x.Q.row(i).cast<double>().cwiseAbs().dot(x.K.row(j).cast<double>().cwiseAbs()));
     sum += std::exp(s);  // |s| is a few units here: no overflow, no max subtraction needed
     r.score_error = std::max(r.score_error, gamma * abs_dot);
     lo = std::min(lo, s);
@@ -320,9 +320,9 @@ Reference make_reference(const Inputs& x, const AllowedMask& effective) {
 testing::AssertionResult within(const char* what, double tiled_err, double baseline_err,
                                 double atol) {
   if (tiled_err <= 2 * baseline_err + atol) return testing::AssertionSuccess();
-  return testing::AssertionFailure() << what << ": tiled error " << tiled_err
-                                     << " > 2 x baseline error " << baseline_err << " + atol "
-                                     << atol;
+  return testing::AssertionFailure()
+         << what << ": tiled error " << tiled_err << " > 2 x baseline error " << baseline_err
+         << " + atol " << atol;
 }
 
 // The criterion for out, and for the three gradients.
@@ -331,14 +331,13 @@ testing::AssertionResult forward_ok(const Matrix& out, const Reference& r) {
 }
 
 testing::AssertionResult backward_ok(const attn::AttentionGrads& g, const Reference& r) {
-  auto q = within("dQ", attn::max_abs_diff(g.dQ, r.ref_g.dQ), r.err_dQ,
-                  fa_atol(max_abs(r.ref_g.dQ)));
+  auto q =
+      within("dQ", attn::max_abs_diff(g.dQ, r.ref_g.dQ), r.err_dQ, fa_atol(max_abs(r.ref_g.dQ)));
   if (!q) return q;
-  auto k = within("dK", attn::max_abs_diff(g.dK, r.ref_g.dK), r.err_dK,
-                  fa_atol(max_abs(r.ref_g.dK)));
+  auto k =
+      within("dK", attn::max_abs_diff(g.dK, r.ref_g.dK), r.err_dK, fa_atol(max_abs(r.ref_g.dK)));
   if (!k) return k;
-  return within("dV", attn::max_abs_diff(g.dV, r.ref_g.dV), r.err_dV,
-                fa_atol(max_abs(r.ref_g.dV)));
+  return within("dV", attn::max_abs_diff(g.dV, r.ref_g.dV), r.err_dV, fa_atol(max_abs(r.ref_g.dV)));
 }
 
 // One shape and one kind of mask, with its references.
@@ -451,8 +450,8 @@ TEST(TiledForward, LseEqualsFloat64LogSumExp) {
           EXPECT_NEAR(r.lse(i), ref.L, tol) << c.name << tiles_str(bq, bk) << " row " << i;
           worst = std::max(worst, std::abs(static_cast<double>(r.lse(i)) - ref.L));
         }
-        EXPECT_TRUE(within("lse", worst, c.r.err_lse, fa_atol(max_L))) << c.name
-                                                                       << tiles_str(bq, bk);
+        EXPECT_TRUE(within("lse", worst, c.r.err_lse, fa_atol(max_L)))
+            << c.name << tiles_str(bq, bk);
       }
     }
   }
@@ -695,8 +694,11 @@ TEST(TiledThreads, OneTwoAndThreeThreadsGiveTheSameBytes) {
   for (const Setting& s : {Setting{"no mask", false, nullptr}, Setting{"causal", true, nullptr},
                            Setting{"causal and padding", true, &pad}}) {
     auto run = [&](int threads) {
-      TiledAttentionOptions o{.scale = x.scale, .causal = s.causal, .query_tile = 32,
-                              .key_tile = 48, .threads = threads};
+      TiledAttentionOptions o{.scale = x.scale,
+                              .causal = s.causal,
+                              .query_tile = 32,
+                              .key_tile = 48,
+                              .threads = threads};
       if (s.mask) o.allowed = *s.mask;
       auto r = attn::tiled_attention(x.Q, x.K, x.V, o);
       auto g = attn::tiled_attention_backward(x.Q, x.K, x.V, r, x.dO, o);
@@ -747,8 +749,8 @@ TEST(TiledNonFinite, PlusInfinityAllowedScoreMakesTheRowNaN) {
   AllowedMask hide = attn::full_mask(6, 8);
   hide(1, 4) = false;
   for (const auto& [bq, bk] : std::vector<std::pair<Index, Index>>{{1, 1}, {2, 3}, {8, 8}}) {
-    const auto r = attn::tiled_attention(x.Q, x.K, x.V, {.scale = 1.0f, .query_tile = bq,
-                                                         .key_tile = bk});
+    const auto r =
+        attn::tiled_attention(x.Q, x.K, x.V, {.scale = 1.0f, .query_tile = bq, .key_tile = bk});
     EXPECT_TRUE(row_is_nan(r.out, 1)) << tiles_str(bq, bk);
     EXPECT_TRUE(std::isnan(r.lse(1))) << tiles_str(bq, bk);
     const auto hidden = attn::tiled_attention(
@@ -785,8 +787,11 @@ TEST(TiledNonFinite, AllAllowedScoresMinusInfinityIsNaNNotZeros) {
     EXPECT_TRUE(row_is_nan(r.out, 0)) << bk;
     EXPECT_TRUE(std::isnan(r.lse(0))) << bk << ": L = " << r.lse(0);
 
-    r = attn::tiled_attention(Q, K, V, {.scale = 1.0f, .allowed = none, .query_tile = 1,
-                                        .key_tile = bk});  // the mask leaves nothing
+    r = attn::tiled_attention(Q, K, V,
+                              {.scale = 1.0f,
+                               .allowed = none,
+                               .query_tile = 1,
+                               .key_tile = bk});  // the mask leaves nothing
     EXPECT_TRUE(row_is_zero(r.out, 0)) << bk;
     EXPECT_EQ(r.lse(0), -kInf) << bk;
 
@@ -824,8 +829,8 @@ TEST(TiledNonFinite, EmptyRowIsZeroWhateverQKAndVHold) {
   const Inputs x = empty_row_inputs(true);
   const AllowedMask mask = all_but_query_2();
   for (const auto& [bq, bk] : std::vector<std::pair<Index, Index>>{{1, 1}, {3, 4}, {6, 8}}) {
-    const TiledAttentionOptions o{.scale = x.scale, .allowed = mask, .query_tile = bq,
-                                  .key_tile = bk};
+    const TiledAttentionOptions o{
+        .scale = x.scale, .allowed = mask, .query_tile = bq, .key_tile = bk};
     const auto r = attn::tiled_attention(x.Q, x.K, x.V, o);
     EXPECT_TRUE(row_is_zero(r.out, 2)) << tiles_str(bq, bk);
     EXPECT_EQ(r.lse(2), -kInf) << tiles_str(bq, bk);
@@ -845,8 +850,8 @@ TEST(TiledNonFinite, EmptyRowPassesNothingBackWhateverVHolds) {
   const auto plain_g = attn::attention_backward(x.Q, x.K, x.V, plain.weights, x.dO, po);
   ASSERT_TRUE(row_is_zero(plain_g.dQ, 2));  // what the plain path does
   for (const auto& [bq, bk] : std::vector<std::pair<Index, Index>>{{1, 1}, {3, 4}, {6, 8}}) {
-    const TiledAttentionOptions o{.scale = x.scale, .allowed = mask, .query_tile = bq,
-                                  .key_tile = bk};
+    const TiledAttentionOptions o{
+        .scale = x.scale, .allowed = mask, .query_tile = bq, .key_tile = bk};
     const auto r = attn::tiled_attention(x.Q, x.K, x.V, o);
     const auto g = attn::tiled_attention_backward(x.Q, x.K, x.V, r, x.dO, o);
     EXPECT_TRUE(row_is_zero(g.dQ, 2)) << tiles_str(bq, bk) << ": dQ row 2 = " << g.dQ.row(2);
@@ -886,42 +891,42 @@ void expect_counts(const attn::TileCounts& c, Index total, Index skipped, Index 
 TEST(CountTiles, HandCountedCases) {
   // n = 8, 4 x 4 tiles, causal: (q0, k0) the diagonal, mixed; (q0, k1) keys 4-7 > rows 0-3,
   // skipped; (q1, k0) keys 0-3 <= rows 4-7, full; (q1, k1) mixed.
-  expect_counts(attn::count_tiles(8, 8, {.causal = true, .query_tile = 4, .key_tile = 4}), 4, 1,
-                2, 1, "n = 8, 4 x 4, causal");
+  expect_counts(attn::count_tiles(8, 8, {.causal = true, .query_tile = 4, .key_tile = 4}), 4, 1, 2,
+                1, "n = 8, 4 x 4, causal");
   expect_counts(attn::count_tiles(8, 8, {.query_tile = 4, .key_tile = 4}), 4, 0, 0, 4,
                 "n = 8, 4 x 4, no mask");
   // n = 10, tiles of 4: rows/keys [0-3], [4-7], [8-9], T = 3, 9 pairs. Causal: the three on
   // the diagonal mixed ((8, 9) is blocked in the last), the three above skipped, the three
   // below full.
-  expect_counts(attn::count_tiles(10, 10, {.causal = true, .query_tile = 4, .key_tile = 4}), 9,
-                3, 3, 3, "n = 10, 4 x 4, causal");
+  expect_counts(attn::count_tiles(10, 10, {.causal = true, .query_tile = 4, .key_tile = 4}), 9, 3,
+                3, 3, "n = 10, 4 x 4, causal");
   // Padding keys 8 and 9: their tile is wholly blocked for every query tile, the rest full.
   const AllowedMask pad2 = padded_keys(10, 10, 2);
-  expect_counts(attn::count_tiles(10, 10, {.allowed = pad2, .query_tile = 4, .key_tile = 4}), 9,
-                3, 0, 6, "n = 10, 4 x 4, keys 8-9 padded");
+  expect_counts(attn::count_tiles(10, 10, {.allowed = pad2, .query_tile = 4, .key_tile = 4}), 9, 3,
+                0, 6, "n = 10, 4 x 4, keys 8-9 padded");
   // Causal and that padding: as causal, but the last diagonal tile (rows 8-9, keys 8-9) is
   // now wholly blocked: 4 skipped, 2 mixed, 3 full.
-  expect_counts(attn::count_tiles(10, 10, {.allowed = pad2, .causal = true, .query_tile = 4,
-                                           .key_tile = 4}),
-                9, 4, 2, 3, "n = 10, 4 x 4, causal and keys 8-9 padded");
+  expect_counts(
+      attn::count_tiles(10, 10, {.allowed = pad2, .causal = true, .query_tile = 4, .key_tile = 4}),
+      9, 4, 2, 3, "n = 10, 4 x 4, causal and keys 8-9 padded");
   // Padding keys 6-9: the middle key tile [4-7] half blocked (mixed in every query tile), the
   // last skipped, the first full.
   const AllowedMask pad4 = padded_keys(10, 10, 4);
-  expect_counts(attn::count_tiles(10, 10, {.allowed = pad4, .query_tile = 4, .key_tile = 4}), 9,
-                3, 3, 3, "n = 10, 4 x 4, keys 6-9 padded");
+  expect_counts(attn::count_tiles(10, 10, {.allowed = pad4, .query_tile = 4, .key_tile = 4}), 9, 3,
+                3, 3, "n = 10, 4 x 4, keys 6-9 padded");
   // A mask that allows everything is full everywhere (the classification reads the mask); one
   // that allows nothing is skipped everywhere.
   const AllowedMask all = attn::full_mask(10, 10);
   const AllowedMask nothing = AllowedMask::Constant(10, 10, false);
   expect_counts(attn::count_tiles(10, 10, {.allowed = all, .query_tile = 4, .key_tile = 4}), 9, 0,
                 0, 9, "n = 10, 4 x 4, full_mask");
-  expect_counts(attn::count_tiles(10, 10, {.allowed = nothing, .query_tile = 4, .key_tile = 4}),
-                9, 9, 0, 0, "n = 10, 4 x 4, nothing allowed");
+  expect_counts(attn::count_tiles(10, 10, {.allowed = nothing, .query_tile = 4, .key_tile = 4}), 9,
+                9, 0, 0, "n = 10, 4 x 4, nothing allowed");
   // Non-square, causal top-left: 4 queries, 8 keys, tiles of 2. Query tile [0-1]: keys [0-1]
   // mixed ((0, 1) blocked), the other three skipped; query tile [2-3]: keys [0-1] full, [2-3]
   // mixed, [4-5] and [6-7] skipped. 8 pairs: 5 skipped, 2 mixed, 1 full.
-  expect_counts(attn::count_tiles(4, 8, {.causal = true, .query_tile = 2, .key_tile = 2}), 8, 5,
-                2, 1, "4 x 8, 2 x 2, causal");
+  expect_counts(attn::count_tiles(4, 8, {.causal = true, .query_tile = 2, .key_tile = 2}), 8, 5, 2,
+                1, "4 x 8, 2 x 2, causal");
   // 8 queries, 4 keys, tiles of 4: rows 0-3 mixed, rows 4-7 see keys 0-3 all: full.
   expect_counts(attn::count_tiles(8, 4, {.causal = true, .query_tile = 4, .key_tile = 4}), 2, 0, 1,
                 1, "8 x 4, 4 x 4, causal");
@@ -1071,15 +1076,13 @@ TEST(TiledErrors, BackwardShapesAndAliasingAreNamedBeforeWriting) {
 
   // dQ over Q, dV over V: refused before anything is written.
   Matrix Q = x.Q;
-  m = message_of([&] {
-    attn::tiled_attention_backward_into(Q, x.K, x.V, r.out, r.lse, x.dO, Q, dK, dV, o);
-  });
+  m = message_of(
+      [&] { attn::tiled_attention_backward_into(Q, x.K, x.V, r.out, r.lse, x.dO, Q, dK, dV, o); });
   EXPECT_TRUE(names(m, "tiled_attention_backward", {"dQ", "Q"})) << m;
   EXPECT_TRUE(identical(Q, x.Q));
   Matrix V = x.V;
-  m = message_of([&] {
-    attn::tiled_attention_backward_into(x.Q, x.K, V, r.out, r.lse, x.dO, dQ, dK, V, o);
-  });
+  m = message_of(
+      [&] { attn::tiled_attention_backward_into(x.Q, x.K, V, r.out, r.lse, x.dO, dQ, dK, V, o); });
   EXPECT_TRUE(names(m, "tiled_attention_backward", {"dV", "V"})) << m;
   EXPECT_TRUE(identical(V, x.V));
   EXPECT_TRUE(untouched());
@@ -1098,8 +1101,8 @@ TEST(TiledColumnBlocks, ForwardAndBackwardIntoHeadColumns) {
   const auto V = Vw.middleCols(h * d_v, d_v), dO = dOw.middleCols(h * d_v, d_v);
   const float scale = 0.5f;  // 1/sqrt(4), exact
   const AllowedMask pad = padded_keys(n_q, n_k, 3);
-  const TiledAttentionOptions o{.scale = scale, .allowed = pad, .causal = true, .query_tile = 5,
-                                .key_tile = 4};
+  const TiledAttentionOptions o{
+      .scale = scale, .allowed = pad, .causal = true, .query_tile = 5, .key_tile = 4};
   const AllowedMask effective = both(top_left_causal(n_q, n_k), pad);  // the flag and the mask
   // The references, on contiguous copies.
   const Inputs contiguous{Matrix(Q), Matrix(K), Matrix(V), Matrix(dO), scale};

@@ -32,7 +32,7 @@ TEST(BackwardFixture, Embedding) {
   // both sequences' dy, so embedding_backward is called once per sequence into one d_table.
   Comparison c("embedding");
   const Fixture& fx = c.fixture();
-  const Matrix table = fx.matrix("weight");  // [7 x 4]
+  const Matrix table = fx.matrix("weight");                       // [7 x 4]
   const course::NpyArray dy = fx.get("dy"), out = fx.get("out");  // [2, 5, 4]
   ASSERT_EQ(dy.shape.size(), 3u);
   Matrix d_table = Matrix::Zero(table.rows(), table.cols());

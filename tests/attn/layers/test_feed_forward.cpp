@@ -95,8 +95,8 @@ TEST(BackwardErrors, FfnBackward) {
   EXPECT_TRUE(untouched(grads));
   attn::FeedForward wrong = attn::zeros_like(ff);
   wrong.linear1.weight.resize(16, 7);  // linear1's gradient of the wrong shape, linear2's fine
-  EXPECT_TRUE(names(message_of([&] { attn::ffn_backward(ff, x, cache, dy, wrong); }),
-                    "ffn_backward"));
+  EXPECT_TRUE(
+      names(message_of([&] { attn::ffn_backward(ff, x, cache, dy, wrong); }), "ffn_backward"));
   EXPECT_TRUE((wrong.linear2.weight.array() == 0).all() && (wrong.linear2.bias.array() == 0).all())
       << "ffn_backward accumulated into linear2's gradients before it threw";
 }

@@ -90,7 +90,8 @@ TEST(LayerNorm, EpsMustBeFiniteAndPositive) {
 TEST(LayerNorm, MatchesTorchLayerNorm) {
   for (const std::string c : {"small", "shifted"}) {
     const auto load = [&](const std::string& what) {
-      return course::read_npy(attn_test::fixture("multi_head", "ln_" + c + "_" + what + ".npy")).to_matrix();
+      return course::read_npy(attn_test::fixture("multi_head", "ln_" + c + "_" + what + ".npy"))
+          .to_matrix();
     };
     attn::LayerNorm ln{RowVector(load("weight")), RowVector(load("bias")), 1e-5f};
     const Matrix y = attn::layer_norm_forward(ln, load("x"));
@@ -136,9 +137,9 @@ TEST(BackwardErrors, LayerNormBackward) {
   attn::layer_norm_forward(norm, x, &cache);
   attn::layer_norm_forward(norm, Matrix(attn::random_normal(rng, 3, 8)), &other);
   attn::LayerNorm grads = attn::zeros_like(norm);
-  EXPECT_TRUE(names(
-      message_of([&] { attn::layer_norm_backward(norm, x, cache, Matrix(5, 7), grads); }),
-      "layer_norm_backward"));
+  EXPECT_TRUE(
+      names(message_of([&] { attn::layer_norm_backward(norm, x, cache, Matrix(5, 7), grads); }),
+            "layer_norm_backward"));
   EXPECT_TRUE(names(message_of([&] { attn::layer_norm_backward(norm, x, other, dy, grads); }),
                     "layer_norm_backward"));  // the cache of another input
   attn::LayerNorm wrong = attn::zeros_like(attn::layer_norm_init(7));

@@ -2,12 +2,12 @@
 // torch.nn.LayerNorm fixtures, the equivalences the chapter claims (heads are column blocks of
 // one projection, one head is chapter 05's attention, heads do not see each other's columns),
 // LayerNorm by hand, and every shape error.
+#include "attn/core/random.hpp"
 #include "attn/layers/layer_norm.hpp"
 #include "attn/layers/linear.hpp"
 #include "attn/layers/multi_head.hpp"
 #include "attn/layers/parameters.hpp"
 #include "course/npy.hpp"
-#include "attn/core/random.hpp"
 
 #include "backward_fixture.hpp"
 #include "expect.hpp"
@@ -121,13 +121,13 @@ TEST(MultiHead, EightSmallProjectionsAreOneBigOne) {
   // entry, possibly grouped differently by Eigen's blocking, so compare both to double:
   // |error| <= 512 * 2^-24 * sum|terms| ~ 1e-4 for these N(0,1) inputs; 2e-4 is the bound.
   const Layer s = random_setup(1, 512, 8, 5);
-  const Matrix Q = attn::linear_forward(s.mha.q_proj, s.X);  // [5 x 512]
+  const Matrix Q = attn::linear_forward(s.mha.q_proj, s.X);                          // [5 x 512]
   MatrixD Qd = s.X.cast<double>() * s.mha.q_proj.weight.cast<double>().transpose();  // [5 x 512]
   Qd.rowwise() += s.mha.q_proj.bias.cast<double>();
   for (Index h = 0; h < 8; ++h) {
-    attn::Linear head{s.mha.q_proj.weight.middleRows(h * 64, 64),   // W_Q^h [64 x 512]
-                      s.mha.q_proj.bias.segment(h * 64, 64)};        // [1 x 64]
-    const Matrix Qh = attn::linear_forward(head, s.X);               // [5 x 64]
+    attn::Linear head{s.mha.q_proj.weight.middleRows(h * 64, 64),  // W_Q^h [64 x 512]
+                      s.mha.q_proj.bias.segment(h * 64, 64)};      // [1 x 64]
+    const Matrix Qh = attn::linear_forward(head, s.X);             // [5 x 64]
     EXPECT_LT((Qh.cast<double>() - Qd.middleCols(h * 64, 64)).cwiseAbs().maxCoeff(), 2e-4) << h;
     EXPECT_LT((Q.middleCols(h * 64, 64) - Qh).cwiseAbs().maxCoeff(), 2e-4f) << h;
   }
@@ -165,9 +165,9 @@ TEST(MultiHead, EachHeadWritesOnlyItsOwnColumns) {
 
 TEST(MultiHead, PyTorchsStackedLayoutRoundTrips) {
   const Layer s = random_setup(9, 12, 3, 2);
-  const attn::MultiHeadAttention back = attn::multi_head_from_pytorch(
-      attn::in_proj_weight(s.mha), attn::in_proj_bias(s.mha), s.mha.out_proj.weight,
-      s.mha.out_proj.bias, 3);
+  const attn::MultiHeadAttention back =
+      attn::multi_head_from_pytorch(attn::in_proj_weight(s.mha), attn::in_proj_bias(s.mha),
+                                    s.mha.out_proj.weight, s.mha.out_proj.bias, 3);
   EXPECT_TRUE(identical(back.q_proj.weight, s.mha.q_proj.weight));
   EXPECT_TRUE(identical(back.k_proj.weight, s.mha.k_proj.weight));
   EXPECT_TRUE(identical(back.v_proj.weight, s.mha.v_proj.weight));
@@ -257,11 +257,10 @@ TEST(MultiHead, ShapeErrorsNameTheShapes) {
             "multi_head_forward: key is [3 x 8] but value is [2 x 8]: every key needs a value "
             "(same number of rows)");
   const attn::AllowedMask causal4 = attn::causal_mask(4);
-  EXPECT_EQ(message_of([&] {
-              attn::multi_head_forward(s.mha, s.X, s.X, s.X, {.allowed = causal4});
-            }),
-            "attention: the mask is [4 x 4] but Q is [3 x 4] and K is [3 x 4]: it must be "
-            "[n_q x n_k] = [3 x 3]");
+  EXPECT_EQ(
+      message_of([&] { attn::multi_head_forward(s.mha, s.X, s.X, s.X, {.allowed = causal4}); }),
+      "attention: the mask is [4 x 4] but Q is [3 x 4] and K is [3 x 4]: it must be "
+      "[n_q x n_k] = [3 x 3]");
   EXPECT_EQ(message_of([&] {
               attn::multi_head_from_pytorch(Matrix(8, 4), RowVector(), Matrix(4, 4), RowVector(),
                                             2);
@@ -319,19 +318,18 @@ TEST(MultiHead, TheTiledPathAgreesWithThePlainOneAboveOneTile) {
   EXPECT_TRUE(close(g_tiled.out_proj.weight, g_plain.out_proj.weight));
   // Within one tile the plain path runs whatever need_weights says: there is nothing to tile.
   const Matrix small = x.topRows(100);  // [100 x E]
-  EXPECT_FALSE(attn::multi_head_forward(mha, small, small, small, {.need_weights = false})
-                   .weights.empty());
+  EXPECT_FALSE(
+      attn::multi_head_forward(mha, small, small, small, {.need_weights = false}).weights.empty());
 }
-
 
 // ---- The backward pass (chapter 09) ------------------------------------------------------------
 
+using attn::AllowedMask;
 using attn_test::all_zero;
 using attn_test::Comparison;
 using attn_test::Fixture;
 using attn_test::names;
 using attn_test::untouched;
-using attn::AllowedMask;
 
 TEST(BackwardFixture, MultiHeadSelfAttention) {
   // nn.MultiheadAttention(16, 4), query = key = value = x, keys 4 and 5 blocked: x reached the
@@ -381,8 +379,8 @@ TEST(BackwardIdentity, KeyBiasGradientIsZeroUpToRoundOff) {
   const attn::MultiHeadResult r = attn::multi_head_forward(mha, x, x, x, {.allowed = allowed});
   attn::MultiHeadAttention grads = attn::zeros_like(mha);
   attn::multi_head_backward(mha, x, x, x, r, fx.matrix("dy"), grads);
-  const double scale = std::max(grads.q_proj.bias.cwiseAbs().maxCoeff(),
-                                grads.v_proj.bias.cwiseAbs().maxCoeff());
+  const double scale =
+      std::max(grads.q_proj.bias.cwiseAbs().maxCoeff(), grads.v_proj.bias.cwiseAbs().maxCoeff());
   EXPECT_GT(scale, 0.1);
   EXPECT_LE(grads.k_proj.bias.cwiseAbs().maxCoeff(), 1e-6 * scale);
 }
@@ -453,8 +451,7 @@ TEST(BackwardAccumulation, MultiHeadDoublesExactly) {
   mha.k_proj.bias = attn::random_normal(rng, 1, 8);
   const attn::MultiHeadResult r = attn::multi_head_forward(mha, x, x, x);
   attn_test::expect_accumulates_exactly(
-      [&](attn::MultiHeadAttention& g) { attn::multi_head_backward(mha, x, x, x, r, dy, g); },
-      mha);
+      [&](attn::MultiHeadAttention& g) { attn::multi_head_backward(mha, x, x, x, r, dy, g); }, mha);
 }
 
 TEST(BackwardErrors, MultiHeadBackward) {
@@ -465,13 +462,10 @@ TEST(BackwardErrors, MultiHeadBackward) {
   const Matrix x3 = attn::random_normal(rng, 3, 8);
   const attn::MultiHeadResult other = attn::multi_head_forward(mha, x3, x3, x3);
   attn::MultiHeadAttention grads = attn::zeros_like(mha);
-  EXPECT_TRUE(names(message_of([&] {
-                      attn::multi_head_backward(mha, x, x, x, r, Matrix(5, 7), grads);
-                    }),
-                    "multi_head_backward"));
-  EXPECT_TRUE(names(message_of([&] {
-                      attn::multi_head_backward(mha, x, x, x, other, dy, grads);
-                    }),
+  EXPECT_TRUE(
+      names(message_of([&] { attn::multi_head_backward(mha, x, x, x, r, Matrix(5, 7), grads); }),
+            "multi_head_backward"));
+  EXPECT_TRUE(names(message_of([&] { attn::multi_head_backward(mha, x, x, x, other, dy, grads); }),
                     "multi_head_backward"));  // the cache of another input
   EXPECT_TRUE(untouched(grads));
   attn::MultiHeadAttention wrong = attn::zeros_like(mha);

@@ -1,8 +1,8 @@
 // The sinusoidal position vectors (chapter 07): known values, the table against a 40-digit
 // reference, the rotation R(k) that moves every position by k (in float and in double, with
 // the tolerances derived below), the dot product that depends on the offset only, and errors.
-#include "course/npy.hpp"
 #include "attn/layers/positional_encoding.hpp"
+#include "course/npy.hpp"
 
 #include <Eigen/LU>  // determinant()
 #include "fixtures.hpp"
@@ -212,8 +212,8 @@ TEST(PositionalEncodingRotation, MovesEveryPositionByKInFloat) {
   for (const Index k : {1, 2, 3, 10, 100, 333, 800}) {
     const Matrix R = attn::relative_rotation(k, d).cast<float>();  // [64 x 64]
     const Matrix moved = pe.topRows(800) * R.transpose();          // [800 x 64]
-    worst = std::max(worst, static_cast<double>(
-                                (moved - pe.middleRows(k, 800)).cwiseAbs().maxCoeff()));
+    worst =
+        std::max(worst, static_cast<double>((moved - pe.middleRows(k, 800)).cwiseAbs().maxCoeff()));
   }
   EXPECT_LT(worst, tol);
   EXPECT_GT(worst, 1e-8) << "float rounding should show";

@@ -68,8 +68,8 @@ class RnnFixture : public ::testing::TestWithParam<const char*> {};
 TEST_P(RnnFixture, HiddenStatesMatchTorchNnRnn) {
   const std::string c = GetParam();
   const attn::RnnCell cell = load_cell(c);
-  const Matrix X = load(c + "_x");                 // [T x I]
-  const RowVector h0 = load(c + "_h0");            // [1 x H]
+  const Matrix X = load(c + "_x");                     // [T x I]
+  const RowVector h0 = load(c + "_h0");                // [1 x H]
   const Matrix expected = load(c + "_hidden_states");  // [T x H], PyTorch's output
   const Matrix A = attn::rnn_forward(cell, X, h0);
   ASSERT_EQ(A.rows(), expected.rows());
@@ -79,8 +79,8 @@ TEST_P(RnnFixture, HiddenStatesMatchTorchNnRnn) {
 
 TEST_P(RnnFixture, ManyToManyHeadMatchesLinearThenSoftmax) {
   const std::string c = GetParam();
-  const attn::RnnRun run = attn::many_to_many(load_cell(c), load_head(c), load(c + "_x"),
-                                              load(c + "_h0"));
+  const attn::RnnRun run =
+      attn::many_to_many(load_cell(c), load_head(c), load(c + "_x"), load(c + "_h0"));
   const Matrix expected = load(c + "_y");  // [T x O]
   ASSERT_EQ(run.outputs.rows(), expected.rows());
   ASSERT_EQ(run.outputs.cols(), expected.cols());
@@ -120,8 +120,8 @@ TEST(Rnn, JacobiansMatchTorchAutograd) {
 TEST(Rnn, OneStepByHand) {
   // a = tanh(w_ih x + b_ih + w_hh a_prev + b_hh) = tanh(0.5*2 + 0.25 - 1*0.5 - 0.25) = tanh(0.5)
   const attn::RnnCell cell = scalar_cell(0.5f, -1.0f, 0.25f, -0.25f);
-  const RowVector a = attn::rnn_step(cell, RowVector::Constant(1, 2.0f),
-                                     RowVector::Constant(1, 0.5f));
+  const RowVector a =
+      attn::rnn_step(cell, RowVector::Constant(1, 2.0f), RowVector::Constant(1, 0.5f));
   // Every intermediate (1, 1.25, 0.75, 0.5) is exact in float; only tanh rounds.
   EXPECT_NEAR(a(0), std::tanh(0.5), 1e-7);  // tanh(0.5) = 0.46211715726...
 }
@@ -160,9 +160,9 @@ TEST(Rnn, OnlyTheSumOfTheTwoBiasesMatters) {
 TEST(Rnn, ForwardEqualsStepByStep) {
   attn::Rng rng(5);
   const attn::RnnCell cell = attn::rnn_init(rng, 3, 4);
-  const Matrix X = attn::random_normal(rng, 7, 3);            // [7 x 3]
+  const Matrix X = attn::random_normal(rng, 7, 3);              // [7 x 3]
   const RowVector h0 = attn::random_normal(rng, 1, 4, 0, 0.5);  // [1 x 4]
-  const Matrix A = attn::rnn_forward(cell, X, h0);            // [7 x 4]
+  const Matrix A = attn::rnn_forward(cell, X, h0);              // [7 x 4]
   RowVector a = h0;
   for (Index t = 0; t < X.rows(); ++t) {
     a = attn::rnn_step(cell, X.row(t), a);
@@ -171,7 +171,8 @@ TEST(Rnn, ForwardEqualsStepByStep) {
     EXPECT_LE((A.row(t) - a).cwiseAbs().maxCoeff(), 1e-6f) << "t = " << t + 1;
   }
   // The double-precision unroll is the same recurrence.
-  const MatrixD Ad = attn::rnn_forward(attn::cast<double>(cell), X.cast<double>(), h0.cast<double>());
+  const MatrixD Ad =
+      attn::rnn_forward(attn::cast<double>(cell), X.cast<double>(), h0.cast<double>());
   EXPECT_LE((A.cast<double>() - Ad).cwiseAbs().maxCoeff(), 1e-6);
 }
 
@@ -185,8 +186,8 @@ TEST(Rnn, InitialisationIsPyTorchsUniformRange) {
   EXPECT_EQ(cell.bias_ih.cols(), 16);
   EXPECT_EQ(cell.bias_hh.cols(), 16);
   const float k = 0.25f;  // 1/sqrt(16)
-  for (const Matrix& p : {Matrix(cell.weight_ih), Matrix(cell.weight_hh),
-                          Matrix(cell.bias_ih), Matrix(cell.bias_hh)}) {
+  for (const Matrix& p : {Matrix(cell.weight_ih), Matrix(cell.weight_hh), Matrix(cell.bias_ih),
+                          Matrix(cell.bias_hh)}) {
     EXPECT_LE(p.cwiseAbs().maxCoeff(), k);
   }
   // 256 draws from U(-0.25, 0.25) reach beyond +-0.2 on both sides (probability of not doing
@@ -204,7 +205,7 @@ TEST(Rnn, JacobianMatchesCentralDifferences) {
   for (std::uint64_t seed : {1u, 2u, 3u}) {
     attn::Rng rng(seed);
     const attn::RnnCell cell = attn::rnn_init(rng, 3, 5);
-    const Matrix X = attn::random_normal(rng, 5, 3);                   // [5 x 3]
+    const Matrix X = attn::random_normal(rng, 5, 3);                     // [5 x 3]
     const RowVector h0 = attn::random_normal(rng, 1, 5, 0.0, 0.5);       // [1 x 5]
     const MatrixD analytic = attn::input_jacobians(cell, X, h0).back();  // [5 x 3]
     const MatrixD numeric = attn::input_jacobian_central_difference(cell, X, h0, 1e-4);
@@ -234,9 +235,9 @@ TEST(Rnn, JacobianVanishesWithoutRecurrentWeights) {
 class Shapes : public ::testing::Test {
  protected:
   attn::Rng rng{42};
-  attn::RnnCell cell = attn::rnn_init(rng, 3, 4);   // I = 3, H = 4
+  attn::RnnCell cell = attn::rnn_init(rng, 3, 4);    // I = 3, H = 4
   attn::Linear head = attn::linear_init(rng, 4, 2);  // O = 2
-  Matrix X = attn::random_normal(rng, 5, 3);        // [5 x 3]
+  Matrix X = attn::random_normal(rng, 5, 3);         // [5 x 3]
   RowVector h0 = RowVector::Zero(4);
 };
 
@@ -343,8 +344,7 @@ TEST_F(Shapes, ErrorsNameTheShapes) {
   expect_invalid([&] { attn::many_to_one(cell, head, empty, h0); }, "X is [0 x 3]");
   expect_invalid([&] { attn::input_jacobians(cell, empty, h0); }, "X is [0 x 3]");
   expect_invalid([&] { attn::input_jacobians(cell, X_bad, h0); }, "X is [5 x 2]");
-  expect_invalid([&] { attn::input_jacobian_central_difference(cell, X, h0, 0.0); },
-                 "eps is 0");
+  expect_invalid([&] { attn::input_jacobian_central_difference(cell, X, h0, 0.0); }, "eps is 0");
   // 1->N feeds y_hat (O = 2) back as x (I = 3): refused.
   expect_invalid([&] { attn::one_to_many(cell, head, X.row(0), h0, 3); }, "W_y is [2 x 4]");
   attn::Rng g(3);
@@ -365,8 +365,8 @@ TEST(Rnn, ParametersAreNnRnnsStateDict) {
   const attn::RnnCell cell = attn::rnn_init(rng, 3, 4);
   std::vector<std::string> keys;
   for (const auto& p : attn::parameters(cell)) keys.push_back(p.key);
-  EXPECT_EQ(keys, (std::vector<std::string>{"weight_ih_l0", "weight_hh_l0", "bias_ih_l0",
-                                            "bias_hh_l0"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0"}));
   EXPECT_EQ(attn::parameter_count(cell), 36);
   const attn::RnnCellD twin = attn::cast<double>(cell);
   EXPECT_EQ(twin.weight_hh, cell.weight_hh.cast<double>());

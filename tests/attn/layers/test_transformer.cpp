@@ -2,10 +2,10 @@
 // fixtures (post- and pre-norm, padding and causal masks), the behaviour the masks promise
 // through whole stacks, the caches the backward passes will read, the feed-forward layer, and
 // shape errors.
-#include "attn/layers/feed_forward.hpp"
-#include "course/npy.hpp"
 #include "attn/core/random.hpp"
+#include "attn/layers/feed_forward.hpp"
 #include "attn/layers/transformer.hpp"
+#include "course/npy.hpp"
 
 #include "backward_fixture.hpp"
 #include "expect.hpp"
@@ -43,10 +43,9 @@ struct StateDict {
   RowVector row(const std::string& name) const { return RowVector(get(name).to_matrix()); }
 
   attn::MultiHeadAttention mha(const std::string& name, Index heads) const {
-    return attn::multi_head_from_pytorch(matrix(name + "_in_proj_weight"),
-                                         row(name + "_in_proj_bias"),
-                                         matrix(name + "_out_proj_weight"),
-                                         row(name + "_out_proj_bias"), heads);
+    return attn::multi_head_from_pytorch(
+        matrix(name + "_in_proj_weight"), row(name + "_in_proj_bias"),
+        matrix(name + "_out_proj_weight"), row(name + "_out_proj_bias"), heads);
   }
   attn::FeedForward ff() const {
     return {{matrix("linear1_weight"), row("linear1_bias")},
@@ -89,13 +88,17 @@ class DecoderFixture : public ::testing::TestWithParam<std::pair<const char*, In
 TEST_P(DecoderFixture, MatchesTorchTransformerDecoderLayer) {
   const auto [c, heads] = GetParam();
   const StateDict sd{"tf_" + std::string(c) + "_"};
-  attn::DecoderLayer layer{sd.mha("self_attn", heads), sd.mha("multihead_attn", heads), sd.ff(),
-                           sd.norm("norm1"), sd.norm("norm2"), sd.norm("norm3"),
+  attn::DecoderLayer layer{sd.mha("self_attn", heads),
+                           sd.mha("multihead_attn", heads),
+                           sd.ff(),
+                           sd.norm("norm1"),
+                           sd.norm("norm2"),
+                           sd.norm("norm3"),
                            std::string(c) == "dec_pre" ? NormPlacement::pre : NormPlacement::post};
   const AllowedBatch self_allowed = sd.mask("allowed"), cross_allowed = sd.mask("cross_allowed");
-  const Batch out = attn::decoder_forward(
-      {layer}, sd.get("x").to_batch(), sd.get("memory").to_batch(),
-      {.self_allowed = self_allowed, .cross_allowed = cross_allowed});
+  const Batch out =
+      attn::decoder_forward({layer}, sd.get("x").to_batch(), sd.get("memory").to_batch(),
+                            {.self_allowed = self_allowed, .cross_allowed = cross_allowed});
   const Batch expected = sd.get("out").to_batch();
   ASSERT_EQ(out.shape(), expected.shape());
   EXPECT_LT((out.data() - expected.data()).cwiseAbs().maxCoeff(), kTolerance) << c;
@@ -216,8 +219,8 @@ TEST_P(Behaviour, EncoderLayerCacheHoldsEverySublayer) {
   expect_step(c.sublayer2, layer.norm2, GetParam(), "feed-forward");
   // The attention's MultiHeadResult is the one its sub-layer computed and returned.
   const Matrix& a = c.sublayer1.sublayer_in;
-  const attn::MultiHeadResult r = attn::multi_head_forward(layer.self_attn, a, a, a,
-                                                           {.allowed = causal});
+  const attn::MultiHeadResult r =
+      attn::multi_head_forward(layer.self_attn, a, a, a, {.allowed = causal});
   EXPECT_TRUE(identical(c.self_attn.out, c.sublayer1.sublayer_out));
   EXPECT_TRUE(identical(c.self_attn.Q, r.Q));
   EXPECT_TRUE(identical(c.self_attn.V, r.V));
@@ -235,9 +238,9 @@ TEST_P(Behaviour, StackCachesHoldEveryElementAndLayer) {
   ids << 3, 1, 4, 1, 0, 0,  //
       2, 7, 1, 8, 2, 8;
   const AllowedBatch src_mask = attn::padding_masks(ids);  // [2, 6, 6]
-  AllowedBatch cross(2, 4, 6);                              // [2, 4, 6]
+  AllowedBatch cross(2, 4, 6);                             // [2, 4, 6]
   for (Index b = 0; b < 2; ++b) cross[b] = attn::padding_mask({ids.row(b).data(), 6}, 4);
-  const attn::AllowedMask causal = attn::causal_mask(4);   // shared, [1, 4, 4]
+  const attn::AllowedMask causal = attn::causal_mask(4);  // shared, [1, 4, 4]
   attn::EncoderCache enc;
   const Batch memory = attn::encoder_forward(m.encoder, source, {.allowed = src_mask}, &enc);
   attn::DecoderCache dec;
@@ -394,15 +397,14 @@ TEST(Transformer, ALayerNormWithEpsZeroIsRefusedInsideALayer) {
             "divide 0 by 0)");
 }
 
-
 // ---- The backward pass (chapter 09) ------------------------------------------------------------
 
+using attn::AllowedMask;
 using attn_test::all_zero;
 using attn_test::Comparison;
 using attn_test::Fixture;
 using attn_test::names;
 using attn_test::untouched;
-using attn::AllowedMask;
 
 class BackwardEncoderFixture : public ::testing::TestWithParam<const char*> {};
 
@@ -431,9 +433,11 @@ TEST_P(BackwardDecoderFixture, MatchesTorchTransformerDecoderLayer) {
   const std::string name = GetParam();
   Comparison c(name);
   const Fixture& fx = c.fixture();
-  const attn::DecoderLayer layer{fx.mha("self_attn_", 4),  fx.mha("multihead_attn_", 4),
+  const attn::DecoderLayer layer{fx.mha("self_attn_", 4),
+                                 fx.mha("multihead_attn_", 4),
                                  fx.ff(),
-                                 fx.norm("norm1_"),        fx.norm("norm2_"),
+                                 fx.norm("norm1_"),
+                                 fx.norm("norm2_"),
                                  fx.norm("norm3_"),
                                  name == "dec_pre" ? NormPlacement::pre : NormPlacement::post};
   const Matrix x = fx.matrix("x"), memory = fx.matrix("memory");
@@ -508,7 +512,8 @@ TEST_P(BackwardPaddedEncoder, PaddedTokenChangesNoRealGradient) {
   };
   const auto run = [&] {
     attn::EncoderLayerCache cache;
-    Run r{attn::encoder_layer_forward(layer, x, {.allowed = allowed}, &cache), {},
+    Run r{attn::encoder_layer_forward(layer, x, {.allowed = allowed}, &cache),
+          {},
           attn::zeros_like(layer)};
     r.d_x = attn::encoder_layer_backward(layer, cache, dy, r.grads);
     return r;
@@ -543,10 +548,9 @@ TEST(BackwardErrors, EncoderLayerBackward) {
   attn::EncoderLayerCache cache;
   attn::encoder_layer_forward(layer, x, {}, &cache);
   attn::EncoderLayer grads = attn::zeros_like(layer);
-  EXPECT_TRUE(names(message_of([&] {
-                      attn::encoder_layer_backward(layer, cache, Matrix(4, 8), grads);
-                    }),
-                    "encoder_layer_backward"));  // d_out of another n (the cache's input was 5)
+  EXPECT_TRUE(
+      names(message_of([&] { attn::encoder_layer_backward(layer, cache, Matrix(4, 8), grads); }),
+            "encoder_layer_backward"));  // d_out of another n (the cache's input was 5)
   EXPECT_TRUE(names(message_of([&] {
                       attn::encoder_layer_backward(layer, attn::EncoderLayerCache{}, dy, grads);
                     }),
@@ -568,21 +572,18 @@ TEST(BackwardErrors, DecoderLayerBackward) {
   attn::DecoderLayerCache cache;
   attn::decoder_layer_forward(layer, x, memory, {}, &cache);
   attn::DecoderLayer grads = attn::zeros_like(layer);
-  EXPECT_TRUE(names(message_of([&] {
-                      attn::decoder_layer_backward(layer, memory, cache, Matrix(5, 7), grads);
-                    }),
-                    "decoder_layer_backward"));
-  EXPECT_TRUE(names(message_of([&] {
-                      attn::decoder_layer_backward(layer, memory.topRows(4), cache, dy, grads);
-                    }),
-                    "decoder_layer_backward"));  // a memory other than the forward's
+  EXPECT_TRUE(names(
+      message_of([&] { attn::decoder_layer_backward(layer, memory, cache, Matrix(5, 7), grads); }),
+      "decoder_layer_backward"));
+  EXPECT_TRUE(names(
+      message_of([&] { attn::decoder_layer_backward(layer, memory.topRows(4), cache, dy, grads); }),
+      "decoder_layer_backward"));  // a memory other than the forward's
   EXPECT_TRUE(untouched(grads));
   attn::DecoderLayer wrong = attn::zeros_like(layer);
   wrong.self_attn.q_proj.bias.resize(5);  // the self-attention's gradient, the last one written
-  EXPECT_TRUE(names(message_of([&] {
-                      attn::decoder_layer_backward(layer, memory, cache, dy, wrong);
-                    }),
-                    "decoder_layer_backward"));
+  EXPECT_TRUE(
+      names(message_of([&] { attn::decoder_layer_backward(layer, memory, cache, dy, wrong); }),
+            "decoder_layer_backward"));
   wrong.self_attn.q_proj.bias.setZero(8);
   EXPECT_TRUE(untouched(wrong)) << "decoder_layer_backward accumulated before it threw";
 }

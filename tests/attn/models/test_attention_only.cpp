@@ -11,10 +11,10 @@
 //      quantity that is NOT invariant does change (so the identity is not vacuous).
 //   C. Counts from the architecture (V E + T E + L (2E + 4E^2 + 4E) + 2E + V E + V).
 //   D. Central differences in double (attn::check_all_layers).
+#include "attn/core/random.hpp"
+#include "attn/layers/parameters.hpp"
 #include "attn/models/attention_only.hpp"
 #include "attn/training/gradient_check.hpp"
-#include "attn/layers/parameters.hpp"
-#include "attn/core/random.hpp"
 
 #include "expect.hpp"
 
@@ -260,7 +260,7 @@ TEST(AttentionOnlyCausality, ZeroGradientFromRowTOnMakesTokensFromTOnInvisible) 
 // two: positions whose targets, and whose later positions' targets, are all ignored.
 attn::AttentionOnlyBatch task_batch() {
   attn::AttentionOnlyBatch batch{attn::TokenIds(2, 6), attn::TokenIds(2, 6), -1};
-  batch.inputs << 1, 4, 6, 1, 4, 6,  /**/ 5, 2, 0, 5, 2, 0;
+  batch.inputs << 1, 4, 6, 1, 4, 6, /**/ 5, 2, 0, 5, 2, 0;
   batch.targets << -1, -1, -1, 4, 6, -1, /**/ -1, -1, -1, 2, -1, -1;
   return batch;
 }
@@ -392,8 +392,7 @@ attn::AttentionOnlyBatch random_batch(std::uint64_t seed, Index B) {
                                  attn::TokenIds(B, kSmall.context), -1};
   for (Index i = 0; i < batch.inputs.size(); ++i) {
     batch.inputs.data()[i] = static_cast<int>(rng.next_u64() % kSmall.vocab);
-    batch.targets.data()[i] =
-        i % 3 == 2 ? -1 : static_cast<int>(rng.next_u64() % kSmall.vocab);
+    batch.targets.data()[i] = i % 3 == 2 ? -1 : static_cast<int>(rng.next_u64() % kSmall.vocab);
   }
   return batch;
 }
@@ -476,11 +475,13 @@ TEST(AttentionOnlyThreads, AnErrorInOneSequenceLeavesTheGradientsUntouched) {
   attn::Rng rng(27);
   AttentionOnly wrong = attn::zeros_like(attn::attention_only_init(
       rng, {.vocab = 7, .d_model = 4, .heads = 1, .layers = 2, .context = 6}));
-  EXPECT_NE(message_of([&] { attn::attention_only_loss(m, random_batch(26, 13), &wrong); })
-                .find("attention_only_loss: the gradient of"),
+  EXPECT_NE(message_of([&] {
+              attn::attention_only_loss(m, random_batch(26, 13), &wrong);
+            }).find("attention_only_loss: the gradient of"),
             std::string::npos);
-  EXPECT_EQ(message_of([&] { attn::attention_only_loss(m, random_batch(26, 13), nullptr, false, -1); }),
-            "attention_only_loss: threads is -1: it must be >= 0 (0: default_threads())");
+  EXPECT_EQ(
+      message_of([&] { attn::attention_only_loss(m, random_batch(26, 13), nullptr, false, -1); }),
+      "attention_only_loss: threads is -1: it must be >= 0 (0: default_threads())");
 }
 
 // ---- The parameter walk -------------------------------------------------------------------------
@@ -507,8 +508,8 @@ TEST(AttentionOnlyParameters, NamesOrderShapesAndCount) {
     expected.emplace_back(key);
   }
   EXPECT_EQ(keys, expected);
-  EXPECT_EQ(attn::parameter_count(m), V * E + T * E + L * (2 * E + 4 * E * E + 4 * E) + 2 * E +
-                                          V * E + V);
+  EXPECT_EQ(attn::parameter_count(m),
+            V * E + T * E + L * (2 * E + 4 * E * E + 4 * E) + 2 * E + V * E + V);
   EXPECT_EQ(attn::parameter_count(m), 791);
   const auto params = attn::parameters(m);
   EXPECT_EQ(params[0].value.rows(), T);
@@ -540,8 +541,9 @@ TEST(AttentionOnlyBadInput, ThrowsNamingTheFunctionAndTheCulprit) {
             "attention_only_init: context is 0: it must be at least 1");
   c = kSmall;
   c.embedding_std = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_NE(message_of([&] { attn::attention_only_init(rng, c); })
-                .find("attention_only_init: embedding_std"),
+  EXPECT_NE(message_of([&] {
+              attn::attention_only_init(rng, c);
+            }).find("attention_only_init: embedding_std"),
             std::string::npos);
 
   const AttentionOnly m = attn::attention_only_init(rng, kSmall);  // V 7, T 6
@@ -553,8 +555,9 @@ TEST(AttentionOnlyBadInput, ThrowsNamingTheFunctionAndTheCulprit) {
   EXPECT_EQ(message_of([&] { attn::attention_only_forward<float>(m, seven); }),
             "attention_only_forward: the sequence has 7 tokens: it must have 1 to 6 (the context "
             "T, pos_embed's rows)");
-  EXPECT_NE(message_of([&] { attn::attention_only_forward<float>(m, empty); })
-                .find("attention_only_forward: the sequence has 0 tokens"),
+  EXPECT_NE(message_of([&] {
+              attn::attention_only_forward<float>(m, empty);
+            }).find("attention_only_forward: the sequence has 0 tokens"),
             std::string::npos);
 
   // The backward with a d_logits of the wrong shape, and a batch whose targets do not match.

@@ -1,10 +1,10 @@
 // The encoder-decoder model of the training chapter (attn/models/seq2seq.hpp) against one whole
 // training step of the same model in PyTorch (scripts/fixtures/train_step.py): the positional
 // table, the logits, the loss, every parameter's gradient; plus its shape errors.
-#include "attn/training/optim.hpp"
-#include "attn/layers/parameters.hpp"
 #include "attn/core/random.hpp"
+#include "attn/layers/parameters.hpp"
 #include "attn/models/seq2seq.hpp"
+#include "attn/training/optim.hpp"
 #include "course/npy.hpp"
 
 #include "expect.hpp"
@@ -52,7 +52,8 @@ struct StepCase {
   attn::TokenIds ids(const std::string& what) const {
     const course::NpyArray a = get(what);
     attn::TokenIds t(static_cast<Index>(a.shape[0]), static_cast<Index>(a.shape[1]));
-    for (Index i = 0; i < t.size(); ++i) t.data()[i] = static_cast<int>(a.data[static_cast<std::size_t>(i)]);
+    for (Index i = 0; i < t.size(); ++i)
+      t.data()[i] = static_cast<int>(a.data[static_cast<std::size_t>(i)]);
     return t;
   }
   // The model with PyTorch's parameters, every tensor assigned by its state_dict key.
@@ -66,12 +67,26 @@ struct StepCase {
 };
 
 const StepCase kPost{"post",
-                     {.vocab = 11, .d_model = 16, .heads = 4, .d_ff = 32, .layers = 2,
-                      .norm = attn::NormPlacement::post, .tied = false, .pad_id = 0, .max_len = 7},
+                     {.vocab = 11,
+                      .d_model = 16,
+                      .heads = 4,
+                      .d_ff = 32,
+                      .layers = 2,
+                      .norm = attn::NormPlacement::post,
+                      .tied = false,
+                      .pad_id = 0,
+                      .max_len = 7},
                      0.1};
 const StepCase kPreTied{"pre_tied",
-                        {.vocab = 11, .d_model = 16, .heads = 2, .d_ff = 24, .layers = 1,
-                         .norm = attn::NormPlacement::pre, .tied = true, .pad_id = 0, .max_len = 7},
+                        {.vocab = 11,
+                         .d_model = 16,
+                         .heads = 2,
+                         .d_ff = 24,
+                         .layers = 1,
+                         .norm = attn::NormPlacement::pre,
+                         .tied = true,
+                         .pad_id = 0,
+                         .max_len = 7},
                         0.0};
 
 // max |a - b| / max |b|: the error relative to the expected tensor's scale. Entry-wise relative
@@ -100,8 +115,8 @@ TEST_P(StepTest, PositionalTableIsPyTorchsToTheBit) {
 TEST_P(StepTest, LogitsAndLossMatchPyTorch) {
   const StepCase& c = GetParam();
   const Seq2Seq m = c.model();
-  const attn::Seq2SeqStep step = attn::seq2seq_loss<float>(m, c.batch(), c.label_smoothing,
-                                                           nullptr, /*keep_logits=*/true);
+  const attn::Seq2SeqStep step =
+      attn::seq2seq_loss<float>(m, c.batch(), c.label_smoothing, nullptr, /*keep_logits=*/true);
   const course::NpyArray logits = c.get("logits");  // [B, n_t, V]
   ASSERT_EQ(step.logits.size(), logits.shape[0]);
   for (std::size_t b = 0; b < step.logits.size(); ++b) {
@@ -125,9 +140,10 @@ TEST_P(StepTest, EveryGradientMatchesPyTorch) {
     // The key-bias block of in_proj_bias is exactly 0 mathematically (softmax ignores a shift
     // of a whole row of scores) and both sides hold round-off there: compare it with the whole
     // tensor's scale, the in_proj_bias file, rather than with its own.
-    const double scale = std::max(
-        static_cast<double>(c.get("grad_" + StepCase::file_key(g.key)).to_matrix().cwiseAbs().maxCoeff()),
-        1e-30);
+    const double scale =
+        std::max(static_cast<double>(
+                     c.get("grad_" + StepCase::file_key(g.key)).to_matrix().cwiseAbs().maxCoeff()),
+                 1e-30);
     EXPECT_LT(attn::max_abs_diff(got, expected) / scale, kStepTolerance)
         << g.key << " (first " << g.first << ")";
     sum_squares += got.cast<double>().squaredNorm();
@@ -162,7 +178,10 @@ TEST_P(StepTest, ClipAndOneAdamWStepMatchPyTorch) {
   const auto grad_list = attn::parameters(grads);
   const float norm = attn::clip_grad_norm(grad_list, c.get("max_norm").data[0]);
   EXPECT_NEAR(norm, c.get("grad_norm").data[0], kStepTolerance * norm);
-  attn::Adam adamw({.lr = 1e-3, .betas = {0.9, 0.98}, .eps = 1e-9, .weight_decay = 0.01,
+  attn::Adam adamw({.lr = 1e-3,
+                    .betas = {0.9, 0.98},
+                    .eps = 1e-9,
+                    .weight_decay = 0.01,
                     .decay = attn::WeightDecay::decoupled});
   const Seq2Seq before = m;
   adamw.step(params, grad_list);
@@ -198,7 +217,8 @@ TEST(Seq2SeqTest, ParameterKeysFollowPyTorchsOrder) {
     }
     std::ifstream keys(attn_test::fixture("train_step", "step_" + c.name + "_keys.txt"));
     std::vector<std::string> theirs;
-    for (std::string line; std::getline(keys, line);) theirs.push_back(line.substr(0, line.find(' ')));
+    for (std::string line; std::getline(keys, line);)
+      theirs.push_back(line.substr(0, line.find(' ')));
     EXPECT_EQ(ours, theirs) << c.name;
   }
 }
@@ -279,8 +299,9 @@ TEST(Seq2SeqTest, GreedyDecodingIsTheStepByStepLoopOnAnyThreads) {
             "seq2seq_greedy: threads is -2: it must be >= 0 (0: default_threads())");
   attn::TokenIds bad = src;
   bad(5, 2) = 11;  // found by whichever thread runs its shard; the error reaches the caller
-  EXPECT_NE(message_of([&] { attn::seq2seq_greedy(m, bad, 1, 3, 2); }).find("outside the vocabulary"),
-            std::string::npos);
+  EXPECT_NE(
+      message_of([&] { attn::seq2seq_greedy(m, bad, 1, 3, 2); }).find("outside the vocabulary"),
+      std::string::npos);
 }
 
 TEST(Seq2SeqTest, BadSizesAndSequencesThrowNamingThem) {
@@ -294,8 +315,9 @@ TEST(Seq2SeqTest, BadSizesAndSequencesThrowNamingThem) {
   const std::vector<int> five{1, 2, 3, 4, 5}, two{1, 2}, bad{1, 9};
   EXPECT_NE(message_of([&] { attn::seq2seq_forward<float>(m, five, two); }).find("max_len"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { attn::seq2seq_forward<float>(m, two, bad); }).find("outside the vocabulary"),
-            std::string::npos);
+  EXPECT_NE(
+      message_of([&] { attn::seq2seq_forward<float>(m, two, bad); }).find("outside the vocabulary"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -2,13 +2,13 @@
 // fixtures, identities, the reused buffer, views of column blocks, every shape error, outputs
 // that alias inputs; and its backward against PyTorch's autograd, by hand, what the masks promise
 // to the bit, and its errors (backward_fixture.hpp says where each expected value comes from).
+#include "attn/core/random.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/ops/column_attention.hpp"
 #include "attn/ops/masks.hpp"
 #include "attn/training/gradient_check.hpp"
-#include "course/npy.hpp"
-#include "attn/core/random.hpp"
 #include "backward_fixture.hpp"
+#include "course/npy.hpp"
 #include "expect.hpp"
 #include "fixtures.hpp"
 
@@ -81,8 +81,8 @@ TEST(Attention, IsTheTransposeOfTheColumnForm) {
   const Matrix Q = attn::random_normal(rng, 5, 8), K = attn::random_normal(rng, 7, 8);
   const Matrix V = attn::random_normal(rng, 7, 3);
   for (bool scale : {false, true}) {
-    const auto row = attn::attention(Q, K, V, {.scale = scale ? std::nullopt
-                                                              : std::optional<float>(1.0f)});
+    const auto row =
+        attn::attention(Q, K, V, {.scale = scale ? std::nullopt : std::optional<float>(1.0f)});
     const Matrix Qc = Q.transpose(), Kc = K.transpose(), Vc = V.transpose();
     const auto col = attn::column_attend(Qc, Kc, Vc, {.scale = scale});
     // The two GEMMs may sum the 8 products in different orders (different kernels for
@@ -102,10 +102,10 @@ TEST(Attention, ColumnFormTreatsNonFiniteScoresAsTheRowFormDoes) {
       1, 0.25f;
   V << 1, 2,  //
       3, 4;
-  Q << 1, 0,    // scores (-inf, 1): weights (0, 1), out = v_1
-      -1, 0,    // (+inf, -1): NaN
-      1, 1,     // (-inf, 1.25): weights (0, 1)
-      0, 1;     // (0 * -inf + 0.5, 0.25): NaN
+  Q << 1, 0,  // scores (-inf, 1): weights (0, 1), out = v_1
+      -1, 0,  // (+inf, -1): NaN
+      1, 1,   // (-inf, 1.25): weights (0, 1)
+      0, 1;   // (0 * -inf + 0.5, 0.25): NaN
   Matrix K2(2, 2);
   K2 << -inf, 1,  //
       -inf, 2;    // with query (1, 0): (-inf, -inf), no key left: NaN, not zeros
@@ -177,8 +177,8 @@ TEST(Attention, AcceptsColumnBlocksWithoutCopies) {
   const Matrix Q = attn::random_normal(rng, 4, 8), K = attn::random_normal(rng, 6, 8);
   const Matrix V = attn::random_normal(rng, 6, 8);
   for (attn::Index h = 0; h < 2; ++h) {
-    const auto from_block = attn::attention(Q.middleCols(h * 4, 4), K.middleCols(h * 4, 4),
-                                            V.middleCols(h * 4, 4));
+    const auto from_block =
+        attn::attention(Q.middleCols(h * 4, 4), K.middleCols(h * 4, 4), V.middleCols(h * 4, 4));
     const Matrix Qh = Q.middleCols(h * 4, 4), Kh = K.middleCols(h * 4, 4);
     const Matrix Vh = V.middleCols(h * 4, 4);
     const auto from_copy = attn::attention(Qh, Kh, Vh);
@@ -236,9 +236,9 @@ TEST(Attention, OutputsThatAliasInputsAreRejected) {
             "attention_into: result.out shares memory with Q" + why);
   EXPECT_EQ(message_of([&] { attn::attention_into(Q, r.out, V, r); }),
             "attention_into: result.out shares memory with K" + why);
-  EXPECT_EQ(message_of([&] { attn::attention_into(r.weights.middleCols(1, 2), K.leftCols(2),
-                                                  V, r); }),
-            "attention_into: result.weights shares memory with Q" + why);
+  EXPECT_EQ(
+      message_of([&] { attn::attention_into(r.weights.middleCols(1, 2), K.leftCols(2), V, r); }),
+      "attention_into: result.weights shares memory with Q" + why);
   EXPECT_EQ(r.out, before.out);  // untouched, bit for bit
   EXPECT_EQ(r.weights, before.weights);
 
@@ -259,15 +259,15 @@ TEST(Attention, OutputsThatAliasInputsAreRejected) {
 
 // ---- The backward pass (chapter 09) ------------------------------------------------------------
 
+using attn::AllowedMask;
+using attn::Index;
+using attn::MatrixD;
 using attn_test::all_zero;
 using attn_test::Comparison;
 using attn_test::Fixture;
 using attn_test::identical;
 using attn_test::mat;
 using attn_test::names;
-using attn::AllowedMask;
-using attn::Index;
-using attn::MatrixD;
 
 template <typename T>
 class BackwardByHand : public ::testing::Test {};
@@ -472,10 +472,9 @@ TEST(BackwardErrors, AttentionBackward) {
   // attention_backward_into's shape errors name "attention_backward", as attention_into's
   // name "attention": one check shared by both entry points.
   Matrix dQ(4, 3), dK(6, 3), dV(6, 3);
-  EXPECT_TRUE(names(message_of([&] {
-                      attn::attention_backward_into(Q, K, V, r.weights, dy, dQ, dK, dV);
-                    }),
-                    "attention_backward"));  // dV [6 x 3] for V [6 x 2]
+  EXPECT_TRUE(
+      names(message_of([&] { attn::attention_backward_into(Q, K, V, r.weights, dy, dQ, dK, dV); }),
+            "attention_backward"));  // dV [6 x 3] for V [6 x 2]
 }
 
 TEST(BackwardErrors, AttentionBackwardIntoRejectsOutputsOverlappingInputs) {
@@ -488,17 +487,17 @@ TEST(BackwardErrors, AttentionBackwardIntoRejectsOutputsOverlappingInputs) {
   const attn::AttentionResult r = attn::attention(Q, K, V);
   Matrix dQ(4, 3), dK(4, 3), dV(4, 3);
   Matrix v = V;  // dV written over the values
-  EXPECT_TRUE(names(
-      message_of([&] { attn::attention_backward_into(Q, K, v, r.weights, dy, dQ, dK, v); }),
-      "attention_backward"));
+  EXPECT_TRUE(
+      names(message_of([&] { attn::attention_backward_into(Q, K, v, r.weights, dy, dQ, dK, v); }),
+            "attention_backward"));
   Matrix q = Q;  // dQ written over the queries
-  EXPECT_TRUE(names(
-      message_of([&] { attn::attention_backward_into(q, K, V, r.weights, dy, q, dK, dV); }),
-      "attention_backward"));
+  EXPECT_TRUE(
+      names(message_of([&] { attn::attention_backward_into(q, K, V, r.weights, dy, q, dK, dV); }),
+            "attention_backward"));
   Matrix d = dy;  // dV written over d_out (n_q = n_k, d_v = d_k here)
-  EXPECT_TRUE(names(
-      message_of([&] { attn::attention_backward_into(Q, K, V, r.weights, d, dQ, dK, d); }),
-      "attention_backward"));
+  EXPECT_TRUE(
+      names(message_of([&] { attn::attention_backward_into(Q, K, V, r.weights, d, dQ, dK, d); }),
+            "attention_backward"));
   EXPECT_TRUE(identical(v, V) && identical(q, Q) && identical(d, dy));  // nothing was written
 }
 

@@ -1,7 +1,7 @@
 // attn::column_attention*: note 000's worked example exactly, loops == matrix form, softmax
 // columns summing to 1, the optional 1/sqrt(d_k), and every shape error.
-#include "attn/ops/column_attention.hpp"
 #include "attn/core/random.hpp"
+#include "attn/ops/column_attention.hpp"
 #include "attn/ops/softmax.hpp"
 
 #include <gtest/gtest.h>
@@ -61,8 +61,9 @@ void expect_shape_error(F call, std::initializer_list<std::string> parts) {
     call();
     FAIL() << "no exception";
   } catch (const std::invalid_argument& e) {
-    for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-        << "'" << p << "' not in: " << e.what();
+    for (const auto& p : parts)
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << "'" << p << "' not in: " << e.what();
   }
 }
 
@@ -105,7 +106,7 @@ TEST(ColumnAttention, NoteWeightedSumExactly) {
       0, 2, 0, 1.6;
   const Matrix Y = attn::weighted_sum_loops(note_V(), W);  // [2 x 4]
   EXPECT_LT((Y.cast<double>() - expected).cwiseAbs().maxCoeff(), 1e-6);
-  const Matrix Y_product = note_V() * W;                   // Y = V A' [2 x 4]
+  const Matrix Y_product = note_V() * W;  // Y = V A' [2 x 4]
   EXPECT_LT((Y_product.cast<double>() - expected).cwiseAbs().maxCoeff(), 1e-6);
 }
 
@@ -131,10 +132,10 @@ TEST(ColumnAttention, LoopsEqualMatrixFormOnTheWorkedExample) {
   // Integers and quarters: every product and partial sum is exact in float, in any order,
   // and both forms run the same softmax on the same scores. So the results are identical.
   for (bool scale : {false, true}) {
-    const auto loops = attn::column_attention_loops(note_Wq(), chapter_Wk(), chapter_Wv(),
-                                                    note_X(), {.scale = scale});
-    const auto matrix = attn::column_attention(note_Wq(), chapter_Wk(), chapter_Wv(), note_X(),
-                                               {.scale = scale});
+    const auto loops = attn::column_attention_loops(note_Wq(), chapter_Wk(), chapter_Wv(), note_X(),
+                                                    {.scale = scale});
+    const auto matrix =
+        attn::column_attention(note_Wq(), chapter_Wk(), chapter_Wv(), note_X(), {.scale = scale});
     EXPECT_EQ(loops.Q, matrix.Q);
     EXPECT_EQ(loops.K, matrix.K);
     EXPECT_EQ(loops.V, matrix.V);

@@ -117,10 +117,9 @@ TEST(BackwardErrors, CrossEntropy) {
   const std::vector<int> two{1, 2}, outside{1, 4, 0}, fine{1, 2, 3};
   EXPECT_TRUE(names(message_of([&] { attn::cross_entropy(logits, two); }), "cross_entropy"));
   EXPECT_TRUE(names(message_of([&] { attn::cross_entropy(logits, outside); }), "cross_entropy"));
-  EXPECT_TRUE(names(message_of([&] {
-                      attn::cross_entropy(logits, fine, {.label_smoothing = 1.5});
-                    }),
-                    "cross_entropy"));
+  EXPECT_TRUE(
+      names(message_of([&] { attn::cross_entropy(logits, fine, {.label_smoothing = 1.5}); }),
+            "cross_entropy"));
   // ignore_index may lie outside the vocabulary (PyTorch's -100): that target is fine.
   const std::vector<int> padded{1, -100, 3};
   EXPECT_EQ(message_of([&] { attn::cross_entropy(logits, padded); }), "(no exception)");

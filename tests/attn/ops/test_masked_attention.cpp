@@ -2,15 +2,15 @@
 // promises (the future and the padding cannot reach an output), fully masked rows, the two
 // causal constructions, non-finite inputs, PyTorch fixtures and every shape error. The masks
 // themselves: test_masks.cpp.
-#include "attn/ops/attention.hpp"
-#include "attn/layers/embedding.hpp"
-#include "attn/ops/masks.hpp"
-#include "attn/layers/multi_head.hpp"
-#include "course/npy.hpp"
-#include "attn/layers/positional_encoding.hpp"
 #include "attn/core/random.hpp"
-#include "attn/ops/softmax.hpp"
+#include "attn/layers/embedding.hpp"
+#include "attn/layers/multi_head.hpp"
+#include "attn/layers/positional_encoding.hpp"
 #include "attn/layers/transformer.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/masks.hpp"
+#include "attn/ops/softmax.hpp"
+#include "course/npy.hpp"
 
 #include "expect.hpp"
 #include "fixtures.hpp"
@@ -117,7 +117,7 @@ TEST(MaskedAttention, PaddedTokensCannotChangeRealOutputs) {
   table2.row(0) = attn::random_normal(rng, 1, 16, 0.0, 10.0);  // a very different pad vector
   const Matrix pe = attn::sinusoidal_encoding(5, 16);
   const Batch E1 = attn::embed(table, ids), E2 = attn::embed(table2, other);  // [1, 5, 16]
-  const Matrix X1 = E1[0] + pe;  // [5 x 16]
+  const Matrix X1 = E1[0] + pe;                                               // [5 x 16]
   const Matrix X2 = E2[0] + pe;
   const AllowedBatch masks = attn::padding_masks(ids);  // [1, 5, 5]
   const AllowedMask mask = masks[0];
@@ -168,7 +168,7 @@ TEST(MaskedAttention, BothCausalConstructionsAgree) {
   // Note 003: an additive mask (0 or -inf) added to the scores. Same scores, bit for bit.
   const Index n = 6;
   const Qkv x = random_qkv(6, n, n, 4, 4);
-  const float scale = 0.5f;  // 1/sqrt(4), exact
+  const float scale = 0.5f;                               // 1/sqrt(4), exact
   const Matrix scores = (x.Q * x.K.transpose()) * scale;  // [n x n]
   Matrix by_tril = scores, by_sum = scores + attn::additive_mask(attn::causal_mask(n));
   const Matrix tril = Matrix::Ones(n, n).triangularView<Eigen::Lower>();  // [n x n] of 0/1
@@ -261,7 +261,7 @@ TEST(NonFiniteInputs, MinusInfinityForEveryAllowedKeyIsNaNNotAnEmptyRow) {
   Matrix Q(1, 1), K(2, 1), V(2, 2);
   Q << 1;
   K << -kInf, -kInf;  // both scores -inf, no mask
-  V << 1, 2,  //
+  V << 1, 2,          //
       3, 4;
   const auto unmasked = attn::attention(Q, K, V, {.scale = 1.0f});
   EXPECT_TRUE(row_is_nan(unmasked.weights, 0));
@@ -417,8 +417,8 @@ TEST(BatchAttention, EachElementIsItsOwnAttention) {
 
 TEST(MaskedAttention, LargestBlockedIsTheWorstLeakOrExactlyZero) {
   const AllowedMask allowed = allowed_from_rows({{1, 0, 0},  //
-                                         {1, 1, 0}});
-  Matrix kept(2, 3);  // [2 x 3]: the blocked entries hold 0, as a kept promise does
+                                                 {1, 1, 0}});
+  Matrix kept(2, 3);         // [2 x 3]: the blocked entries hold 0, as a kept promise does
   kept << 1.0f, 0.0f, 0.0f,  //
       0.4f, 0.6f, 0.0f;
   EXPECT_EQ(attn::largest_blocked(kept, allowed), 0.0f);
@@ -446,8 +446,9 @@ TEST(MaskedAttention, ShapeErrorsNameTheShapes) {
   EXPECT_EQ(message_of([&] { attn::attention(x.Q, x.K, x.V, {.allowed = causal4}); }),
             "attention: the mask is [4 x 4] but Q is [3 x 2] and K is [4 x 2]: it must be "
             "[n_q x n_k] = [3 x 4]");
-  EXPECT_NE(message_of([&] { attn::attention(x.Q, x.K, x.V, {.blocked_score = 1.0f}); })
-                .find("blocked_score"),
+  EXPECT_NE(message_of([&] {
+              attn::attention(x.Q, x.K, x.V, {.blocked_score = 1.0f});
+            }).find("blocked_score"),
             std::string::npos);
   EXPECT_NE(message_of([&] { attn::attention(x.Q, x.K, x.V, {.scale = NAN}); }).find("scale"),
             std::string::npos);

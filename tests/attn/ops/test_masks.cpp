@@ -34,16 +34,16 @@ using attn::Matrix;
 // ---- The masks, by hand -------------------------------------------------------------------------
 
 TEST(Masks, CausalIsTheLowerTriangle) {
-  EXPECT_EQ(attn::causal_mask(4), allowed_from_rows({{1, 0, 0, 0}, {1, 1, 0, 0}, {1, 1, 1, 0}, {1, 1, 1, 1}}));
+  EXPECT_EQ(attn::causal_mask(4),
+            allowed_from_rows({{1, 0, 0, 0}, {1, 1, 0, 0}, {1, 1, 1, 0}, {1, 1, 1, 1}}));
   EXPECT_EQ(attn::causal_mask(0).size(), 0);
 }
 
 TEST(Masks, WindowKeepsTheBand) {
-  EXPECT_EQ(attn::window_mask(5, 1), allowed_from_rows({{1, 1, 0, 0, 0},
-                                                {1, 1, 1, 0, 0},
-                                                {0, 1, 1, 1, 0},
-                                                {0, 0, 1, 1, 1},
-                                                {0, 0, 0, 1, 1}}));
+  EXPECT_EQ(
+      attn::window_mask(5, 1),
+      allowed_from_rows(
+          {{1, 1, 0, 0, 0}, {1, 1, 1, 0, 0}, {0, 1, 1, 1, 0}, {0, 0, 1, 1, 1}, {0, 0, 0, 1, 1}}));
   EXPECT_EQ(attn::window_mask(3, 0), allowed_from_rows({{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}));
   EXPECT_EQ(attn::window_mask(3, 7), attn::full_mask(3, 3));
   EXPECT_THROW(attn::window_mask(3, -1), std::invalid_argument);
@@ -122,7 +122,9 @@ using attn::MaskView;
 // Whether an options struct can be built with a mask of type M in its mask field (M&& = a
 // temporary, as causal_mask(4) is).
 template <typename Options, typename M>
-concept AllowedFrom = requires(M&& m) { Options{.allowed = std::forward<M>(m)}; };
+concept AllowedFrom = requires(M&& m) {
+  Options{.allowed = std::forward<M>(m)};
+};
 template <typename Options, typename M>
 concept SelfAndCrossFrom = requires(M&& m) {
   Options{.self_allowed = std::forward<M>(m)};
@@ -130,7 +132,9 @@ concept SelfAndCrossFrom = requires(M&& m) {
 };
 // Whether element 0 of a batch of type B can be taken (B&& = a temporary batch).
 template <typename B>
-concept Indexable = requires(B&& b) { std::forward<B>(b)[0]; };
+concept Indexable = requires(B&& b) {
+  std::forward<B>(b)[0];
+};
 
 // One sequence: a named mask is viewed, a temporary is refused.
 static_assert(std::is_convertible_v<AllowedMask&, MaskView>);

@@ -72,8 +72,8 @@ TEST(OnlineSoftmax, ShortRowEqualsThreePassMaxAndSum) {
   s.add(row[1]);  // the max grows: d = 1 e^(1-3) + e^0
   EXPECT_EQ(s.max, 3.0f);
   EXPECT_NEAR(s.sum, std::exp(-2.0) + 1.0, 4 * kU * 1.2);  // one expf (2u) + one add (u), of ~1.14
-  s.add(row[2]);  // the max stays: d = d e^0 + e^(2-3)
-  EXPECT_EQ(s.max, 3.0f);  // a max is exact
+  s.add(row[2]);                                           // the max stays: d = d e^0 + e^(2-3)
+  EXPECT_EQ(s.max, 3.0f);                                  // a max is exact
   // Two expf (2u each on terms < 1) and two additions (u each on sums < 1.6): |error| < 6u * 1.6.
   EXPECT_NEAR(s.sum, d_hand, 6 * kU * 1.6);
 
@@ -267,8 +267,8 @@ TEST(OnlineSoftmax, LogSumExpMatchesFloat64) {
     // arguments m_old - m_new add up (telescoping) to at most the range, each through exp (2u per
     // rescale, at most n of them). So d is off by at most (4n + 2n + 2 range) u relative, and
     // L = m + log d adds logf's 2u |log d| and the add's u |L|.
-    const double tol = (6 * n + 2 * range) * kU + 2 * kU * std::log(ref.sum) +
-                       kU * std::abs(ref.lse());
+    const double tol =
+        (6 * n + 2 * range) * kU + 2 * kU * std::log(ref.sum) + kU * std::abs(ref.lse());
     OnlineSoftmax s = state_of(row);
     EXPECT_NEAR(s.log_sum_exp(), ref.lse(), tol) << r.what;
     EXPECT_EQ(s.max, static_cast<float>(ref.max)) << r.what;

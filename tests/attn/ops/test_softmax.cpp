@@ -1,6 +1,6 @@
 // attn::softmax_*: values by hand, invariances, and the awkward inputs (masks, overflow, NaN).
-#include "attn/ops/softmax.hpp"
 #include "attn/core/random.hpp"
+#include "attn/ops/softmax.hpp"
 
 #include <gtest/gtest.h>
 
@@ -38,7 +38,7 @@ TEST(Softmax, HandComputedValues) {
 
 TEST(Softmax, RowsSumToOneAndShiftInvariance) {
   attn::Matrix z(3, 5);
-  z << 1, -2, 3, 0.5, 9,  //
+  z << 1, -2, 3, 0.5, 9,        //
       -40, -41, -39, -40, -40,  //
       100, 0, -100, 50, 99;
   const attn::Matrix w = attn::softmax_rows(z);
@@ -237,9 +237,8 @@ TYPED_TEST(SoftmaxRules, MinusInfinityWeighsExactlyZeroAtEveryPosition) {
       // others are exp(>= -64) > 0, each within 85 u (float, n = 1000: weight_bound below) of
       // its exact value, so their sum, added in long double, is within 5.1e-6 of 1.
       const long double sum = std::accumulate(row.begin(), row.end(), 0.0L);
-      const bool others_positive = std::all_of(row.begin(), row.end(), [&](const T& w) {
-        return &w == &row[p] || w > T(0);
-      });
+      const bool others_positive = std::all_of(
+          row.begin(), row.end(), [&](const T& w) { return &w == &row[p] || w > T(0); });
       if (n == 1) {
         if (normalised || !is_plus_zero(row[0])) bad.push_back(p);  // all -inf: zeros, false
       } else if (!normalised || !is_plus_zero(row[p]) || !others_positive ||
@@ -417,8 +416,8 @@ TYPED_TEST(SoftmaxRules, SubnormalExponentialsAreGlibcs) {
       row[p] = T(0);
       bool ok = attn::softmax_inplace(std::span<T>(row)) && row[p] == T(1);
       for (std::size_t j = 0; j < n; ++j) {
-        ok = ok && (j == p || (row[j] > T(0) &&
-                              std::abs(row[j] - ref) <= kSubnormalUnits<T> * kTiny));
+        ok = ok &&
+             (j == p || (row[j] > T(0) && std::abs(row[j] - ref) <= kSubnormalUnits<T> * kTiny));
       }
       if (!ok) bad.push_back(p);
     }
@@ -473,8 +472,7 @@ TYPED_TEST(SoftmaxRules, WeightsMatchALongDoubleReference) {
       }
     }
     EXPECT_LE(worst, weight_bound<T>(n)) << "n = " << n << ": worst relative error "
-                                         << worst / (std::numeric_limits<T>::epsilon() / 2)
-                                         << " u";
+                                         << worst / (std::numeric_limits<T>::epsilon() / 2) << " u";
   }
 }
 

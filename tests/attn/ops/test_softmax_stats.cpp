@@ -4,8 +4,8 @@
 // median, mean_std_min_max), on rows small enough to work out by hand.
 #include "attn/ops/softmax_stats.hpp"
 
-#include <Eigen/Eigenvalues>
 #include <gtest/gtest.h>
+#include <Eigen/Eigenvalues>
 
 #include <algorithm>
 #include <cmath>
@@ -224,7 +224,7 @@ TEST(WeightStats, RejectsNoWeightsAndBadWeights) {
 }
 
 TEST(WeightRowsTally, MeansAndMedianOverRowsAddedInBatches) {
-  MatrixD rows(2, 4);  // [2 x 4]: uniform, then one-hot
+  MatrixD rows(2, 4);              // [2 x 4]: uniform, then one-hot
   rows << 0.25, 0.25, 0.25, 0.25,  //
       1.0, 0.0, 0.0, 0.0;
   attn::WeightRowsTally t{attn::Matrix(rows.cast<float>())};
@@ -254,7 +254,7 @@ TEST(WeightRowsTally, MeansAndMedianOverRowsAddedInBatches) {
 TEST(WeightRowsTally, ReadsAColumnBlockInPlace) {
   // Columns 1..2 of a [2 x 4] matrix are rows (1/2, 1/2) and (1, 0): a view with an outer
   // stride of 4, which must be read row by row, not as one contiguous run.
-  attn::Matrix P(2, 4);  // [2 x 4]
+  attn::Matrix P(2, 4);         // [2 x 4]
   P << 9.0f, 0.5f, 0.5f, 9.0f,  //
       9.0f, 1.0f, 0.0f, 9.0f;
   const attn::WeightRowsTally t(P.middleCols(1, 2));

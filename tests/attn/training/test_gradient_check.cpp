@@ -2,14 +2,14 @@
 // agrees with central differences of its forward, and the checker itself can fail.
 #include "attn/training/gradient_check.hpp"
 
-#include "attn/ops/attention.hpp"
+#include "attn/core/random.hpp"
 #include "attn/layers/feed_forward.hpp"
 #include "attn/layers/linear.hpp"
-#include "attn/ops/masks.hpp"
 #include "attn/layers/multi_head.hpp"
 #include "attn/layers/parameters.hpp"
-#include "attn/core/random.hpp"
 #include "attn/layers/transformer.hpp"
+#include "attn/ops/attention.hpp"
+#include "attn/ops/masks.hpp"
 
 #include "expect.hpp"
 
@@ -130,9 +130,9 @@ TEST(CheckAllLayers, PerturbsEveryParameterAndEveryInput) {
       mha + 4 * d + 6 * d + 6 * d,  // query, key, value
       encoder + n * d,
       encoder + n * d,
-      decoder + n * d + 6 * d,      // x, memory
+      decoder + n * d + 6 * d,  // x, memory
       decoder + n * d + 6 * d,
-      6 * 7,                        // logits
+      6 * 7,  // logits
       // the whole model (vocabulary 7, one layer each): two tables, the layers and the
       // generator; pre-norm adds two final norms and, tied, drops the generator's weight
       2 * 7 * d + encoder + decoder + 7 * d + 7,
@@ -259,8 +259,11 @@ struct LinearCase {
 // A square linear layer (8 -> 8) so that its weight gradient can be transposed.
 LinearCase linear_case() {
   attn::Rng rng(3);
-  LinearCase c{attn::cast<double>(attn::linear_init(rng, 8, 8)), normal(rng, 5, 8),
-               normal(rng, 5, 8), {}, {}};
+  LinearCase c{attn::cast<double>(attn::linear_init(rng, 8, 8)),
+               normal(rng, 5, 8),
+               normal(rng, 5, 8),
+               {},
+               {}};
   c.grads = attn::zeros_like(c.layer);
   c.dx = attn::linear_backward(c.layer, c.x, c.R, c.grads);
   return c;
@@ -361,10 +364,12 @@ TEST(CheckerCanFail, AtAReluKinkTheNumericSlopeIsTheMeanOfBothSides) {
   const double jump = std::abs(grads_on.linear1.bias(0) - grads_off.linear1.bias(0));
   ASSERT_GT(jump, 0.1);  // the kink is visible: d_hidden(0, 0) is not small for this draw
   EXPECT_NEAR(numeric(0, 0), mean, 1e-8);  // halfway, to the checker's rounding
-  const double rel_on = attn::check_tensor("linear1.bias", ff.linear1.bias, grads_on.linear1.bias,
-                                           loss).relative_error();
-  const double rel_off = attn::check_tensor("linear1.bias", ff.linear1.bias,
-                                            grads_off.linear1.bias, loss).relative_error();
+  const double rel_on =
+      attn::check_tensor("linear1.bias", ff.linear1.bias, grads_on.linear1.bias, loss)
+          .relative_error();
+  const double rel_off =
+      attn::check_tensor("linear1.bias", ff.linear1.bias, grads_off.linear1.bias, loss)
+          .relative_error();
   EXPECT_GT(std::min(rel_on, rel_off), 1e-2);  // either analytic answer "fails"
 }
 
@@ -480,8 +485,9 @@ TEST(BadArguments, AreNamed) {
   const attn::LossFunction loss = [&] { return x.sum(); };
   for (const double step : {0.0, -1e-5, std::numeric_limits<double>::quiet_NaN(),
                             std::numeric_limits<double>::infinity()}) {
-    EXPECT_NE(attn_test::message_of([&] { attn::numeric_gradient(x, loss, step); })
-                  .find("numeric_gradient: step"),
+    EXPECT_NE(attn_test::message_of([&] {
+                attn::numeric_gradient(x, loss, step);
+              }).find("numeric_gradient: step"),
               std::string::npos)
         << step;
   }

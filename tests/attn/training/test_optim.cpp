@@ -1,11 +1,11 @@
 // The optimiser, gradient clipping and the learning-rate schedules (training chapter): Adam and
 // AdamW, clip_grad_norm_ and the two schedules against PyTorch 1.13 (scripts/fixtures/optim.py),
 // cases worked by hand, the behaviour the header promises, and argument errors.
+#include "attn/core/random.hpp"
 #include "attn/layers/feed_forward.hpp"
 #include "attn/layers/multi_head.hpp"
-#include "attn/training/optim.hpp"
 #include "attn/layers/parameters.hpp"
-#include "attn/core/random.hpp"
+#include "attn/training/optim.hpp"
 #include "course/npy.hpp"
 
 #include "expect.hpp"
@@ -44,14 +44,14 @@ using attn::WeightDecay;
 template <attn::Real T>
 struct PairOf {
   using Scalar = T;
-  attn::MatrixOf<T> weight;     // [3 x 4]
-  attn::RowVectorOf<T> bias;    // [1 x 4], 1-D in PyTorch
+  attn::MatrixOf<T> weight;   // [3 x 4]
+  attn::RowVectorOf<T> bias;  // [1 x 4], 1-D in PyTorch
 };
 using Pair = PairOf<float>;
 using PairD = PairOf<double>;
 
 template <typename L, typename F>
-  requires attn::IsA<L, PairOf>
+requires attn::IsA<L, PairOf>
 void for_each_parameter(L& pair, const std::string& prefix, F&& f) {
   f(prefix + "weight", pair.weight, Index{0});
   f(prefix + "bias", pair.bias, Index{0});
@@ -134,12 +134,13 @@ Deviation run_fixture(const std::string& name, const AdamOptions& options) {
   EXPECT_EQ(state.size(), 2u);
   const Matrix m_w = load(name + "_m_w").to_matrix(), v_w = load(name + "_v_w").to_matrix();
   const Matrix m_b = load(name + "_m_b").to_matrix(), v_b = load(name + "_v_b").to_matrix();
-  const std::pair<const Matrix*, const Matrix*> moments[] = {
-      {&state[0].exp_avg, &m_w}, {&state[0].exp_avg_sq, &v_w},
-      {&state[1].exp_avg, &m_b}, {&state[1].exp_avg_sq, &v_b}};
+  const std::pair<const Matrix*, const Matrix*> moments[] = {{&state[0].exp_avg, &m_w},
+                                                             {&state[0].exp_avg_sq, &v_w},
+                                                             {&state[1].exp_avg, &m_b},
+                                                             {&state[1].exp_avg_sq, &v_b}};
   for (const auto& [got, expected] : moments) {
-    const Matrix scale = Matrix::Constant(expected->rows(), expected->cols(),
-                                          expected->cwiseAbs().maxCoeff());
+    const Matrix scale =
+        Matrix::Constant(expected->rows(), expected->cols(), expected->cwiseAbs().maxCoeff());
     compare(*got, *expected, scale);
   }
   EXPECT_EQ(state[0].step, 5);
@@ -152,7 +153,10 @@ Deviation run_fixture(const std::string& name, const AdamOptions& options) {
 // The fixture's options: torch.optim.Adam(lr=1e-2, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.1)
 // and torch.optim.AdamW(same, weight_decay=0.01); the lr of each step comes from optim_lr.npy.
 const AdamOptions kAdam{.lr = 1e-2, .betas = {0.9, 0.98}, .eps = 1e-9, .weight_decay = 0.1};
-const AdamOptions kAdamW{.lr = 1e-2, .betas = {0.9, 0.98}, .eps = 1e-9, .weight_decay = 0.01,
+const AdamOptions kAdamW{.lr = 1e-2,
+                         .betas = {0.9, 0.98},
+                         .eps = 1e-9,
+                         .weight_decay = 0.01,
                          .decay = WeightDecay::decoupled};
 
 TEST(OptimFixture, AdamMatchesTorchOptimAdam) {
@@ -199,8 +203,8 @@ TEST(OptimFixture, ClipMatchesTorchClipGradNorm) {
   for (std::size_t c = 0; c < 2; ++c) {
     Pair grads{g_w, g_b};
     const float total = attn::clip_grad_norm(attn::parameters(grads), max_norms[c]);
-    EXPECT_LE(ulps(total, float(norms[c])), 4) << "case " << c << ": " << total << " vs "
-                                               << norms[c];
+    EXPECT_LE(ulps(total, float(norms[c])), 4)
+        << "case " << c << ": " << total << " vs " << norms[c];
     const Matrix w = out_w.slice(c);
     const RowVector b = out_b.row(Index(c));
     for (Index i = 0; i < w.size(); ++i) EXPECT_LE(ulps(grads.weight.data()[i], w.data()[i]), 4);
@@ -373,7 +377,10 @@ TEST(OptimAdamBehaviour, StateIsPerParameter) {
   attn::FeedForward model = attn::ffn_init(rng, 4, 6);
   attn::FeedForward alone = model;  // the same start, stepped one tensor at a time
   attn::FeedForward grads = attn::zeros_like(model);
-  const AdamOptions options{.lr = 0.01, .betas = {0.9, 0.98}, .eps = 1e-9, .weight_decay = 0.01,
+  const AdamOptions options{.lr = 0.01,
+                            .betas = {0.9, 0.98},
+                            .eps = 1e-9,
+                            .weight_decay = 0.01,
                             .decay = WeightDecay::decoupled};
   Adam all(options);
   std::vector<Adam> each(4, Adam(options));
@@ -428,7 +435,8 @@ TEST(OptimAdamBehaviour, MismatchedListsThrowNamingTheKey) {
   m = message_of([&] { opt.step(attn::parameters(model), attn::parameters(grads, "ff.")); });
   EXPECT_NE(m.find("gradient 0 is \"ff.linear1.weight\" [6 x 4] but parameter 0 is "
                    "\"linear1.weight\" [6 x 4]"),
-            std::string::npos) << m;
+            std::string::npos)
+      << m;
 
   // Too few gradients.
   const std::vector<Parameter<float>> fewer{g[0], g[1], g[2]};
@@ -453,16 +461,15 @@ TEST(OptimAdamBehaviour, MismatchedListsThrowNamingTheKey) {
   opt.step(attn::parameters(model), attn::parameters(grads));
   attn::Linear other = attn::linear_init(rng, 4, 6);
   attn::Linear other_grads = attn::zeros_like(other);
-  m = message_of([&] {
-    opt.step(attn::parameters(other, "proj."), attn::parameters(other_grads, "proj."));
-  });
+  m = message_of(
+      [&] { opt.step(attn::parameters(other, "proj."), attn::parameters(other_grads, "proj.")); });
   EXPECT_NE(m.find("2 parameters, but the first step had 4"), std::string::npos) << m;
   attn::FeedForward renamed = model, renamed_grads = grads;
-  m = message_of([&] {
-    opt.step(attn::parameters(renamed, "ff."), attn::parameters(renamed_grads, "ff."));
-  });
+  m = message_of(
+      [&] { opt.step(attn::parameters(renamed, "ff."), attn::parameters(renamed_grads, "ff.")); });
   EXPECT_NE(m.find("\"ff.linear1.weight\" [6 x 4] but it was \"linear1.weight\" [6 x 4]"),
-            std::string::npos) << m;
+            std::string::npos)
+      << m;
   EXPECT_EQ(opt.steps(), 1);
 
   // A stacked in_proj_weight block is named with its first row.
@@ -475,7 +482,8 @@ TEST(OptimAdamBehaviour, MismatchedListsThrowNamingTheKey) {
   m = message_of([&] { opt2.step(attn::parameters(mha), blocks); });
   EXPECT_NE(m.find("\"in_proj_weight\" (block from 8) [4 x 4] but parameter 1 is "
                    "\"in_proj_weight\" (block from 4) [4 x 4]"),
-            std::string::npos) << m;
+            std::string::npos)
+      << m;
 }
 
 TEST(OptimAdamBehaviour, BadOptionsThrow) {
@@ -505,7 +513,9 @@ TEST(OptimAdamBehaviour, BadOptionsThrow) {
     EXPECT_NE(message_of([&] { AdamD opt(c.options); }), "(no exception)");
   }
   // The edges are allowed, as torch allows them.
-  EXPECT_EQ(message_of([] { Adam opt({.lr = 0, .betas = {0, 0}, .eps = 0, .weight_decay = 0}); }),
+  EXPECT_EQ(message_of([] {
+              Adam opt({.lr = 0, .betas = {0, 0}, .eps = 0, .weight_decay = 0});
+            }),
             "(no exception)");
   Adam opt;
   EXPECT_NE(message_of([&] { opt.set_lr(-1.0); }).find("Adam::set_lr: lr is -1"),
@@ -557,7 +567,7 @@ TEST(OptimClipGradNorm, NoChangeBelowMaxNorm) {
   const float total = attn::clip_grad_norm(attn::parameters(grads), 100.0);
   const double exact = std::sqrt(before.weight.cast<double>().squaredNorm() +
                                  before.bias.cast<double>().squaredNorm());
-  EXPECT_EQ(total, float(exact));  // rounded once from double
+  EXPECT_EQ(total, float(exact));                       // rounded once from double
   EXPECT_TRUE(identical(grads.weight, before.weight));  // multiplied by exactly 1
   EXPECT_TRUE(identical(grads.bias, before.bias));
   // Equal to max_norm within the 1e-6: still (slightly) scaled, as in torch.
@@ -631,12 +641,12 @@ TEST(OptimSchedules, WarmupCosineByHand) {
   auto lr = [](std::int64_t s) { return attn::warmup_cosine_lr(s, 1e-3, 4, 12, 1e-4); };
   EXPECT_DOUBLE_EQ(lr(1), 2.5e-4);  // base_lr / warmup, not 0: the first step moves
   EXPECT_DOUBLE_EQ(lr(2), 5e-4);
-  EXPECT_DOUBLE_EQ(lr(4), 1e-3);                          // the peak, at step = warmup
-  EXPECT_LT(lr(5), 1e-3);                                 // decaying from the next step on
-  EXPECT_DOUBLE_EQ(lr(8), 0.5 * (1e-3 + 1e-4));           // k = K / 2: halfway
+  EXPECT_DOUBLE_EQ(lr(4), 1e-3);                 // the peak, at step = warmup
+  EXPECT_LT(lr(5), 1e-3);                        // decaying from the next step on
+  EXPECT_DOUBLE_EQ(lr(8), 0.5 * (1e-3 + 1e-4));  // k = K / 2: halfway
   EXPECT_DOUBLE_EQ(lr(6), 1e-4 + 0.9e-3 * (1 + std::sqrt(0.5)) / 2);  // cos(pi / 4)
-  EXPECT_EQ(lr(12), 1e-4);                                // min_lr at total_steps
-  EXPECT_EQ(lr(13), 1e-4);                                // and held (torch's cosine climbs)
+  EXPECT_EQ(lr(12), 1e-4);                                            // min_lr at total_steps
+  EXPECT_EQ(lr(13), 1e-4);  // and held (torch's cosine climbs)
   EXPECT_EQ(lr(1000), 1e-4);
   // warmup = 1: the first step at base_lr; warmup = total: no decay, then min_lr.
   EXPECT_EQ(attn::warmup_cosine_lr(1, 1e-3, 1, 10), 1e-3);

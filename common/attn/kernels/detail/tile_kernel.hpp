@@ -31,8 +31,8 @@ template <Real T>
 struct TileKernel {
   using Packet = typename Eigen::internal::packet_traits<T>::type;
   static constexpr Index kWidth = Eigen::internal::unpacket_traits<Packet>::size;
-  static constexpr Index kRows = 6;            // rows of C per block
-  static constexpr Index kCols = 2 * kWidth;   // columns of C per block: two packets
+  static constexpr Index kRows = 6;           // rows of C per block
+  static constexpr Index kCols = 2 * kWidth;  // columns of C per block: two packets
 
   // Columns padded up to whole blocks.
   static constexpr Index padded(Index cols) { return (cols + kCols - 1) / kCols * kCols; }
@@ -81,20 +81,31 @@ struct TileKernel {
   // sweeps B's column panels, panel p starting at b + p * b_panel. `cols` must be a multiple
   // of kCols.
   template <bool Accumulate>
-  static void multiply(Index rows, Index cols, Index depth, const T* a, Index a_row,
-                       Index a_col, const T* b, Index b_row, Index b_panel, T* c, Index c_row,
-                       T scale) {
+  static void multiply(Index rows, Index cols, Index depth, const T* a, Index a_row, Index a_col,
+                       const T* b, Index b_row, Index b_panel, T* c, Index c_row, T scale) {
     for (Index r = 0; r < rows; r += kRows) {
       for (Index p = 0; p * kCols < cols; ++p) {
-        const Block o{a + r * a_row, a_row, a_col, b + p * b_panel, b_row, depth,
-                      c + r * c_row + p * kCols, c_row, scale};
+        const Block o{
+            a + r * a_row, a_row, a_col, b + p * b_panel, b_row, depth, c + r * c_row + p * kCols,
+            c_row,         scale};
         switch (std::min(kRows, rows - r)) {
-          case 6: block<6, Accumulate>(o); break;
-          case 5: block<5, Accumulate>(o); break;
-          case 4: block<4, Accumulate>(o); break;
-          case 3: block<3, Accumulate>(o); break;
-          case 2: block<2, Accumulate>(o); break;
-          default: block<1, Accumulate>(o);
+          case 6:
+            block<6, Accumulate>(o);
+            break;
+          case 5:
+            block<5, Accumulate>(o);
+            break;
+          case 4:
+            block<4, Accumulate>(o);
+            break;
+          case 3:
+            block<3, Accumulate>(o);
+            break;
+          case 2:
+            block<2, Accumulate>(o);
+            break;
+          default:
+            block<1, Accumulate>(o);
         }
       }
     }

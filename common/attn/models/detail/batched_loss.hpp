@@ -39,18 +39,19 @@ void batched_loss(const Model& model, Model* grads, Index B, Index tokens,
   // The sequences side by side; their gradients summed in an order fixed by the batch.
   for_each_sequence<Cache>(B, tokens, model, grads, threads,
                            [&](Index b, Cache& cache, Model* shard_grads) {
-    const auto at = static_cast<std::size_t>(b);
-    const auto [logits, targets] = forward(b, cache);  // [n x V], [n]
-    CrossEntropyOf<T> ce = cross_entropy(logits, targets, opts);
-    losses[at] = static_cast<double>(ce.loss);
-    correct[at] = ce.correct;
-    if (keep_logits) step.logits[at] = logits;
-    if (shard_grads && step.count > 0) {
-      // Each sequence's sum, over the batch's count: the batch mean, sequence by sequence.
-      ce.d_logits *= static_cast<T>(1.0 / static_cast<double>(step.count));
-      backward(b, cache, ce.d_logits, *shard_grads);
-    }
-  });
+                             const auto at = static_cast<std::size_t>(b);
+                             const auto [logits, targets] = forward(b, cache);  // [n x V], [n]
+                             CrossEntropyOf<T> ce = cross_entropy(logits, targets, opts);
+                             losses[at] = static_cast<double>(ce.loss);
+                             correct[at] = ce.correct;
+                             if (keep_logits) step.logits[at] = logits;
+                             if (shard_grads && step.count > 0) {
+                               // Each sequence's sum, over the batch's count: the batch mean,
+                               // sequence by sequence.
+                               ce.d_logits *= static_cast<T>(1.0 / static_cast<double>(step.count));
+                               backward(b, cache, ce.d_logits, *shard_grads);
+                             }
+                           });
   double total = 0.0;
   for (Index b = 0; b < B; ++b) {
     total += losses[static_cast<std::size_t>(b)];

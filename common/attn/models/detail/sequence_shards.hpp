@@ -16,8 +16,8 @@
 #pragma once
 
 #include "attn/core/matrix.hpp"
-#include "attn/layers/parameters.hpp"
 #include "attn/core/threads.hpp"
+#include "attn/layers/parameters.hpp"
 
 #include <algorithm>
 #include <exception>
@@ -52,7 +52,7 @@ struct ShardWorkspace {
   Index numbers = 0;                            // the model's parameters, counted
   std::vector<Model> grads;                     // [shards], each shaped like the model
   std::vector<std::vector<std::span<typename Model::Scalar>>> grad_tensors;  // their numbers
-  std::vector<Cache> caches;                    // [shards]
+  std::vector<Cache> caches;                                                 // [shards]
 
   /// Room for `shards` caches and, `with_grads`, as many gradients. `grads` is reserved for
   /// kGradientShards once, so it never reallocates and the spans into it stay valid; a gradient
@@ -95,11 +95,11 @@ inline void check_threads(int threads, const char* where) {
 /// Calls `one(b, cache, shard_grads)` for every sequence b in [0, B): sequences in order within
 /// a shard, shards on OpenMP threads (`threads`; 0: default_threads(), or one thread when the
 /// batch is too small to be worth a parallel region: `tokens`, the tokens the model reads in
-/// all, times 2 flops per parameter, three times that with gradients, under kThreadedFlops). `cache` is a Cache kept
-/// for the shard's sequences; `shard_grads` is the shard's gradient, or nullptr when `grads` is.
-/// The shards' gradients are added into *grads in shard order. If any call throws, the first
-/// shard's exception (in shard order) is rethrown after every thread has finished, and *grads is
-/// left untouched.
+/// all, times 2 flops per parameter, three times that with gradients, under kThreadedFlops).
+/// `cache` is a Cache kept for the shard's sequences; `shard_grads` is the shard's gradient, or
+/// nullptr when `grads` is. The shards' gradients are added into *grads in shard order. If any call
+/// throws, the first shard's exception (in shard order) is rethrown after every thread has
+/// finished, and *grads is left untouched.
 template <typename Cache, typename Model, typename One>
 void for_each_sequence(Index B, Index tokens, const Model& model, Model* grads, int threads,
                        One&& one) {
@@ -112,8 +112,8 @@ void for_each_sequence(Index B, Index tokens, const Model& model, Model* grads, 
   work.fit(model, shards, grads != nullptr);
   std::vector<std::exception_ptr> failed(static_cast<std::size_t>(shards));
   // A forward costs about 2 flops per parameter and token, a backward twice that again.
-  const double flops = (grads ? 6.0 : 2.0) * static_cast<double>(tokens) *
-                       static_cast<double>(work.numbers);
+  const double flops =
+      (grads ? 6.0 : 2.0) * static_cast<double>(tokens) * static_cast<double>(work.numbers);
   const int team = team_for(threads, shards, flops);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (team > 1)
   for (Index s = 0; s < shards; ++s) {
