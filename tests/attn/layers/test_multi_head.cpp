@@ -44,6 +44,8 @@ struct MhaCase {
   Index heads;
   bool bias;
 };
+// By name: ctest lists a parameter as gtest prints it, and its raw bytes hold a pointer.
+void PrintTo(const MhaCase& c, std::ostream* os) { *os << c.name; }
 
 class MhaFixture : public ::testing::TestWithParam<MhaCase> {};
 

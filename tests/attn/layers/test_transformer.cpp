@@ -20,6 +20,13 @@
 #include <utility>
 #include <vector>
 
+namespace attn {
+// Norm placements by name in test names and ctest's listing ("post", not "4-byte object").
+void PrintTo(NormPlacement p, std::ostream* os) {
+  *os << (p == NormPlacement::post ? "post" : "pre");
+}
+}  // namespace attn
+
 namespace {
 
 using attn_test::identical;
@@ -83,7 +90,15 @@ TEST_P(EncoderFixture, MatchesTorchTransformerEncoderLayer) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, EncoderFixture, ::testing::Values("enc_post", "enc_pre"));
 
-class DecoderFixture : public ::testing::TestWithParam<std::pair<const char*, Index>> {};
+// A fixture case: its file prefix and its heads, printed by name (the same test names in every
+// build, not a pointer's address).
+struct DecoderCase {
+  const char* name;
+  Index heads;
+};
+void PrintTo(const DecoderCase& c, std::ostream* os) { *os << c.name; }
+
+class DecoderFixture : public ::testing::TestWithParam<DecoderCase> {};
 
 TEST_P(DecoderFixture, MatchesTorchTransformerDecoderLayer) {
   const auto [c, heads] = GetParam();
@@ -105,8 +120,8 @@ TEST_P(DecoderFixture, MatchesTorchTransformerDecoderLayer) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, DecoderFixture,
-                         ::testing::Values(std::pair<const char*, Index>{"dec_post", 4},
-                                           std::pair<const char*, Index>{"dec_pre", 2}));
+                         ::testing::Values(DecoderCase{"dec_post", 4}, DecoderCase{"dec_pre", 2}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 // ---- What the masks promise, through whole stacks -----------------------------------------------
 

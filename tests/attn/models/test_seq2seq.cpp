@@ -65,6 +65,8 @@ struct StepCase {
   }
   attn::Seq2SeqBatch batch() const { return {ids("src"), ids("tgt_in"), ids("tgt_out")}; }
 };
+// By name: ctest lists a parameter as gtest prints it, and its raw bytes hold pointers.
+void PrintTo(const StepCase& c, std::ostream* os) { *os << c.name; }
 
 const StepCase kPost{"post",
                      {.vocab = 11,
