@@ -12,6 +12,13 @@ namespace {
 
 constexpr Index kSavedExamples = 8;  // held-out sequences saved with a checkpoint, for its replay
 
+// Where the weights went, and the command that replays them in PyTorch.
+void say_saved(course::Chapter& ch, const std::string& dir) {
+  ch.say("saved the weights to {} (replay: /usr/bin/python3 scripts/check_training_checkpoint.py "
+         "{})",
+         dir, dir);
+}
+
 }  // namespace
 
 void save_reversal(course::Chapter& ch, const std::string& dir, const attn::Seq2Seq& model,
@@ -33,9 +40,7 @@ void save_reversal(course::Chapter& ch, const std::string& dir, const attn::Seq2
     d("eval_logits", logits);
     d("eval_greedy", greedy);
   });
-  ch.say("saved the weights to {} (replay: /usr/bin/python3 scripts/check_training_checkpoint.py "
-         "{})",
-         dir, dir);
+  say_saved(ch, dir);
 }
 
 void save_induction(course::Chapter& ch, const std::string& dir, const attn::AttentionOnly& model,
@@ -52,9 +57,7 @@ void save_induction(course::Chapter& ch, const std::string& dir, const attn::Att
     d("eval_ids", ids);
     d("eval_logits", logits);
   });
-  ch.say("saved the weights to {} (replay: /usr/bin/python3 scripts/check_training_checkpoint.py "
-         "{})",
-         dir, dir);
+  say_saved(ch, dir);
 }
 
 std::string checkpoint_problem(const course::Chapter& ch, const Knobs& k) {
