@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace test_01_rnn {
 
 namespace fs = std::filesystem;
 using attn::Matrix;
@@ -225,4 +225,4 @@ TEST(Chapter01, ContextNoticeFollowsTheSizes) {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace test_01_rnn

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-namespace {
+namespace test_02_attention_by_hand {
 
 namespace fs = std::filesystem;
 using attn::MatrixD;
@@ -144,4 +144,4 @@ TEST(Chapter02, BadOptionsAreUsageErrors) {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace test_02_attention_by_hand

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <string>
 
-namespace {
+namespace test_03_vectorized_qkv {
 
 namespace fs = std::filesystem;
 using attn::Index;
@@ -190,4 +190,4 @@ TEST(Chapter03, NoticesFollowTheKnobs) {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace test_03_vectorized_qkv

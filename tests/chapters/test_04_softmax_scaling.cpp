@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace test_04_softmax_scaling {
 
 namespace fs = std::filesystem;
 using attn::MatrixD;
@@ -406,4 +406,4 @@ TEST(Chapter04, NoticesFollowTheKnobs) {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace test_04_softmax_scaling

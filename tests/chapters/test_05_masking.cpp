@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace test_05_masking {
 
 namespace fs = std::filesystem;
 using attn::Batch;
@@ -264,4 +264,4 @@ TEST(Chapter05, HelpStatesTheLimitsOfIds) {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace test_05_masking

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace test_06_multi_head {
 
 namespace fs = std::filesystem;
 using attn::Index;
@@ -212,4 +212,4 @@ TEST(Chapter06, NoticesFollowTheKnobs) {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace test_06_multi_head

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace test_07_positional_encoding {
 
 using attn::max_abs_diff;
 
@@ -366,4 +366,4 @@ TEST(Chapter07, NoticesFollowTheWidth) {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace test_07_positional_encoding

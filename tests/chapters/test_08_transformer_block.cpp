@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace test_08_transformer_block {
 
 namespace fs = std::filesystem;
 using attn::AllowedBatch;
@@ -197,4 +197,4 @@ TEST(Chapter08, NoticesFollowTheKnobs) {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace test_08_transformer_block

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace test_09_training {
 
 using attn::Index;
 using attn_test::contains;
@@ -196,11 +196,11 @@ TEST(Chapter09, ANonFiniteLossStopsTrainingNamingTheStepBeforeItsUpdate) {
   EXPECT_LE(attn::max_abs_diff(model.weight, before.weight), 2.1e-3);
 }
 
-}  // namespace
+}  // namespace test_09_training
 
 // ---- Checkpoints ------------------------------------------------------------------------------
 
-namespace {
+namespace test_09_training {
 
 // A small, quick run (its checkpoint: DIR/reversal and DIR/induction), and the same sizes to
 // load it into (no --steps: evaluate only).
@@ -263,4 +263,4 @@ TEST(Chapter09, ABadCheckpointIsAUsageErrorNamingTheFileAndTheProblem) {
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace test_09_training

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <string>
 
-namespace {
+namespace test_10_efficient_attention {
 
 namespace fs = std::filesystem;
 using attn::MatrixD;
@@ -165,4 +165,4 @@ TEST(Chapter10, ReadsTheCommittedMeasurements) {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace test_10_efficient_attention

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace test_bad_input {
 
 using attn_test::kChapters;
 
@@ -299,4 +299,4 @@ TEST(BadInput, LeadingZerosAreDecimal) {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace test_bad_input

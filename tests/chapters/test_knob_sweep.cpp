@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace test_knob_sweep {
 
 namespace fs = std::filesystem;
 using attn_test::Output;
@@ -408,4 +408,4 @@ INSTANTIATE_TEST_SUITE_P(EveryChapter, KnobSweepOf, testing::ValuesIn(attn_test:
                            return std::string(info.param);
                          });
 
-}  // namespace
+}  // namespace test_knob_sweep

@@ -28,7 +28,7 @@ extern char** environ;
 
 namespace fs = std::filesystem;
 
-namespace {
+namespace test_outputs {
 
 using attn_test::contains;
 using attn_test::read_file;
@@ -464,4 +464,4 @@ TEST(DumpFolder, TheManifestDescribesEveryArrayAndItsStateDictKey) {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace test_outputs

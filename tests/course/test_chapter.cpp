@@ -23,7 +23,7 @@
 
 namespace fs = std::filesystem;
 
-namespace {
+namespace test_chapter {
 
 // What one Chapter::run did.
 struct Ran {
@@ -357,4 +357,4 @@ TEST(Print, WithCommasAndLabels) {
                std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace test_chapter

@@ -38,7 +38,7 @@
 
 namespace fs = std::filesystem;
 
-namespace {
+namespace test_checkpoint {
 
 using attn::Index;
 using attn::Matrix;
@@ -689,4 +689,4 @@ TEST_F(ReplayScript, ReproducesTheInductionLogitsAndChecksBothTasksOfARun) {
   std::cout << r.out;
 }
 
-}  // namespace
+}  // namespace test_checkpoint

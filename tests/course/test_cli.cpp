@@ -15,7 +15,7 @@
 
 namespace fs = std::filesystem;
 
-namespace {
+namespace test_cli {
 
 // Runs parse() on a command line given as words; captures what it prints.
 struct Parsed {
@@ -302,9 +302,9 @@ TEST_F(CliTest, NoPlotsSkipsTheOutFolderCheck) {
   EXPECT_FALSE(p.exit_code.has_value()) << "nothing will be drawn, so --out does not matter";
 }
 
-}  // namespace
+}  // namespace test_cli
 
-namespace {
+namespace test_cli {
 
 TEST(Cli, FiniteRangeRejectsNaNAndOutOfRange) {
   const CLI::Validator v = course::finite_range(0.5, 2.0);
@@ -314,4 +314,4 @@ TEST(Cli, FiniteRangeRejectsNaNAndOutOfRange) {
   }
 }
 
-}  // namespace
+}  // namespace test_cli

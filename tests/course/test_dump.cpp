@@ -27,7 +27,7 @@
 
 namespace fs = std::filesystem;
 
-namespace {
+namespace test_dump {
 
 using attn::Matrix;
 using attn_test::identical;
@@ -307,4 +307,4 @@ TEST(Dumper, ALargeDumpIsNotedOnStderrOnce) {
   fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace test_dump

@@ -24,7 +24,7 @@
 
 namespace fs = std::filesystem;
 
-namespace {
+namespace test_files {
 
 using attn_test::read_file;
 
@@ -210,4 +210,4 @@ TEST_F(FilesTest, ASignalStopsTheRegisteredChild) {
   if (!gone) ::kill(child, SIGKILL);
 }
 
-}  // namespace
+}  // namespace test_files

@@ -31,21 +31,21 @@
 
 // ---- The largest allocation ---------------------------------------------------------------------
 // The reader and the writer promise memory bounded by what the array needs, not by what a file
-// claims or by a second copy of the data. This program replaces the global operator new (every
-// std::vector and std::string allocates through it) to record the largest single request made
-// while a LargestAllocation is alive. Eigen allocates with malloc directly, so a matrix made by a
-// test is not counted.
-namespace {
+// claims or by a second copy of the data. This file replaces its program's global operator new
+// (every std::vector and std::string allocates through it) to record the largest single request
+// made while a LargestAllocation is alive; the program's other suites allocate through it too,
+// unrecorded. Eigen allocates with malloc directly, so a matrix made by a test is not counted.
+namespace test_npy {
 std::atomic<bool> g_watching{false};
 std::atomic<std::size_t> g_largest{0};
-}  // namespace
+}  // namespace test_npy
 
 // Not inlined: GCC would otherwise see free() applied to the result of new at call sites and
 // warn (-Wmismatched-new-delete), though these replacements pair malloc with free throughout.
 [[gnu::noinline]] void* operator new(std::size_t size) {
-  if (g_watching.load(std::memory_order_relaxed)) {
-    std::size_t seen = g_largest.load(std::memory_order_relaxed);
-    while (size > seen && !g_largest.compare_exchange_weak(seen, size)) {
+  if (test_npy::g_watching.load(std::memory_order_relaxed)) {
+    std::size_t seen = test_npy::g_largest.load(std::memory_order_relaxed);
+    while (size > seen && !test_npy::g_largest.compare_exchange_weak(seen, size)) {
     }
   }
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
@@ -56,7 +56,7 @@ std::atomic<std::size_t> g_largest{0};
 
 namespace fs = std::filesystem;
 
-namespace {
+namespace test_npy {
 
 using attn_test::message_of;
 
@@ -211,8 +211,6 @@ int run_python(const fs::path& script_file, const std::string& script, const fs:
       "cd '" + cwd.string() + "' && " + kPython + " '" + script_file.string() + "'";
   return std::system(cmd.c_str());
 }
-
-}  // namespace
 
 // ---- Round trips through our own reader ---------------------------------------------------------
 
@@ -823,3 +821,5 @@ with open("np_v3.npy", "wb") as f:
   EXPECT_EQ(course::read_npy(dir_ / "np_v2.npy").to_matrix_d(), m);
   EXPECT_EQ(course::read_npy(dir_ / "np_v3.npy").to_matrix_d(), m);
 }
+
+}  // namespace test_npy

@@ -29,7 +29,7 @@
 namespace fs = std::filesystem;
 using attn::Matrix;
 
-namespace {
+namespace test_plot {
 
 // ---- Helpers ------------------------------------------------------------------------------------
 
@@ -799,4 +799,4 @@ TEST_F(PlotTest, NumbersIgnoreTheLocale) {
   EXPECT_EQ(data_rows(dir_ / "l.dat"), (std::vector<std::string>{"0.5 2.5", "1.25 1e-07"}));
 }
 
-}  // namespace
+}  // namespace test_plot

@@ -5,7 +5,7 @@
 
 #include <sstream>
 
-namespace {
+namespace test_print {
 
 TEST(FormatMatrix, ShapeHeaderThenAlignedFixedPrecisionRows) {
   attn::MatrixD q(2, 2);
@@ -64,4 +64,4 @@ TEST(Banner, PadsTheTitleToOneWidth) {
   EXPECT_EQ(os.str(), "\n== 1. Title " + std::string(88 - 12, '=') + "\n");
 }
 
-}  // namespace
+}  // namespace test_print

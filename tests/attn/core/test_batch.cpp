@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace {
+namespace test_batch {
 
 using attn_test::message_of;
 
@@ -66,4 +66,4 @@ TEST(Batch, ShapesThatOverflowAreRejected) {
   EXPECT_EQ(Batch(big, 0, 3).data().size(), 0);
 }
 
-}  // namespace
+}  // namespace test_batch

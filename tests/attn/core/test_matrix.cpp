@@ -10,7 +10,7 @@
 #include <limits>
 #include <string>
 
-namespace {
+namespace test_matrix {
 
 using attn_test::message_of;
 
@@ -53,4 +53,4 @@ TEST(MaxAbsDiff, LargestDifferenceOfTwoSameShapedMatrices) {
             "max_abs_diff: a is [2 x 3] but b is [1 x 3]: they must have the same shape");
 }
 
-}  // namespace
+}  // namespace test_matrix

@@ -14,7 +14,7 @@
 #include <string>
 #include <utility>
 
-namespace {
+namespace test_random {
 
 const std::string kData = attn_test::fixture_folder("rng").string();
 
@@ -172,4 +172,4 @@ TEST(RandomMatrix, RejectsRangesAndParametersThatAreNotFinite) {
   EXPECT_TRUE(attn::random_normal(rng, 1, 3, 1.5, 0.0).isConstant(1.5f, 0.0f));  // stddev 0: mean
 }
 
-}  // namespace
+}  // namespace test_random

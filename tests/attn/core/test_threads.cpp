@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-namespace {
+namespace test_threads {
 
 using attn::kThreadedFlops;
 using attn::team_for;
@@ -44,4 +44,4 @@ TEST(Threads, TheDefaultIsOmpNumThreadsWhenSet) {
   EXPECT_EQ(attn::default_threads(), std::stoi(env));
 }
 
-}  // namespace
+}  // namespace test_threads

@@ -38,7 +38,7 @@
 #include <utility>
 #include <vector>
 
-namespace {
+namespace test_tiled_attention {
 
 using attn_test::identical;
 using attn_test::message_of;
@@ -1145,4 +1145,4 @@ TEST(TiledColumnBlocks, ForwardAndBackwardIntoHeadColumns) {
   }
 }
 
-}  // namespace
+}  // namespace test_tiled_attention

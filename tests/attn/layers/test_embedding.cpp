@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-namespace {
+namespace test_embedding {
 
 using attn_test::Comparison;
 using attn_test::Fixture;
@@ -24,10 +24,10 @@ using attn_test::names;
 using attn::Matrix;
 
 template <typename T>
-class BackwardByHand : public ::testing::Test {};
-TYPED_TEST_SUITE(BackwardByHand, attn_test::Reals);
+class EmbeddingBackwardByHand : public ::testing::Test {};
+TYPED_TEST_SUITE(EmbeddingBackwardByHand, attn_test::Reals);
 
-TEST(BackwardFixture, Embedding) {
+TEST(EmbeddingBackward, MatchesTorch) {
   // Two sequences ids [2 x 5] through one table: the table's gradient is the scatter-add of
   // both sequences' dy, so embedding_backward is called once per sequence into one d_table.
   Comparison c("embedding");
@@ -48,7 +48,7 @@ TEST(BackwardFixture, Embedding) {
   c.expect_every_gradient_compared();
 }
 
-TYPED_TEST(BackwardByHand, EmbeddingBackwardSumsRepeatedIdsAndLeavesUnusedRowsZero) {
+TYPED_TEST(EmbeddingBackwardByHand, SumsRepeatedIdsAndLeavesUnusedRowsZero) {
   using T = TypeParam;
   // vocab 4, d_model 2, ids [2, 0, 2], dy = [[1, 2], [3, 4], [5, 6]]:
   //   row 2 gets dy rows 0 and 2: [1 + 5, 2 + 6] = [6, 8];  row 0 gets dy row 1: [3, 4]
@@ -63,7 +63,7 @@ TYPED_TEST(BackwardByHand, EmbeddingBackwardSumsRepeatedIdsAndLeavesUnusedRowsZe
   EXPECT_EQ(d_table, (mat<T>({{6, 8}, {0, 0}, {12, 16}, {0, 0}})));
 }
 
-TEST(BackwardErrors, EmbeddingBackward) {
+TEST(EmbeddingBackward, RejectsWrongShapes) {
   const std::vector<int> ids{2, 0, 2};
   Matrix d_table = Matrix::Zero(4, 2);
   EXPECT_TRUE(names(message_of([&] {
@@ -83,4 +83,4 @@ TEST(BackwardErrors, EmbeddingBackward) {
   EXPECT_TRUE((d_table.array() == 0).all());
 }
 
-}  // namespace
+}  // namespace test_embedding

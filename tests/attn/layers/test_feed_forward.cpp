@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-namespace {
+namespace test_feed_forward {
 
 using attn_test::Comparison;
 using attn_test::Fixture;
@@ -55,7 +55,7 @@ TEST(FeedForward, HandComputedAndPositionWise) {
   EXPECT_TRUE(identical(c.hidden, hidden));
 }
 
-TEST(BackwardFixture, FeedForward) {
+TEST(FeedForwardBackward, MatchesTorch) {
   Comparison c("ffn");
   const Fixture& fx = c.fixture();
   const attn::FeedForward ff = fx.ff();
@@ -68,7 +68,7 @@ TEST(BackwardFixture, FeedForward) {
   c.expect_every_gradient_compared();
 }
 
-TEST(BackwardAccumulation, FeedForwardDoublesExactly) {
+TEST(FeedForwardBackward, AccumulatingTwiceDoublesExactly) {
   attn::Rng rng(13);
   const Matrix x = attn::random_normal(rng, 5, 8), dy = attn::random_normal(rng, 5, 8);
   const attn::FeedForward ff = attn::ffn_init(rng, 8, 16);
@@ -78,7 +78,7 @@ TEST(BackwardAccumulation, FeedForwardDoublesExactly) {
       [&](attn::FeedForward& g) { attn::ffn_backward(ff, x, cache, dy, g); }, ff);
 }
 
-TEST(BackwardErrors, FfnBackward) {
+TEST(FeedForwardBackward, RejectsWrongShapes) {
   attn::Rng rng(33);
   const attn::FeedForward ff = attn::ffn_init(rng, 8, 16);
   const Matrix x = attn::random_normal(rng, 5, 8), dy = attn::random_normal(rng, 5, 8);
@@ -101,4 +101,4 @@ TEST(BackwardErrors, FfnBackward) {
       << "ffn_backward accumulated into linear2's gradients before it threw";
 }
 
-}  // namespace
+}  // namespace test_feed_forward

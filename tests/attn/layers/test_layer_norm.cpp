@@ -16,7 +16,7 @@
 #include <limits>
 #include <string>
 
-namespace {
+namespace test_layer_norm {
 
 using attn_test::Comparison;
 using attn_test::Fixture;
@@ -102,7 +102,7 @@ TEST(LayerNorm, MatchesTorchLayerNorm) {
   }
 }
 
-TEST(BackwardFixture, LayerNorm) {
+TEST(LayerNormBackward, MatchesTorch) {
   Comparison c("layer_norm");
   const Fixture& fx = c.fixture();
   const attn::LayerNorm norm = fx.norm("");
@@ -115,7 +115,7 @@ TEST(BackwardFixture, LayerNorm) {
   c.expect_every_gradient_compared();
 }
 
-TEST(BackwardAccumulation, LayerNormDoublesToRoundOff) {
+TEST(LayerNormBackward, AccumulatingTwiceDoublesToRoundOff) {
   attn::Rng rng(12);
   const Matrix x = attn::random_normal(rng, 6, 16, 1.0, 2.0), dy = attn::random_normal(rng, 6, 16);
   attn::LayerNorm norm = attn::layer_norm_init(16);
@@ -129,7 +129,7 @@ TEST(BackwardAccumulation, LayerNormDoublesToRoundOff) {
   attn_test::expect_doubled_to_round_off(once, again);
 }
 
-TEST(BackwardErrors, LayerNormBackward) {
+TEST(LayerNormBackward, RejectsWrongShapes) {
   attn::Rng rng(32);
   const attn::LayerNorm norm = attn::layer_norm_init(8);
   const Matrix x = attn::random_normal(rng, 5, 8), dy = attn::random_normal(rng, 5, 8);
@@ -148,4 +148,4 @@ TEST(BackwardErrors, LayerNormBackward) {
   EXPECT_TRUE(untouched(grads));
 }
 
-}  // namespace
+}  // namespace test_layer_norm

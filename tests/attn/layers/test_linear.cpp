@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-namespace {
+namespace test_linear {
 
 using attn_test::Comparison;
 using attn_test::Fixture;
@@ -24,8 +24,8 @@ using attn::Matrix;
 using attn::RowVector;
 
 template <typename T>
-class BackwardByHand : public ::testing::Test {};
-TYPED_TEST_SUITE(BackwardByHand, attn_test::Reals);
+class LinearBackwardByHand : public ::testing::Test {};
+TYPED_TEST_SUITE(LinearBackwardByHand, attn_test::Reals);
 
 TEST(Linear, HandComputed) {
   attn::Linear l{Matrix(2, 3), RowVector(2)};
@@ -39,7 +39,7 @@ TEST(Linear, HandComputed) {
   EXPECT_EQ(y(0, 1), 9.0f);
 }
 
-TEST(BackwardFixture, Linear) {
+TEST(LinearBackward, MatchesTorch) {
   Comparison c("linear");
   const Fixture& fx = c.fixture();
   const attn::Linear layer{fx.matrix("weight"), fx.row("bias")};
@@ -51,7 +51,7 @@ TEST(BackwardFixture, Linear) {
   c.expect_every_gradient_compared();
 }
 
-TYPED_TEST(BackwardByHand, LinearBackward2x2) {
+TYPED_TEST(LinearBackwardByHand, TwoByTwo) {
   using T = TypeParam;
   // y = x W^T + b with W = [[1, 2], [3, 4]], b = [0.5, -1], x = [[1, 2], [3, -1]],
   // dy = [[1, 2], [0, -1]]:
@@ -68,7 +68,7 @@ TYPED_TEST(BackwardByHand, LinearBackward2x2) {
   EXPECT_EQ(attn::MatrixOf<T>(grads.bias), (mat<T>({{1, 1}})));
 }
 
-TEST(BackwardAccumulation, LinearDoublesExactly) {
+TEST(LinearBackward, AccumulatingTwiceDoublesExactly) {
   attn::Rng rng(11);
   const Matrix x = attn::random_normal(rng, 5, 8), dy = attn::random_normal(rng, 5, 4);
   const attn::Linear lin = attn::linear_init(rng, 8, 4);
@@ -76,7 +76,7 @@ TEST(BackwardAccumulation, LinearDoublesExactly) {
       [&](attn::Linear& g) { attn::linear_backward(lin, x, dy, g); }, lin);
 }
 
-TEST(BackwardErrors, LinearBackward) {
+TEST(LinearBackward, RejectsWrongShapes) {
   attn::Rng rng(31);
   const attn::Linear layer = attn::linear_init(rng, 6, 4);
   const Matrix x = attn::random_normal(rng, 5, 6), dy = attn::random_normal(rng, 5, 4);
@@ -96,4 +96,4 @@ TEST(BackwardErrors, LinearBackward) {
   EXPECT_TRUE(untouched(grads));
 }
 
-}  // namespace
+}  // namespace test_linear

@@ -22,7 +22,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace {
+namespace test_multi_head {
 
 using attn_test::identical;
 using attn_test::message_of;
@@ -278,9 +278,9 @@ TEST(MultiHead, ShapeErrorsNameTheShapes) {
             "batch sizes (first dimension) must agree");
 }
 
-}  // namespace
+}  // namespace test_multi_head
 
-namespace {
+namespace test_multi_head {
 
 // need_weights = false above one tile (n > 128): the tiled path, no weights kept, each head's L
 // and the mask in the cache instead; its output and its backward agree with the plain path's
@@ -333,7 +333,7 @@ using attn_test::Fixture;
 using attn_test::names;
 using attn_test::untouched;
 
-TEST(BackwardFixture, MultiHeadSelfAttention) {
+TEST(MultiHeadBackward, SelfAttentionMatchesTorch) {
   // nn.MultiheadAttention(16, 4), query = key = value = x, keys 4 and 5 blocked: x reached the
   // output three ways, so its gradient is the sum of the three input gradients.
   Comparison c("mha_self");
@@ -350,7 +350,7 @@ TEST(BackwardFixture, MultiHeadSelfAttention) {
   c.expect_every_gradient_compared();
 }
 
-TEST(BackwardFixture, MultiHeadCrossAttention) {
+TEST(MultiHeadBackward, CrossAttentionMatchesTorch) {
   // nn.MultiheadAttention(12, 3), key = value = memory: d_memory = d_key + d_value.
   Comparison c("mha_cross");
   const Fixture& fx = c.fixture();
@@ -387,7 +387,7 @@ TEST(BackwardIdentity, KeyBiasGradientIsZeroUpToRoundOff) {
   EXPECT_LE(grads.k_proj.bias.cwiseAbs().maxCoeff(), 1e-6 * scale);
 }
 
-TEST(BackwardBehaviour, CausalMultiHeadEarlierPositionsIgnoreTokenT) {
+TEST(MultiHeadBackward, CausalEarlierPositionsIgnoreTokenT) {
   // Self-attention (x = query = key = value) [6 x 16], 4 heads, causal, t = 3; x rows t..5
   // changed (token t and the ones after it).
   //  Forward, any d_out: out rows 0..t-1 are invariant (query i reads x rows <= i only).
@@ -445,7 +445,7 @@ TEST(BackwardBehaviour, CausalMultiHeadEarlierPositionsIgnoreTokenT) {
   }
 }
 
-TEST(BackwardAccumulation, MultiHeadDoublesExactly) {
+TEST(MultiHeadBackward, AccumulatingTwiceDoublesExactly) {
   attn::Rng rng(14);
   const Matrix x = attn::random_normal(rng, 5, 8), dy = attn::random_normal(rng, 5, 8);
   attn::MultiHeadAttention mha = attn::multi_head_init(rng, 8, 2);
@@ -456,7 +456,7 @@ TEST(BackwardAccumulation, MultiHeadDoublesExactly) {
       [&](attn::MultiHeadAttention& g) { attn::multi_head_backward(mha, x, x, x, r, dy, g); }, mha);
 }
 
-TEST(BackwardErrors, MultiHeadBackward) {
+TEST(MultiHeadBackward, RejectsWrongShapes) {
   attn::Rng rng(35);
   const attn::MultiHeadAttention mha = attn::multi_head_init(rng, 8, 2);
   const Matrix x = attn::random_normal(rng, 5, 8), dy = attn::random_normal(rng, 5, 8);
@@ -479,4 +479,4 @@ TEST(BackwardErrors, MultiHeadBackward) {
       << "multi_head_backward accumulated into other gradients before it threw";
 }
 
-}  // namespace
+}  // namespace test_multi_head

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace test_positional_encoding {
 
 using attn::Index;
 using attn::Matrix;
@@ -270,4 +270,4 @@ TEST(PositionalEncodingErrors, BadSizesThrowNamingTheValue) {
   EXPECT_EQ(attn::sinusoidal_encoding(0, 8).rows(), 0);  // an empty table is fine
 }
 
-}  // namespace
+}  // namespace test_positional_encoding

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace test_rnn {
 
 using attn::Index;
 using attn::Matrix;
@@ -395,4 +395,4 @@ TEST(Rnn, EmptySequenceGivesNoStates) {
   EXPECT_EQ(A.cols(), 3);
 }
 
-}  // namespace
+}  // namespace test_rnn

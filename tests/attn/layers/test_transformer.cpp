@@ -27,7 +27,7 @@ void PrintTo(NormPlacement p, std::ostream* os) {
 }
 }  // namespace attn
 
-namespace {
+namespace test_transformer {
 
 using attn_test::identical;
 using attn_test::message_of;
@@ -472,7 +472,7 @@ TEST_P(BackwardDecoderFixture, MatchesTorchTransformerDecoderLayer) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, BackwardDecoderFixture, ::testing::Values("dec_post", "dec_pre"));
 
-TEST(BackwardAccumulation, TransformerLayersDoubleToRoundOff) {
+TEST(TransformerBackward, AccumulatingTwiceDoublesToRoundOff) {
   attn::Rng rng(12);
   const Matrix x = attn::random_normal(rng, 6, 16, 1.0, 2.0), dy = attn::random_normal(rng, 6, 16);
   for (const NormPlacement placement : {NormPlacement::post, NormPlacement::pre}) {
@@ -556,7 +556,7 @@ INSTANTIATE_TEST_SUITE_P(Placements, BackwardPaddedEncoder,
                            return info.param == NormPlacement::post ? "post" : "pre";
                          });
 
-TEST(BackwardErrors, EncoderLayerBackward) {
+TEST(TransformerBackward, EncoderLayerRejectsWrongShapes) {
   attn::Rng rng(36);
   const attn::EncoderLayer layer = attn::encoder_layer_init(rng, 8, 2, 16);
   const Matrix x = attn::random_normal(rng, 5, 8), dy = attn::random_normal(rng, 5, 8);
@@ -579,7 +579,7 @@ TEST(BackwardErrors, EncoderLayerBackward) {
   EXPECT_TRUE(untouched(wrong)) << "encoder_layer_backward accumulated before it threw";
 }
 
-TEST(BackwardErrors, DecoderLayerBackward) {
+TEST(TransformerBackward, DecoderLayerRejectsWrongShapes) {
   attn::Rng rng(37);
   const attn::DecoderLayer layer = attn::decoder_layer_init(rng, 8, 2, 16);
   const Matrix x = attn::random_normal(rng, 5, 8), memory = attn::random_normal(rng, 6, 8),
@@ -603,4 +603,4 @@ TEST(BackwardErrors, DecoderLayerBackward) {
   EXPECT_TRUE(untouched(wrong)) << "decoder_layer_backward accumulated before it threw";
 }
 
-}  // namespace
+}  // namespace test_transformer

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace test_attention_only {
 
 using attn::AttentionOnly;
 using attn::AttentionOnlyD;
@@ -600,4 +600,4 @@ TEST(AttentionOnlyGradientCheck, EveryParameterMeetsTheBar) {
   }
 }
 
-}  // namespace
+}  // namespace test_attention_only

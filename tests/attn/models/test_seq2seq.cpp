@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-namespace {
+namespace test_seq2seq {
 
 using attn::Index;
 using attn::Matrix;
@@ -322,4 +322,4 @@ TEST(Seq2SeqTest, BadSizesAndSequencesThrowNamingThem) {
       std::string::npos);
 }
 
-}  // namespace
+}  // namespace test_seq2seq

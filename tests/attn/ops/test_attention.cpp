@@ -22,7 +22,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace {
+namespace test_attention {
 
 using attn::Matrix;
 
@@ -270,8 +270,8 @@ using attn_test::mat;
 using attn_test::names;
 
 template <typename T>
-class BackwardByHand : public ::testing::Test {};
-TYPED_TEST_SUITE(BackwardByHand, attn_test::Reals);
+class AttentionBackwardByHand : public ::testing::Test {};
+TYPED_TEST_SUITE(AttentionBackwardByHand, attn_test::Reals);
 
 class BackwardSdpaFixture : public ::testing::TestWithParam<const char*> {};
 
@@ -310,7 +310,7 @@ TEST_P(BackwardSdpaFixture, MatchesTorchAutograd) {
 INSTANTIATE_TEST_SUITE_P(Cases, BackwardSdpaFixture,
                          ::testing::Values("cross", "causal", "padding"));
 
-TYPED_TEST(BackwardByHand, SoftmaxBackwardSubtractsTheWeightedRowMean) {
+TYPED_TEST(AttentionBackwardByHand, SoftmaxBackwardSubtractsTheWeightedRowMean) {
   using T = TypeParam;
   // One query, two keys, d_k = 1, scale 2: Q = [[1]], K = [[0], [ln 3 / 2]], so the scores are
   // 2 * [0, ln 3 / 2] = [0, ln 3] and P = [1, 3] / (1 + 3) = [1/4, 3/4]. V = I (v_0 = (1, 0),
@@ -344,7 +344,7 @@ TYPED_TEST(BackwardByHand, SoftmaxBackwardSubtractsTheWeightedRowMean) {
   EXPECT_NEAR(g.dV(1, 1), -0.75, tol);
 }
 
-TEST(BackwardBehaviour, PaddedKeyChangesNoGradientAndGetsNone) {
+TEST(AttentionBackward, PaddedKeyChangesNoGradientAndGetsNone) {
   // Q [4 x 3], K [6 x 3], V [6 x 2]; keys 4 and 5 blocked for every query (padding).
   // Invariant to the bit when K and V rows 4, 5 change to anything finite: the forward's
   // out and weights, dQ (all rows), dK and dV rows 0..3. Exactly 0: dK and dV rows 4, 5.
@@ -378,7 +378,7 @@ TEST(BackwardBehaviour, PaddedKeyChangesNoGradientAndGetsNone) {
   }
 }
 
-TEST(BackwardBehaviour, CausalFutureKeyValueChangesNoEarlierQueryGradient) {
+TEST(AttentionBackward, CausalFutureKeyValueChangesNoEarlierQueryGradient) {
   // n = 5, causal; token t = 3's key and value row changed.
   //  (a) any d_out: out rows 0..2 and dQ rows 0..2 are invariant (query i < t reads keys and
   //      values j <= i only, and its row of dS only those). dK and dV rows j < t are NOT: queries
@@ -428,7 +428,7 @@ TEST(BackwardBehaviour, CausalFutureKeyValueChangesNoEarlierQueryGradient) {
   }
 }
 
-TEST(BackwardBehaviour, QueryWithNoAllowedKeyPassesNothingBack) {
+TEST(AttentionBackward, QueryWithNoAllowedKeyPassesNothingBack) {
   // Query 1 of 3 may attend to no key. Its row of the weights is 0, so: its dQ row is exactly
   // 0, and dK, dV do not depend on its d_out row or its Q row (changed to anything finite,
   // huge included): invariant to the bit. The other queries' dQ rows are invariant too.
@@ -457,7 +457,7 @@ TEST(BackwardBehaviour, QueryWithNoAllowedKeyPassesNothingBack) {
   }
 }
 
-TEST(BackwardErrors, AttentionBackward) {
+TEST(AttentionBackward, RejectsWrongShapes) {
   attn::Rng rng(34);
   const Matrix Q = attn::random_normal(rng, 4, 3), K = attn::random_normal(rng, 6, 3),
                V = attn::random_normal(rng, 6, 2), dy = attn::random_normal(rng, 4, 2);
@@ -477,7 +477,7 @@ TEST(BackwardErrors, AttentionBackward) {
             "attention_backward"));  // dV [6 x 3] for V [6 x 2]
 }
 
-TEST(BackwardErrors, AttentionBackwardIntoRejectsOutputsOverlappingInputs) {
+TEST(AttentionBackward, IntoRejectsOutputsOverlappingInputs) {
   // attn.hpp, "Aliasing": the _into functions throw when an output overlaps an input, rather
   // than return a silently wrong answer. attention_backward_into writes dV first and then
   // reads d_out, V, Q and K: dV over V, or dQ over Q (read again for dK), would be wrong.
@@ -523,4 +523,4 @@ TEST(BackwardMasks, AFiniteBlockedScoreGivesAFullyBlockedRowNoGradient) {
   EXPECT_EQ(g.dQ.row(0).cwiseAbs().maxCoeff(), 0.0);
 }
 
-}  // namespace
+}  // namespace test_attention

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace {
+namespace test_column_attention {
 
 using attn::Matrix;
 using attn::MatrixD;
@@ -245,4 +245,4 @@ TEST(ColumnAttention, QueriesAndKeysMayDiffer) {
   EXPECT_EQ(attn::column_attend_loops(Q, K, V).A_prime, r.A_prime);
 }
 
-}  // namespace
+}  // namespace test_column_attention

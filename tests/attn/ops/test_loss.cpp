@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-namespace {
+namespace test_loss {
 
 using attn_test::all_zero;
 using attn_test::Comparison;
@@ -29,8 +29,8 @@ using attn_test::names;
 using attn::Matrix;
 
 template <typename T>
-class BackwardByHand : public ::testing::Test {};
-TYPED_TEST_SUITE(BackwardByHand, attn_test::Reals);
+class CrossEntropyBackwardByHand : public ::testing::Test {};
+TYPED_TEST_SUITE(CrossEntropyBackwardByHand, attn_test::Reals);
 
 // A fixture case: its file prefix and its label smoothing. Printed by name, so that a test's
 // name and ctest's listing of it are the same in every build (not a pointer's address).
@@ -62,7 +62,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, BackwardCrossEntropyFixture,
                                            XentCase{"xent_smooth", 0.1}),
                          [](const auto& info) { return std::string(info.param.name); });
 
-TYPED_TEST(BackwardByHand, CrossEntropyOneRow) {
+TYPED_TEST(CrossEntropyBackwardByHand, OneRow) {
   using T = TypeParam;
   // V = 3 classes, logits z = [0, 0, ln 2], target 2: softmax = [1, 1, 2] / 4 = [1/4, 1/4, 1/2].
   //   no smoothing:  loss = -log p_2 = ln 2;   d = p - onehot(2) = [1/4, 1/4, -1/2]
@@ -95,7 +95,7 @@ TYPED_TEST(BackwardByHand, CrossEntropyOneRow) {
   EXPECT_EQ(attn::cross_entropy(tie, std::vector<int>{0}).correct, 1);
 }
 
-TEST(BackwardBehaviour, IgnoredRowOfCrossEntropyChangesNothing) {
+TEST(CrossEntropyBackward, IgnoredRowChangesNothing) {
   // targets with the ignore id 0 at row 2: that row's logits (changed to anything, even huge,
   // infinite or NaN: the row is never read) change neither the loss, nor the count, nor any
   // entry of d_logits, and its d_logits row is exactly 0. Both smoothing settings.
@@ -120,7 +120,7 @@ TEST(BackwardBehaviour, IgnoredRowOfCrossEntropyChangesNothing) {
   }
 }
 
-TEST(BackwardErrors, CrossEntropy) {
+TEST(CrossEntropyBackward, RejectsBadArguments) {
   const Matrix logits = Matrix::Zero(3, 4);
   const std::vector<int> two{1, 2}, outside{1, 4, 0}, fine{1, 2, 3};
   EXPECT_TRUE(names(message_of([&] { attn::cross_entropy(logits, two); }), "cross_entropy"));
@@ -133,4 +133,4 @@ TEST(BackwardErrors, CrossEntropy) {
   EXPECT_EQ(message_of([&] { attn::cross_entropy(logits, padded); }), "(no exception)");
 }
 
-}  // namespace
+}  // namespace test_loss

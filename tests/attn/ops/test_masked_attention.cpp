@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-namespace {
+namespace test_masked_attention {
 
 using attn_test::allowed_from_rows;
 using attn_test::identical;
@@ -467,4 +467,4 @@ TEST(MaskedAttention, ShapeErrorsNameTheShapes) {
             "embed: ids[0][1] = 10 is outside the vocabulary [0, 10)");
 }
 
-}  // namespace
+}  // namespace test_masked_attention

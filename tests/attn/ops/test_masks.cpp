@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-namespace {
+namespace test_masks {
 
 using attn_test::allowed_from_rows;
 using attn_test::identical;
@@ -238,4 +238,4 @@ TEST(MaskView, ElementsOfANamedBatch) {
   }
 }
 
-}  // namespace
+}  // namespace test_masks

@@ -22,7 +22,7 @@
 #include <span>
 #include <vector>
 
-namespace {
+namespace test_online_softmax {
 
 using attn::OnlineSoftmax;
 using attn::OnlineSoftmaxD;
@@ -280,4 +280,4 @@ TEST(OnlineSoftmax, LogSumExpMatchesFloat64) {
   }
 }
 
-}  // namespace
+}  // namespace test_online_softmax

@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace {
+namespace test_softmax {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
@@ -503,4 +503,4 @@ TYPED_TEST(SoftmaxRules, SameBitsWhereverTheRowSits) {
   }
 }
 
-}  // namespace
+}  // namespace test_softmax

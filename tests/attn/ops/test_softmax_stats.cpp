@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace {
+namespace test_softmax_stats {
 
 using attn::MatrixD;
 
@@ -316,4 +316,4 @@ TEST(MeanStdMinMax, HandComputedSamples) {
   EXPECT_THROW(attn::mean_std_min_max(attn::Matrix(0, 3)), std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace test_softmax_stats

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace test_gradient_check {
 
 using attn::Index;
 using attn::MatrixD;
@@ -503,4 +503,4 @@ TEST(BadArguments, AreNamed) {
             "GradientReport::worst_tensor: the report has no tensors");
 }
 
-}  // namespace
+}  // namespace test_gradient_check

@@ -22,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-namespace {
+namespace test_optim {
 
 using attn_test::identical;
 using attn_test::message_of;
@@ -674,4 +674,4 @@ TEST(OptimSchedules, BadArgumentsThrow) {
         "base_lr is inf");
 }
 
-}  // namespace
+}  // namespace test_optim
