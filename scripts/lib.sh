@@ -147,11 +147,14 @@ chapter_list() {
 
 # source_of OBJECT: the source an object is made from, as make names the object
 # ("chapters/CMakeFiles/01_rnn.dir/01_rnn/main.cpp" is chapters/01_rnn/main.cpp). A folder of
-# the libraries compiled as one unit (ATTN_UNITY) is named by its files:
-# ".../attn.dir/Unity/unity_ops_cxx.cxx" is common/attn/ops/*.cpp.
+# the libraries or of the tests compiled as one unit (ATTN_UNITY) is named by its files:
+# ".../attn.dir/Unity/unity_ops_cxx.cxx" is common/attn/ops/*.cpp,
+# "tests/CMakeFiles/test_attn_ops.dir/Unity/unity_0_cxx.cxx" tests/attn/ops/*.cpp.
 source_of() {
   sed -E -e 's#^common/CMakeFiles/attn\.dir/Unity/unity_([a-z]+)_cxx\.cxx$#common/attn/\1/*.cpp#' \
     -e 's#^common/CMakeFiles/course\.dir/Unity/unity_[0-9]+_cxx\.cxx$#common/course/*.cpp#' \
+    -e 's#^tests/CMakeFiles/test_attn_([a-z]+)\.dir/Unity/unity_[0-9]+_cxx\.cxx$#tests/attn/\1/*.cpp#' \
+    -e 's#^tests/CMakeFiles/test_([a-z]+)\.dir/Unity/unity_[0-9]+_cxx\.cxx$#tests/\1/*.cpp#' \
     -e 's#^([^/]+)/CMakeFiles/[^/]+\.dir/#\1/#' <<<"$1"
 }
 
