@@ -255,7 +255,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   const std::size_t n_s = scales.size();
   MatrixD log_norm = MatrixD::Zero(n_s, D + 1);  // [scales x distances], mean log norm
   std::vector<double> rho(n_s, 0.0);
-  attn::Rng exp_rng(ch.seed() + 1);
+  attn::Rng exp_rng = ch.rng("gradient experiment");
   for (Index m = 0; m < k.n_seeds; ++m) {
     const attn::RnnCell base = attn::rnn_init(exp_rng, I, k.H_exp);
     const Matrix Xe = attn::random_normal(exp_rng, D + 1, I);       // x<1..D+1> [(D+1) x I]

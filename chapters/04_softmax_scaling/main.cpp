@@ -214,7 +214,7 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   // pairs; that estimate has standard deviation sqrt((2 d_k^2 + 6 d_k) / N) (see the page).
   constexpr Index n_pairs = 4000;
   const std::vector<Index> widths = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};  // d_k
-  attn::Rng dot_rng(ch.seed() + 1);
+  attn::Rng dot_rng = ch.rng("dot products");
   MatrixD variance(std::ssize(widths), 4);  // [11 x 4]: d_k, N, mean of q.k, mean of (q.k)^2
   ch.say("{} independent pairs (q, k) per d_k, every component ~ N(0, 1); var = mean of (q.k)^2:\n"
          "  d_k   mean(q.k)    var(q.k)   var / d_k   its expected sd",
@@ -252,7 +252,7 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   ch.step("One query against 8 keys at d_k = {}, {}", knob.d_k,
           scale ? "scaled by 1/sqrt(d_k)" : "unscaled (--no-scale)");
   const Index d_k = knob.d_k;
-  attn::Rng row_rng(ch.seed() + 2);
+  attn::Rng row_rng = ch.rng("one row");
   const Matrix q = attn::random_normal(row_rng, 1, d_k);  // [1 x d_k]
   const Matrix K = attn::random_normal(row_rng, 8, d_k);  // [8 x d_k], one key per row
   // [one_row]
@@ -285,7 +285,7 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   ch.step("As d_k grows: the largest weight and the entropy of a row");
   constexpr Index n_keys = 64, n_queries = 64, n_batches = 8, rows_per_dk = n_queries * n_batches;
   const double ln_keys = std::log(n_keys);
-  attn::Rng sweep_rng(ch.seed() + 3);
+  attn::Rng sweep_rng = ch.rng("saturation sweep");
   // d_k, then mean largest, mean entropy, median ||J||_F unscaled, and the same scaled.
   MatrixD saturation(std::ssize(widths), 7);  // [11 x 7]
   ch.prose("rows of {} weights, {} rows per d_k: the mean largest weight, the mean entropy, the "
@@ -362,7 +362,7 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
             "times smaller: whatever the loss asks of these weights, the scores hardly hear it.",
             norms[0] / norms[1]);
   // The same for many rows of 64 standard-normal logits times a growing spread sigma.
-  attn::Rng sat_rng(ch.seed() + 4);
+  attn::Rng sat_rng = ch.rng("logit spread");
   const Matrix G = attn::random_normal(sat_rng, 512, n_keys);  // [512 x 64], N(0, 1)
   ch.gap();
   ch.say("512 rows of {} logits sigma * g, g ~ N(0, 1); means and medians over the rows.\n"

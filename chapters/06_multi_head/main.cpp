@@ -249,7 +249,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
            course::shape(mha.q_proj.weight.middleRows(0, d_k).transpose()),
            course::shape(mha.q_proj.weight), worst);
   // One head is chapter 05's attention with projections.
-  attn::Rng rng1(ch.seed() + 1);
+  attn::Rng rng1 = ch.rng("one head");
   const attn::MultiHeadAttention one = attn::multi_head_init(rng1, E, 1);
   const attn::MultiHeadResult a = attn::multi_head_forward(one, X[0], X[0], X[0]);
   const attn::AttentionResult plain = attn::attention(a.Q, a.K, a.V);  // chapter 05, no mask

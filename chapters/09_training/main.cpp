@@ -194,7 +194,7 @@ void reversal(course::Chapter& ch, const Knobs& k) {
     ch.say("weights loaded from {}/reversal{}", k.load,
            k.training_steps() ? "; training continues from them" : ": evaluated as they are");
   }
-  attn::Rng held_out_rng(ch.seed() + 1000003);  // another stream: never a training sequence's
+  attn::Rng held_out_rng = ch.rng("reversal held-out");  // never a training sequence's
   const attn::Seq2SeqBatch held_out = training::reversal_batch(held_out_rng, kHeldOut, n);
   const attn::Seq2SeqBatch curve_set = training::reversal_batch(held_out_rng, kCurveHeldOut, n);
   const std::span<const int> example(held_out.src.row(0).data(), static_cast<std::size_t>(n));
@@ -277,7 +277,7 @@ void induction(course::Chapter& ch, const Knobs& k) {
   ch.step("Task {}: induction heads in a {}-layer attention-only decoder", k.task == "both" ? 2 : 1,
           k.layers);
   const Index T = k.context;
-  attn::Rng rng(ch.seed() + 1);
+  attn::Rng rng = ch.rng("induction model");
   attn::AttentionOnly model = attn::attention_only_init(rng, induction_config(k));
   if (!k.load.empty()) {
     course::load_checkpoint(k.load + "/induction", ch.name(), model);
@@ -285,7 +285,7 @@ void induction(course::Chapter& ch, const Knobs& k) {
            k.training_steps() ? "; training continues from them" : ": evaluated as they are");
   }
   const Index steps = k.training_steps();
-  attn::Rng held_out_rng(ch.seed() + 2000003);
+  attn::Rng held_out_rng = ch.rng("induction held-out");
   const std::vector<training::InductionSequence> held_out =
       training::induction_sequences(held_out_rng, kHeldOut, T);
   const std::vector<training::InductionSequence> curve_seqs(held_out.begin(),

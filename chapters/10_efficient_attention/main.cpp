@@ -308,7 +308,7 @@ void tiled_backward(course::Chapter& ch, const Example& e) {
            "D = rowsum(dO * out), which needs no P at all:");
   ch.say("  D = rowsum(dO * out)   P = exp(Q_i K_j^T s - L)   dP = dO_i V_j^T   dS = P * (dP - D)");
   ch.say("  dV_j += P^T dO_i       dK_j += s dS^T Q_i         dQ_i += s dS K_j");
-  attn::Rng rng(ch.seed() + 1);
+  attn::Rng rng = ch.rng("upstream gradient");
   const Matrix dO = attn::random_normal(rng, e.Q.rows(), e.V.cols());  // [n x d]
   const attn::TiledAttentionOptions opts = tiled_options(e);
   const attn::TiledAttentionResult fwd = attn::tiled_attention(e.Q, e.K, e.V, opts);

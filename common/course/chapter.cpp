@@ -74,6 +74,10 @@ void Chapter::require_knobs(std::function<std::string()> rule) { cli_->add_rule(
 
 std::uint64_t Chapter::seed() const { return cli_->options().seed; }
 
+attn::Rng Chapter::rng(std::string_view stream) const {
+  return attn::Rng(attn::stream_seed(seed(), stream));
+}
+
 // ---- Knobs --------------------------------------------------------------------------------------
 
 namespace {

@@ -31,6 +31,7 @@
 /// `ch.say("q^{} = ({:.4f})", i + 1, fmt::join(Q.col(i), ", "))`.
 #pragma once
 
+#include "attn/core/random.hpp"
 #include "course/dump.hpp"
 #include "course/plot.hpp"
 #include "course/print.hpp"
@@ -147,6 +148,10 @@ class Chapter {
   // ---- What a lesson uses ------------------------------------------------------------------
 
   std::uint64_t seed() const;
+  /// A generator for one named use of randomness beside the main stream attn::Rng(seed()):
+  /// seeded by attn::stream_seed(seed(), stream), so it follows --seed without being another
+  /// seed's main stream. `ch.rng("held-out")` says what the draws are for.
+  attn::Rng rng(std::string_view stream) const;
   const std::string& name() const { return name_; }
   /// What a dump's manifest records about this run: the chapter, the seed and every knob with
   /// the value the run uses (not where files go). A checkpoint (checkpoint.hpp) records the same.

@@ -76,6 +76,20 @@ TEST(Chapter, StepsAreNumberedBannersInOrder) {
                        std::string(88 - 13, '=') + "\n");
 }
 
+// ch.rng(name) is attn::stream_seed under the run's --seed: it follows the option, and is not
+// the main stream Rng(seed()) nor the next seed's.
+TEST(Chapter, ANamedStreamFollowsTheSeedOption) {
+  std::ostringstream text;
+  course::Chapter ch("09_test", "A test chapter", 7, text);
+  std::uint64_t first = 0;
+  const Ran r =
+      run(ch, text, {"--no-plots", "--seed", "11"}, [&] { first = ch.rng("held-out").next_u64(); });
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(first, attn::Rng(attn::stream_seed(11, "held-out")).next_u64());
+  EXPECT_NE(first, attn::Rng(11).next_u64());
+  EXPECT_NE(first, attn::Rng(12).next_u64());
+}
+
 // A reader who never saw the lecture notes is told where they are explained: under the opening
 // line, wrapped like any narration, and at the end of --help.
 TEST(Chapter, CitedNotesPointToTheSourcesPageInTheOpeningAndInHelp) {

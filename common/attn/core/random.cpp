@@ -15,6 +15,17 @@ std::uint64_t splitmix64(std::uint64_t& state) {
   return z ^ (z >> 31);
 }
 
+std::uint64_t stream_seed(std::uint64_t seed, std::string_view name) {
+  // FNV-1a, 64-bit (Fowler, Noll, Vo): offset basis, then xor and multiply byte by byte.
+  std::uint64_t hash = 0xCBF29CE484222325ULL;
+  for (const char c : name) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001B3ULL;
+  }
+  std::uint64_t state = seed ^ hash;
+  return splitmix64(state);
+}
+
 namespace {
 constexpr std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 }  // namespace

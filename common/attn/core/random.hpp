@@ -12,11 +12,19 @@
 
 #include <array>
 #include <cstdint>
+#include <string_view>
 
 namespace attn {
 
 /// SplitMix64 (Steele, Lea, Flood 2014): expands one 64-bit seed into well-mixed words.
 std::uint64_t splitmix64(std::uint64_t& state);
+
+/// The seed of the stream called `name` under `seed`, for a second use of randomness in one
+/// run (a held-out set, the upstream gradient of a backward demo): SplitMix64 of seed XOR the
+/// name's 64-bit FNV-1a hash. Rng(seed + 1) would be seed + 1's own stream, so --seed 5's
+/// "second" draws would be --seed 6's first; a named stream is no seed's own stream, and two
+/// names under one seed differ. Integer arithmetic only: the same on every platform.
+std::uint64_t stream_seed(std::uint64_t seed, std::string_view name);
 
 class Rng {
  public:

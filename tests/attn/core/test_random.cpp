@@ -81,6 +81,28 @@ TEST(Rng, SameSeedSameStreamDifferentSeedDifferentStream) {
   EXPECT_TRUE(any_difference);
 }
 
+// stream_seed = SplitMix64(seed ^ FNV-1a(name)). The expected words come from a separate
+// Python implementation of both (its FNV-1a gives the published vectors: "" cbf29ce484222325,
+// "a" af63dc4c8601ec8c, "foobar" 85944171f73967e8).
+TEST(StreamSeed, MatchesAnIndependentImplementation) {
+  EXPECT_EQ(attn::stream_seed(0, ""), 0xC3817C016BA4FF30ULL);
+  EXPECT_EQ(attn::stream_seed(0, "a"), 0x5F29C2AADD9B8527ULL);
+  EXPECT_EQ(attn::stream_seed(42, "held-out"), 0x18A0EA43123ECD9CULL);
+  EXPECT_EQ(attn::stream_seed(7, "dO"), 0x8571F6BB4B066D47ULL);
+}
+
+// What seed + 1 got wrong: seed s's second stream was seed s + 1's main one. A named stream
+// is none of the seeds a learner would type, and two names under one seed start differently.
+TEST(StreamSeed, IsNoSmallSeedsMainStreamAndNamesDiffer) {
+  for (std::uint64_t seed = 0; seed < 1000; ++seed) {
+    const std::uint64_t held_out = attn::stream_seed(seed, "held-out");
+    EXPECT_GE(held_out, 1000000u) << "seed " << seed;
+    EXPECT_NE(held_out, attn::stream_seed(seed, "held-out "));
+    EXPECT_NE(held_out, attn::stream_seed(seed + 1, "held-out"));
+    EXPECT_EQ(held_out, attn::stream_seed(seed, "held-out"));  // a function of its arguments
+  }
+}
+
 TEST(Rng, NormalMomentsWithinSamplingError) {
   // n draws of N(3, 2^2): the sample mean has standard error 2/sqrt(n); the sample variance
   // of a normal has standard error sigma^2 sqrt(2/(n-1)). Five standard errors is a bound a
