@@ -4,7 +4,9 @@
 #include "course/checkpoint.hpp"
 #include "course/dump.hpp"
 
+#include <optional>
 #include <span>
+#include <utility>
 
 namespace training {
 
@@ -19,9 +21,73 @@ void say_saved(course::Chapter& ch, const std::string& dir) {
          dir, dir);
 }
 
+// Loads DIR/<task> into `model` (checked at parse time already) and returns the training state
+// to start from; see start_training.
+template <typename Model>
+course::TrainingState load_and_plan(course::Chapter& ch, const Knobs& k, const std::string& task,
+                                    Model& model, attn::Rng& batches) {
+  course::TrainingState start{.step = 0, .steps = k.steps, .adam = {}, .batches = {}};
+  if (k.load.empty()) return start;
+  const std::string dir = k.load + "/" + task;
+  const std::optional<course::TrainingState> saved = course::load_checkpoint(dir, ch.name(), model);
+  if (saved) {
+    start = *saved;
+    if (k.steps_given) start.steps = k.steps;
+    batches.restore(saved->batches);
+  }
+  if (!k.trains()) {
+    ch.say("weights loaded from {}: evaluated as they are", dir);
+  } else if (!saved) {
+    ch.say("weights loaded from {}; it holds no optimiser state, so training goes on with a "
+           "fresh Adam for {} steps",
+           dir, last_step(k, start));
+  } else {
+    ch.say("weights, Adam's state and the batch stream loaded from {}: it stopped after step {} "
+           "of {}; training goes on from step {} to step {}{}",
+           dir, saved->step, saved->steps, saved->step + 1, last_step(k, start),
+           start.steps == saved->steps
+               ? ""
+               : fmt::format(" of a schedule now {} steps long", start.steps));
+  }
+  return start;
+}
+
+}  // namespace
+
+course::TrainingState start_training(course::Chapter& ch, const Knobs& k, attn::Seq2Seq& model,
+                                     attn::Rng& batches) {
+  return load_and_plan(ch, k, "reversal", model, batches);
+}
+
+course::TrainingState start_training(course::Chapter& ch, const Knobs& k,
+                                     attn::AttentionOnly& model, attn::Rng& batches) {
+  return load_and_plan(ch, k, "induction", model, batches);
+}
+
+Index last_step(const Knobs& k, const course::TrainingState& start) {
+  if (!k.trains()) return start.step;
+  return k.stop_at > 0 ? k.stop_at : start.steps;
+}
+
+namespace {
+
+// The checkpoint, with the training state when the run trained or loaded one.
+template <typename Model>
+void save_with_state(const std::string& dir, const course::DumpSource& source, const Model& model,
+                     course::TrainingState run, const attn::Rng& batches,
+                     const course::CheckpointExtras& extras) {
+  if (run.adam.empty()) {  // evaluated only, from weights saved without a state
+    course::save_checkpoint(dir, source, model, extras);
+    return;
+  }
+  run.batches = batches.state();
+  course::save_checkpoint(dir, source, model, run, extras);
+}
+
 }  // namespace
 
 void save_reversal(course::Chapter& ch, const std::string& dir, const attn::Seq2Seq& model,
+                   course::TrainingState run, const attn::Rng& batches,
                    const attn::Seq2SeqBatch& held_out) {
   const Index k = kSavedExamples, n = held_out.src.cols();
   attn::Batch logits(k, n, model.vocab());  // [k, n, V]
@@ -34,7 +100,7 @@ void save_reversal(course::Chapter& ch, const std::string& dir, const attn::Seq2
     for (Index i = 0; i < n; ++i)
       greedy(b, i) = static_cast<float>(got[static_cast<std::size_t>(i)]);
   }
-  course::save_checkpoint(dir, ch.source(), model, [&](course::Dumper& d) {
+  save_with_state(dir, ch.source(), model, std::move(run), batches, [&](course::Dumper& d) {
     d("eval_src", attn::Matrix(held_out.src.topRows(k).cast<float>()));
     d("eval_tgt_in", attn::Matrix(held_out.tgt_in.topRows(k).cast<float>()));
     d("eval_logits", logits);
@@ -44,6 +110,7 @@ void save_reversal(course::Chapter& ch, const std::string& dir, const attn::Seq2
 }
 
 void save_induction(course::Chapter& ch, const std::string& dir, const attn::AttentionOnly& model,
+                    course::TrainingState run, const attn::Rng& batches,
                     const std::vector<InductionSequence>& held_out) {
   const Index k = kSavedExamples, T = model.context();
   attn::Matrix ids(k, T);                   // [k x T]
@@ -53,7 +120,7 @@ void save_induction(course::Chapter& ch, const std::string& dir, const attn::Att
     for (Index t = 0; t < T; ++t) ids(b, t) = static_cast<float>(seq[static_cast<std::size_t>(t)]);
     logits[b] = attn::attention_only_forward<float>(model, seq);
   }
-  course::save_checkpoint(dir, ch.source(), model, [&](course::Dumper& d) {
+  save_with_state(dir, ch.source(), model, std::move(run), batches, [&](course::Dumper& d) {
     d("eval_ids", ids);
     d("eval_logits", logits);
   });
@@ -80,16 +147,35 @@ std::string checkpoint_problem(const course::Chapter& ch, const Knobs& k) {
                            k.load, task, heads->second, k.heads);
       }
       attn::Rng rng(0);
+      std::optional<course::TrainingState> saved;
       if (task == "reversal") {
         attn::Seq2Seq model = attn::seq2seq_init(rng, reversal_config(k));
-        course::load_checkpoint(k.load + "/reversal", ch.name(), model);
+        saved = course::load_checkpoint(k.load + "/reversal", ch.name(), model);
       } else {
         attn::AttentionOnly model = attn::attention_only_init(rng, induction_config(k));
-        course::load_checkpoint(k.load + "/induction", ch.name(), model);
+        saved = course::load_checkpoint(k.load + "/induction", ch.name(), model);
+      }
+      if (saved && k.trains()) {
+        course::TrainingState start = *saved;
+        if (k.steps_given) start.steps = k.steps;
+        if (k.stop_at > start.steps) {
+          return fmt::format("--stop-at {} is past the end of the schedule, step {}", k.stop_at,
+                             start.steps);
+        }
+        if (last_step(k, start) <= saved->step) {
+          return fmt::format("--load: {}/{} has trained {} steps already, and this run would "
+                             "stop at step {}: give a larger --steps (the schedule's length) or "
+                             "--stop-at to train on",
+                             k.load, task, saved->step, last_step(k, start));
+        }
       }
     } catch (const course::CheckpointError& e) {
       return std::string("--load: ") + e.what();
     }
+  }
+  if (k.stop_at > k.steps && (k.load.empty() || k.steps_given)) {
+    return fmt::format("--stop-at {} is past the end of the schedule, --steps {}", k.stop_at,
+                       k.steps);
   }
   return "";
 }

@@ -24,10 +24,11 @@ struct Knobs {
   std::string norm = "pre";  // reversal: "pre" (x + f(Norm(x))) or "post" (Norm(x + f(x)))
   std::string save;          // --save DIR: the trained weights, DIR/reversal and DIR/induction
   std::string load;          // --load DIR: start from them (evaluate only, unless --steps)
-  bool steps_given = false;  // --steps on the command line (with --load: continue training)
+  Index stop_at = 0;         // --stop-at K: stop after step K of the schedule (0: at its end)
+  bool steps_given = false;  // --steps on the command line (with --load: train on)
 
-  // With --load and no --steps the weights are only evaluated.
-  Index training_steps() const { return load.empty() || steps_given ? steps : 0; }
+  // With --load and neither --steps nor --stop-at the weights are only evaluated.
+  bool trains() const { return load.empty() || steps_given || stop_at > 0; }
 };
 
 // Task 1's encoder-decoder: d_ff = 2 d_model, untied embeddings, N(0, 1/d_model) embeddings.

@@ -189,11 +189,7 @@ void reversal(course::Chapter& ch, const Knobs& k) {
   attn::Rng rng(ch.seed());
   attn::Seq2Seq model = attn::seq2seq_init(rng, reversal_config(k));
   // [reversal_model]
-  if (!k.load.empty()) {
-    course::load_checkpoint(k.load + "/reversal", ch.name(), model);
-    ch.say("weights loaded from {}/reversal{}", k.load,
-           k.training_steps() ? "; training continues from them" : ": evaluated as they are");
-  }
+  course::TrainingState run = training::start_training(ch, k, model, rng);  // step 0, or --load's
   attn::Rng held_out_rng = ch.rng("reversal held-out");  // never a training sequence's
   const attn::Seq2SeqBatch held_out = training::reversal_batch(held_out_rng, kHeldOut, n);
   const attn::Seq2SeqBatch curve_set = training::reversal_batch(held_out_rng, kCurveHeldOut, n);
@@ -208,13 +204,13 @@ void reversal(course::Chapter& ch, const Knobs& k) {
   ch.prose("embeddings start at N(0, 1/d_model): times sqrt(d_model) they have variance 1, "
            "like the position vectors added to them (with N(0, 1) the model did not learn at "
            "all).");
-  const Index steps = k.training_steps();
-  if (steps > 0) {
+  const Index steps = training::last_step(k, run);  // the step training stops after
+  if (steps > run.step) {
     ch.prose("training: {} steps of {} sequences, Adam (betas 0.9, 0.98), peak lr {} {}; "
              "gradients clipped to norm 1; label smoothing {}",
-             steps, kBatch, k.lr,
-             steps > 100 ? "after 100 warm-up steps, then cosine to 0"
-                         : "reached by a linear warm-up over every step",
+             steps - run.step, kBatch, k.lr,
+             run.steps > 100 ? "after 100 warm-up steps, then cosine to 0"
+                             : "reached by a linear warm-up over every step",
              k.label_smoothing);
   }
 
@@ -229,9 +225,12 @@ void reversal(course::Chapter& ch, const Knobs& k) {
                       out_labels});
   };
   // [reversal_training]
-  const Schedule schedule{.steps = steps, .peak_lr = k.lr, .warmup = std::min<Index>(100, steps)};
+  const Schedule schedule{.steps = run.steps,
+                          .stop = steps,
+                          .peak_lr = k.lr,
+                          .warmup = std::min<Index>(100, run.steps)};
   const History h = training::train<attn::Seq2Seq>(
-      "reversal", model, schedule,
+      "reversal", model, schedule, run,
       [&](attn::Seq2Seq& grads) {
         const attn::Seq2SeqBatch batch = training::reversal_batch(rng, kBatch, n);
         const attn::Seq2SeqStep s =
@@ -266,9 +265,9 @@ void reversal(course::Chapter& ch, const Knobs& k) {
               "(or not alone) learned where to read; other layers or heads may do the work.",
               diagonal);
   }
-  if (steps > 0) training::draw_reversal_training(ch.plot(), frames, h);
+  if (!h.step.empty()) training::draw_reversal_training(ch.plot(), frames, h);
   ch.dump("reversal_cross_attention", frames.back().values);
-  if (!k.save.empty()) training::save_reversal(ch, k.save + "/reversal", model, held_out);
+  if (!k.save.empty()) training::save_reversal(ch, k.save + "/reversal", model, run, rng, held_out);
 }
 
 // ---- 4. Induction heads -------------------------------------------------------------------------
@@ -279,12 +278,8 @@ void induction(course::Chapter& ch, const Knobs& k) {
   const Index T = k.context;
   attn::Rng rng = ch.rng("induction model");
   attn::AttentionOnly model = attn::attention_only_init(rng, induction_config(k));
-  if (!k.load.empty()) {
-    course::load_checkpoint(k.load + "/induction", ch.name(), model);
-    ch.say("weights loaded from {}/induction{}", k.load,
-           k.training_steps() ? "; training continues from them" : ": evaluated as they are");
-  }
-  const Index steps = k.training_steps();
+  course::TrainingState run = training::start_training(ch, k, model, rng);  // step 0, or --load's
+  const Index steps = training::last_step(k, run);
   attn::Rng held_out_rng = ch.rng("induction held-out");
   const std::vector<training::InductionSequence> held_out =
       training::induction_sequences(held_out_rng, kHeldOut, T);
@@ -317,9 +312,12 @@ void induction(course::Chapter& ch, const Knobs& k) {
     frames.push_back({cache.layers[static_cast<std::size_t>(last)].attn.weights.front(),
                       fmt::format("step {}", step), ex_tokens, ex_tokens, causal});
   };
-  const Schedule schedule{.steps = steps, .peak_lr = k.lr, .warmup = std::min<Index>(100, steps)};
+  const Schedule schedule{.steps = run.steps,
+                          .stop = steps,
+                          .peak_lr = k.lr,
+                          .warmup = std::min<Index>(100, run.steps)};
   const History h = training::train<attn::AttentionOnly>(
-      "induction", model, schedule,
+      "induction", model, schedule, run,
       [&](attn::AttentionOnly& grads) {
         const attn::AttentionOnlyBatch batch =
             training::induction_batch(training::induction_sequences(rng, kBatch, T));
@@ -377,13 +375,14 @@ void induction(course::Chapter& ch, const Knobs& k) {
   }
 
   training::draw_induction_heads(ch.plot(), model, ex.ids, ex_tokens, causal);
-  if (steps > 0) training::draw_induction_training(ch.plot(), frames, h, k.layers);
-  if (!k.save.empty()) training::save_induction(ch, k.save + "/induction", model, held_out);
+  if (!h.step.empty()) training::draw_induction_training(ch.plot(), frames, h, k.layers);
+  if (!k.save.empty())
+    training::save_induction(ch, k.save + "/induction", model, run, rng, held_out);
 }
 
 void lesson(course::Chapter& ch, const Knobs& k) {
   ch.intro("task {}, steps {}, lr {}, layers {}, heads {}, d_model {}, seed {}", k.task,
-           k.training_steps(), k.lr, k.layers, k.heads, k.d_model, ch.seed());
+           k.trains() ? k.steps : 0, k.lr, k.layers, k.heads, k.d_model, ch.seed());
   backward_by_hand(ch);
   gradient_checks(ch);
   if (k.task != "induction") reversal(ch, k);
@@ -413,7 +412,12 @@ int main(int argc, char** argv) {
   Knobs k;
   ch.option("--task", k.task, "reversal, induction or both")
       .one_of({"both", "reversal", "induction"});
-  ch.option("--steps", k.steps, "training steps of each task").range(1, 100000);
+  ch.option("--steps", k.steps, "training steps of each task (the schedule's length)")
+      .range(1, 100000);
+  ch.option("--stop-at", k.stop_at,
+            "stop after this step of the schedule (--save, then --load "
+            "to go on exactly)")
+      .range(0, 100000);
   ch.option("--lr", k.lr, "Adam's peak learning rate").range(1e-6, 1.0);
   ch.option("--layers", k.layers, "layers (reversal: encoder and decoder each)").range(1, 8);
   ch.option("--heads", k.heads, "heads per attention (must divide d_model)").range(1, 16);
@@ -424,13 +428,14 @@ int main(int argc, char** argv) {
       .range(0.0, 0.9);
   ch.option("--norm", k.norm, "reversal: pre (norm first) or post (the paper's Add & Norm)")
       .one_of({"pre", "post"});
-  ch.path("--save", k.save,
-          "write the trained weights to DIR/reversal and DIR/induction (a "
-          "checkpoint per task)");
-  ch.path("--load", k.load,
-          "start from the weights --save wrote (evaluate only, unless --steps "
-          "is given: then train on)");
+  ch.output_folder("--save", k.save,
+                   "write the trained weights to DIR/reversal and DIR/induction (a "
+                   "checkpoint per task)");
+  ch.input_folder("--load", k.load,
+                  "start from what --save wrote: evaluate it, or with --steps or --stop-at "
+                  "train on, from its Adam state");
   ch.require_knobs([&] {
+    k.steps_given = ch.given("--steps");
     if (k.d_model % k.heads != 0) {
       return fmt::format("--heads {} does not divide --d-model {}: each head needs d_k = "
                          "d_model / heads columns",
@@ -438,8 +443,5 @@ int main(int argc, char** argv) {
     }
     return training::checkpoint_problem(ch, k);
   });
-  return ch.run(argc, argv, [&] {
-    k.steps_given = ch.given("--steps");
-    lesson(ch, k);
-  });
+  return ch.run(argc, argv, [&] { lesson(ch, k); });
 }

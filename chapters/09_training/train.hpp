@@ -10,15 +10,21 @@
 //
 // plus what the chapter draws: the loss and accuracy of every step, a held-out evaluation every
 // `eval_every` steps, and a snapshot callback at chosen steps (attention maps for a time-lapse).
+//
+// A run may start where a checkpoint stopped (course::TrainingState: Adam's moments and step,
+// the schedule's position) and stop before the schedule ends (--stop-at): the steps it takes
+// are then exactly those the whole run would have taken.
 #pragma once
 
 #include "attn/core/threads.hpp"
 #include "attn/layers/parameters.hpp"
 #include "attn/training/optim.hpp"
+#include "course/checkpoint.hpp"
 #include "course/progress.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -33,7 +39,8 @@ namespace training {
 using attn::Index;
 
 struct Schedule {
-  Index steps = 800;
+  Index steps = 800;  // the schedule's length: the cosine reaches 0 at this step
+  Index stop = 800;   // the last step this run takes (--stop-at), at most `steps`
   double peak_lr = 3e-3;
   Index warmup = 100;
   double clip = 1.0;
@@ -54,14 +61,17 @@ struct History {
   double seconds = 0, tokens_per_second = 0;                // measured: stderr only
 };
 
-/// Trains `model` in place. `loss_of(grads)` runs one fresh batch forward and backward into
+/// Trains `model` in place, from the step after `state.step` to `s.stop`, with Adam continuing
+/// from `state.adam` (fresh when it is empty), and leaves in `state` where it stopped: the step,
+/// the schedule's length and Adam's state (the caller keeps the batches' stream in it).
+/// `loss_of(grads)` runs one fresh batch forward and backward into
 /// grads (the library runs a batch's sequences side by side on the cores: sequence_shards.hpp);
 /// `evaluate()` returns held-out {loss, accuracy}; `snapshot(step)` is called at step 0 and
 /// after every step in `snapshot_steps`. Throws std::runtime_error naming the step when the
 /// loss stops being finite (the model is then left as it was before that step's update).
 template <typename Model>
 History train(const std::string& task, Model& model, const Schedule& s,
-              const std::function<StepResult(Model& grads)>& loss_of,
+              course::TrainingState& state, const std::function<StepResult(Model& grads)>& loss_of,
               const std::function<std::pair<double, double>()>& evaluate,
               const std::vector<Index>& snapshot_steps,
               const std::function<void(Index)>& snapshot) {
@@ -69,13 +79,16 @@ History train(const std::string& task, Model& model, const Schedule& s,
   const auto params = attn::parameters(model);
   const auto grad_list = attn::parameters(grads);
   attn::Adam adam({.lr = s.peak_lr, .betas = {0.9, 0.98}, .eps = 1e-9});
-  course::ProgressLine progress(task, s.steps, std::cerr, course::ProgressLine::is_terminal());
+  if (!state.adam.empty()) adam.restore(state.adam);
+  const Index first = state.step + 1;
+  course::ProgressLine progress(task, s.stop - state.step, std::cerr,
+                                course::ProgressLine::is_terminal());
   History h;
-  snapshot(0);
+  snapshot(state.step);
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
   double tokens = 0;
-  for (Index step = 1; step <= s.steps; ++step) {
+  for (Index step = first; step <= s.stop; ++step) {
     attn::set_zero(grads);
     const StepResult r = loss_of(grads);
     if (!std::isfinite(r.loss)) {
@@ -94,8 +107,8 @@ History train(const std::string& task, Model& model, const Schedule& s,
     h.loss.push_back(r.loss);
     h.accuracy.push_back(accuracy);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    progress.update(step, r.loss, accuracy, seconds > 0 ? tokens / seconds : 0);
-    if (step % s.eval_every == 0 || step == s.steps) {
+    progress.update(step - state.step, r.loss, accuracy, seconds > 0 ? tokens / seconds : 0);
+    if (step % s.eval_every == 0 || step == s.stop) {
       const auto [loss, acc] = evaluate();
       h.eval_step.push_back(static_cast<double>(step));
       h.eval_loss.push_back(loss);
@@ -110,8 +123,13 @@ History train(const std::string& task, Model& model, const Schedule& s,
   const int threads = attn::default_threads();
   progress.finish(fmt::format("{}: {} steps, {:.1f} s on {} thread{}, {} target tokens/s "
                               "(with the evaluations)",
-                              task, s.steps, h.seconds, threads, threads == 1 ? "" : "s",
-                              course::short_count(h.tokens_per_second)));
+                              task, std::max<Index>(0, s.stop - state.step), h.seconds, threads,
+                              threads == 1 ? "" : "s", course::short_count(h.tokens_per_second)));
+  if (s.stop > state.step) {
+    state.step = s.stop;
+    state.adam = adam.state();
+  }
+  state.steps = s.steps;
   return h;
 }
 

@@ -127,8 +127,12 @@ Knob Chapter::flag(const std::string& flag, bool& value, const std::string& help
   return add_knob(flag, value, help);
 }
 
-void Chapter::path(const std::string& flag, std::string& value, const std::string& help) {
-  cli_->app().add_option(flag, value, help);
+void Chapter::output_folder(const std::string& flag, std::string& value, const std::string& help) {
+  cli_->add_folder(flag, value, help, FolderUse::write);
+}
+
+void Chapter::input_folder(const std::string& flag, std::string& value, const std::string& help) {
+  cli_->add_folder(flag, value, help, FolderUse::read);
 }
 
 bool Chapter::given(const std::string& flag) const { return cli_->app().count(flag) > 0; }

@@ -128,9 +128,15 @@ class Chapter {
   Knob option(const std::string& flag, std::vector<double>& value, const std::string& help);
   /// An on/off knob: `--scale`.
   Knob flag(const std::string& flag, bool& value, const std::string& help);
-  /// A folder the run reads or writes (`--save DIR`): an option, but not a knob, since it says
-  /// where files go and not what is computed, so a manifest does not record it.
-  void path(const std::string& flag, std::string& value, const std::string& help);
+  /// A folder the run writes (`--save DIR`): an option, but not a knob, since it says where
+  /// files go and not what is computed, so a manifest does not record it. Like --dump's, it is
+  /// made, proved writable and locked for writing before the lesson starts: a file in its
+  /// place, a read-only disk or another run writing it is a usage error (exit 2), not a failure
+  /// after minutes of work (ChapterCli::add_folder).
+  void output_folder(const std::string& flag, std::string& value, const std::string& help);
+  /// A folder the run reads (`--load DIR`): an option, not a knob. No folder the run writes
+  /// may lie inside it (the same folder is fine).
+  void input_folder(const std::string& flag, std::string& value, const std::string& help);
   /// Whether the command line gave `flag` (a knob declared above), whatever its value.
   bool given(const std::string& flag) const;
   /// A rule that involves several knobs (heads must divide d_model), checked right after

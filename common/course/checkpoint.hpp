@@ -43,16 +43,40 @@
 ///     file), not float32, or whose shape differs from the manifest's;
 ///   - a NaN or an infinity (a diverged run saved its last state).
 /// Arrays without a state_dict key (evaluation inputs and outputs saved beside the weights) are
-/// ignored by the load.
+/// ignored by the load. Every file is opened only if it is a regular file (a FIFO in a .npy's
+/// place is refused at once, not waited on), and the folder is locked for reading while it is
+/// read (folder_lock.hpp): a checkpoint that another run is writing is refused, never read
+/// half old, half new.
+///
+/// ## Resuming training exactly
+///
+/// A checkpoint may carry the training run's state beside the weights (TrainingState): Adam's
+/// two moments per parameter and its step count, the schedule's position and length, and the
+/// random stream the batches are drawn from. PyTorch saves optimizer.state_dict() and the
+/// scheduler's beside model.state_dict() for the same purpose. The moments are stacked per
+/// state_dict key like the weights, in files "optimizer_exp_avg_<key>.npy" and
+/// "optimizer_exp_avg_sq_<key>.npy" ('.' as '_'), listed without a state_dict key; the numbers
+/// are in manifest.json's "training" object:
+///
+///     "training": {"step": 400, "steps": 800, "adam_step": 400,
+///                  "batches_rng": {"words": ["0x1f3a...", ...4], "spare": null},
+///                  "exp_avg": {"<key>": "<file>", ...}, "exp_avg_sq": {...}}
+///
+/// A run that trains 2N steps, and a run that trains N, saves, loads and trains N more with
+/// the same knobs, end with the same weights, bit for bit (tests/chapters/test_09_training.cpp).
 #pragma once
 
+#include "attn/core/random.hpp"
 #include "attn/layers/parameters.hpp"
+#include "attn/training/optim.hpp"
 #include "course/dump.hpp"
 
 #include <concepts>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -72,6 +96,16 @@ class CheckpointError : public std::runtime_error {
 /// the manifest, so they are listed in it (without a state_dict key) and share its rules.
 using CheckpointExtras = std::function<void(Dumper&)>;
 
+/// Where a training run stands between two steps: what a checkpoint needs, beside the weights,
+/// for the run to go on as if it had not stopped.
+struct TrainingState {
+  std::int64_t step = 0;   ///< optimiser steps taken: the schedule's position
+  std::int64_t steps = 0;  ///< the schedule's length (the run's --steps)
+  /// Adam's moments and step count (attn::Adam::state()), one entry per parameter block.
+  std::vector<attn::AdamStateOf<float>> adam;
+  attn::Rng::State batches{};  ///< the stream the training batches are drawn from
+};
+
 /// Writes the parameters of `params` (attn::parameters of a const model) into `dir` as a
 /// checkpoint of `source.chapter`: each state_dict key once, stacked as PyTorch holds it, then
 /// `extras`, then manifest.json recording `source` (chapter, seed, options). Creates `dir` if
@@ -81,13 +115,23 @@ using CheckpointExtras = std::function<void(Dumper&)>;
 void save_checkpoint(const std::filesystem::path& dir, const DumpSource& source,
                      const std::vector<attn::Parameter<const float>>& params,
                      const CheckpointExtras& extras = {});
+/// The same, with the training run's state (Resuming training, above): its entries must be
+/// the blocks of `params`, in order (what attn::Adam::state() holds after a step on them), or
+/// std::invalid_argument.
+void save_checkpoint(const std::filesystem::path& dir, const DumpSource& source,
+                     const std::vector<attn::Parameter<const float>>& params,
+                     const TrainingState& training, const CheckpointExtras& extras = {});
 
 /// Reads the checkpoint of `chapter` in `dir` into the tensors `params` views
 /// (attn::parameters(model)), all or nothing: every key, shape and value is read and checked
 /// first (the list in the file comment), and only then copied into the model. Throws
-/// CheckpointError for every refusal; the model is untouched then.
-void load_checkpoint(const std::filesystem::path& dir, const std::string& chapter,
-                     const std::vector<attn::Parameter<float>>& params);
+/// CheckpointError for every refusal; the model is untouched then. Returns the training state
+/// saved with the weights, checked as thoroughly (every moment present, float32, finite, of
+/// its parameter's shape; the second moments >= 0; the step counts agreeing; a stream state
+/// xoshiro can be in), or std::nullopt for a checkpoint saved without one.
+std::optional<TrainingState> load_checkpoint(const std::filesystem::path& dir,
+                                             const std::string& chapter,
+                                             const std::vector<attn::Parameter<float>>& params);
 
 /// The options manifest.json records ({"--d-model": "32", "--seed": "2026", ...}), for a
 /// chapter that rebuilds the model's sizes from a checkpoint before it loads it. Refuses (with
@@ -111,10 +155,18 @@ void save_checkpoint(const std::filesystem::path& dir, const DumpSource& source,
 }
 
 /// load_checkpoint(dir, chapter, attn::parameters(model)).
+/// save_checkpoint(dir, source, attn::parameters(model), training, extras).
 template <CheckpointModel M>
-requires(!std::is_const_v<M>) void load_checkpoint(const std::filesystem::path& dir,
-                                                   const std::string& chapter, M& model) {
-  load_checkpoint(dir, chapter, attn::parameters(model));
+void save_checkpoint(const std::filesystem::path& dir, const DumpSource& source, const M& model,
+                     const TrainingState& training, const CheckpointExtras& extras = {}) {
+  save_checkpoint(dir, source, attn::parameters(model), training, extras);
+}
+
+/// load_checkpoint(dir, chapter, attn::parameters(model)).
+template <CheckpointModel M>
+requires(!std::is_const_v<M>) std::optional<TrainingState> load_checkpoint(
+    const std::filesystem::path& dir, const std::string& chapter, M& model) {
+  return load_checkpoint(dir, chapter, attn::parameters(model));
 }
 
 }  // namespace course

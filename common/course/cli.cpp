@@ -229,10 +229,27 @@ std::optional<int> ChapterCli::parse(int argc, char** argv) {
       return usage_error("--out: " + problem);
     }
   }
-  if (!opts_.dump_dir.empty()) {
-    if (auto problem = folders.create(opts_.dump_dir); !problem.empty()) {
-      return usage_error("--dump: " + problem);
+  // The folders the run writes: made, proved writable, then locked until the run ends (a
+  // second run writing one of them now is refused, not mixed with this one).
+  std::vector<std::pair<std::string, fs::path>> written;
+  if (!opts_.dump_dir.empty()) written.emplace_back("--dump", opts_.dump_dir);
+  for (const FolderOption& f : folders_) {
+    if (f.use == FolderUse::write && !f.value->empty()) written.emplace_back(f.flag, *f.value);
+  }
+  for (const auto& [flag, dir] : written) {
+    if (auto problem = folders.create(dir); !problem.empty()) {
+      return usage_error(flag + ": " + problem);
     }
+  }
+  if (auto problem = overlapping_folders(); !problem.empty()) return usage_error(problem);
+  for (const auto& [flag, dir] : written) {
+    try {
+      locks_.emplace_back(dir, FolderLock::Mode::write);
+    } catch (const std::exception& e) {
+      return usage_error(flag + ": " + e.what());
+    }
+  }
+  if (!opts_.dump_dir.empty()) {
     // An earlier run's arrays are the course's to replace; anyone else's are not.
     if (auto problem = check_dump_folder(opts_.dump_dir); !problem.empty()) {
       return usage_error("--dump: " + problem);
@@ -241,11 +258,65 @@ std::optional<int> ChapterCli::parse(int argc, char** argv) {
   // Last, so that any problem above wins over --help; the folders are checked (they are made
   // and removed again) because a bad folder is as much a usage error as a bad value.
   if (help_) {
+    locks_.clear();
     std::cout << app_.help();
     return 0;
   }
   folders.keep();
   return std::nullopt;
+}
+
+void ChapterCli::add_folder(const std::string& flag, std::string& value, const std::string& help,
+                            FolderUse use) {
+  app_.add_option(flag, value, help)->check(folder_name());
+  folders_.push_back({.flag = flag, .value = &value, .use = use});
+}
+
+namespace {
+
+// Whether `inner` is `outer` or lies inside it (both absolute and canonical).
+bool within(const fs::path& inner, const fs::path& outer) {
+  auto i = inner.begin();
+  for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
+    if (i == inner.end() || *i != *o) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string ChapterCli::overlapping_folders() const {
+  struct Named {
+    std::string flag;
+    fs::path dir;  // absolute, links resolved as far as the folders exist
+    FolderUse use;
+  };
+  std::vector<Named> all;
+  std::error_code ec;
+  const auto add = [&](const std::string& flag, const fs::path& dir, FolderUse use) {
+    if (dir.empty()) return;
+    fs::path canonical = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+    if (ec) canonical = fs::absolute(dir, ec).lexically_normal();
+    all.push_back({flag, canonical, use});
+  };
+  add("--dump", opts_.dump_dir, FolderUse::write);
+  for (const FolderOption& f : folders_) add(f.flag, *f.value, f.use);
+  for (std::size_t a = 0; a < all.size(); ++a) {
+    for (std::size_t b = 0; b < all.size(); ++b) {
+      if (a == b) continue;
+      const Named &x = all[a], &y = all[b];
+      if (!within(x.dir, y.dir)) continue;  // below: x is y's folder or inside it
+      const bool same = within(y.dir, x.dir);
+      const bool dump = x.flag == "--dump" || y.flag == "--dump";
+      const bool x_written = x.use == FolderUse::write;
+      if (dump || (x_written && !same) || (x_written && y.use == FolderUse::write)) {
+        return x.flag + " " + x.dir.string() + (same ? " is the folder of " : " lies inside ") +
+               y.flag + " " + y.dir.string() +
+               ": the run would write its files into another's; give each its own folder";
+      }
+    }
+  }
+  return {};
 }
 
 Plotter ChapterCli::plotter() const { return Plotter(opts_.out_dir, !opts_.no_plots); }

@@ -7,6 +7,10 @@
 ///     --no-plots      draw nothing
 ///     --dump DIR      write the chapter's named intermediates as .npy files into DIR
 ///
+/// A folder the run writes (--dump, and a chapter's own such as --save) is made, proved
+/// writable and locked for writing while the command line is read (add_folder()): a second run
+/// writing the same folder at the same time is refused with exit code 2, as a bad folder is.
+///
 /// A bad option, a bad value or an unusable folder prints the problem and the usage to stderr
 /// and ends the program with exit code 2, before any work is done and before --help: a command
 /// line that is wrong is reported as wrong even when it also asks for the usage.
@@ -16,6 +20,7 @@
 #pragma once
 
 #include "course/dump.hpp"
+#include "course/folder_lock.hpp"
 #include "course/plot.hpp"
 
 #include <CLI/CLI.hpp>
@@ -30,6 +35,12 @@
 #include <vector>
 
 namespace course {
+
+/// How a chapter uses a folder option (Chapter::output_folder, Chapter::input_folder).
+enum class FolderUse {
+  read,   ///< the run reads what is in it (--load DIR)
+  write,  ///< the run writes into it (--save DIR), as --dump writes into its folder
+};
 
 struct CommonOptions {
   std::uint64_t seed = 0;
@@ -100,6 +111,16 @@ class ChapterCli {
   }
   /// Add chapter-specific knobs here before parse() (option() for values).
   CLI::App& app() { return app_; }
+  /// A folder option the chapter reads or writes (`--load DIR`, `--save DIR`): an option, not a
+  /// knob. parse() treats a folder the run writes as it treats --dump's: made (with the folders
+  /// above it) and proved writable, and locked for writing for the rest of the run
+  /// (FolderLock), so that a bad, read-only or busy folder is a usage error before any work.
+  /// It also refuses folders that overlap: --dump's may not be, contain or lie inside another
+  /// folder option's, and a folder the run writes may not lie inside one it reads or writes.
+  /// (The same folder to read and to write is fine: a checkpoint is read before it is
+  /// replaced.)
+  void add_folder(const std::string& flag, std::string& value, const std::string& help,
+                  FolderUse use);
   /// A check across knobs (heads must divide d_model), run by parse() after CLI11 has read
   /// the values and before --out or --dump is created: it returns the problem, or "".
   void add_rule(std::function<std::string()> rule) { rules_.push_back(std::move(rule)); }
@@ -121,6 +142,16 @@ class ChapterCli {
   CommonOptions opts_;
   bool help_ = false;  ///< --help or -h: our flag, not CLI11's, so that errors come first
   std::vector<std::function<std::string()>> rules_;
+  struct FolderOption {
+    std::string flag;
+    std::string* value;
+    FolderUse use;
+  };
+  std::vector<FolderOption> folders_;  ///< add_folder()
+  std::vector<FolderLock> locks_;      ///< the folders the run writes, locked until it ends
+
+  /// The problem with the folders of this command line overlapping, or "".
+  std::string overlapping_folders() const;
 };
 
 }  // namespace course

@@ -8,18 +8,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <iterator>
 #include <map>
 #include <set>
+#include <sstream>
+#include <stdexcept>
 
 namespace course {
 
@@ -35,47 +35,47 @@ bool is_dump_file_name(const std::string& name) {
 }
 
 // The files an earlier run lists in `dir`: manifest.json's arrays and INCOMPLETE.txt's lines.
-// Sets `problem` when a listing exists but is not the course's.
+// Sets `problem` when a listing exists but is not the course's, or is not a file that can be
+// read (a FIFO in its place would block the reader for good).
 std::set<std::string> files_of_earlier_run(const fs::path& dir, std::string& problem) {
+  constexpr std::size_t kMaxListing = 64u << 20;  // a manifest of a million arrays is smaller
   std::set<std::string> files;
   std::error_code ec;
-  if (fs::exists(dir / kDumpManifest, ec)) {
-    std::ifstream in(dir / kDumpManifest);
-    const nlohmann::json m = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (!m.is_object() || !m.contains("arrays") || !m["arrays"].is_array()) {
-      problem = (dir / kDumpManifest).string() + " is not a dump manifest of the course";
-      return files;
+  try {
+    if (fs::exists(fs::symlink_status(dir / kDumpManifest, ec))) {
+      const nlohmann::json m =
+          nlohmann::json::parse(read_regular_file(dir / kDumpManifest, kMaxListing), nullptr,
+                                /*allow_exceptions=*/false);
+      if (!m.is_object() || !m.contains("arrays") || !m["arrays"].is_array()) {
+        problem = (dir / kDumpManifest).string() + " is not a dump manifest of the course";
+        return files;
+      }
+      for (const auto& a : m["arrays"]) {
+        if (a.is_object() && a.contains("file") && a["file"].is_string())
+          files.insert(a["file"].get<std::string>());
+      }
     }
-    for (const auto& a : m["arrays"]) {
-      if (a.is_object() && a.contains("file") && a["file"].is_string())
-        files.insert(a["file"].get<std::string>());
+    if (fs::exists(fs::symlink_status(dir / kDumpJournal, ec))) {
+      std::istringstream in(read_regular_file(dir / kDumpJournal, kMaxListing));
+      for (std::string line; std::getline(in, line);) {
+        if (!line.empty() && line[0] != '#') files.insert(line);
+      }
     }
-  }
-  if (fs::exists(dir / kDumpJournal, ec)) {
-    std::ifstream in(dir / kDumpJournal);
-    for (std::string line; std::getline(in, line);) {
-      if (!line.empty() && line[0] != '#') files.insert(line);
-    }
+  } catch (const std::runtime_error& e) {
+    problem = e.what();
   }
   return files;
 }
 
-// Appends one line to the journal, checking the write as every output of the course does.
-void append_line(const fs::path& path, const std::string& line) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    const int err = errno;
-    throw WriteError("cannot write " + path.string() + ": " + std::strerror(err));
+// The files directly in `folder`, then the folder: a staging folder of this run, or one a run
+// killed with -9 left behind (found under the lock, so no live run is using it).
+void remove_staging_folder(const fs::path& folder) noexcept {
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(folder, ec))) return;
+  for (const auto& e : fs::directory_iterator(folder, ec)) {
+    if (!e.is_directory(ec)) fs::remove(e.path(), ec);
   }
-  const std::string text = line + "\n";
-  const ssize_t n = ::write(fd, text.data(), text.size());
-  const int write_err = errno;
-  const int closed = ::close(fd);
-  const int close_err = errno;
-  if (n != static_cast<ssize_t>(text.size()) || closed != 0) {
-    const int err = n < 0 ? write_err : n != static_cast<ssize_t>(text.size()) ? ENOSPC : close_err;
-    throw WriteError("cannot write " + path.string() + ": " + std::strerror(err));
-  }
+  fs::remove(folder, ec);
 }
 
 std::string file_of(const std::string& name) { return name + ".npy"; }
@@ -109,26 +109,28 @@ Dumper::Dumper(fs::path dir, DumpSource source)
 void Dumper::begin() {
   if (begun_) return;
   begun_ = true;
+  try {
+    lock_ = FolderLock(dir_, FolderLock::Mode::write);
+  } catch (const std::exception& e) {  // busy, or no folder to lock
+    throw WriteError("cannot dump into " + dir_.string() + ": " + e.what());
+  }
   std::string problem;
-  const std::set<std::string> old = files_of_earlier_run(dir_, problem);
+  earlier_ = files_of_earlier_run(dir_, problem);
   if (!problem.empty()) throw WriteError("cannot dump into " + dir_.string() + ": " + problem);
-  // The new journal comes first and already lists the earlier run's files: whenever this run
-  // stops from here on, every array in the folder is listed somewhere, and the next run can
-  // clear it. Only then do the earlier manifest and files go.
-  std::string journal =
-      "# " + source_.chapter +
-      " was writing this dump and did not finish (interrupted?).\n"
-      "# The files listed below (some may be gone already) are removed by the next run with\n"
-      "# --dump here.\n";
-  for (const std::string& f : old) journal += f + "\n";
-  write_file_atomically(dir_ / kDumpJournal, journal);
+  // Under the lock no other run writes here: a staging folder found now was left by a run that
+  // was killed (-9) and is stale.
   std::error_code ec;
-  fs::remove(dir_ / kDumpManifest, ec);
-  for (const std::string& f : old) {
-    // A plain file or link inside the folder, never a folder, whatever a manifest says.
-    if (!is_dump_file_name(f)) continue;
-    const fs::file_type type = fs::symlink_status(dir_ / f, ec).type();
-    if (type == fs::file_type::regular || type == fs::file_type::symlink) fs::remove(dir_ / f, ec);
+  for (const auto& e : fs::directory_iterator(dir_, ec)) {
+    if (e.path().filename().string().starts_with(kDumpStagingPrefix))
+      remove_staging_folder(e.path());
+  }
+  staging_ = dir_ / (kDumpStagingPrefix + std::to_string(::getpid()));
+  {
+    const interrupt::HoldSignals hold;  // created and registered, or neither
+    if (!fs::create_directory(staging_, ec) && ec) {
+      throw WriteError("cannot write " + staging_.string() + ": " + ec.message());
+    }
+    staging_on_signal_ = std::make_unique<interrupt::RemoveFolderOnSignal>(staging_);
   }
 }
 
@@ -136,10 +138,7 @@ void Dumper::store(Entry entry, std::size_t bytes,
                    const std::function<void(const fs::path&)>& write) {
   if (!enabled()) return;
   begin();
-  // Listed before it is written: a run stopped between the two leaves a name in the journal
-  // for a file that does not exist (harmless), never a file that no list names.
-  append_line(dir_ / kDumpJournal, file_of(entry.name));
-  write(dir_ / file_of(entry.name));
+  write(staging_ / file_of(entry.name));
   written_.push_back(std::move(entry));
   const std::uint64_t before = bytes_;
   bytes_ += bytes;
@@ -244,6 +243,7 @@ void Dumper::finish() {
             js(source_.options[i].second);
   }
   text += source_.options.empty() ? "},\n" : "\n  },\n";
+  for (const auto& [field, json] : fields_) text += "  " + js(field) + ": " + json + ",\n";
   text += "  \"arrays\": [";
   for (std::size_t i = 0; i < written_.size(); ++i) {
     const Entry& e = written_[i];
@@ -256,17 +256,74 @@ void Dumper::finish() {
     text += "}";
   }
   text += written_.empty() ? "]\n}\n" : "\n  ]\n}\n";
-  write_file_atomically(dir_ / kDumpManifest, text);
+  write_file_atomically(staging_ / kDumpManifest, text);
+  publish();
+}
+
+void Dumper::record(const std::string& field, const std::string& json) {
+  require(field != "written_by" && field != "chapter" && field != "seed" && field != "options" &&
+              field != "arrays" &&
+              std::none_of(fields_.begin(), fields_.end(),
+                           [&](const auto& f) { return f.first == field; }),
+          "Dumper::record", [&] { return "the manifest has a field " + field + " already"; });
+  require(nlohmann::json::accept(json), "Dumper::record",
+          [&] { return field + ": not the text of a JSON value"; });
+  fields_.emplace_back(field, nlohmann::json::parse(json).dump());  // one line, as the rest
+}
+
+void Dumper::publish() {
+  // The journal first lists both runs' files: if the program is killed (-9) in the middle,
+  // every array in the folder is listed somewhere, and the next run can clear it.
+  std::set<std::string> mine;
+  for (const Entry& e : written_) mine.insert(file_of(e.name));
+  std::string journal =
+      "# " + source_.chapter +
+      " was moving a finished dump into this folder and was killed (kill -9?).\n"
+      "# The files listed below (some may be gone already) are removed by the next run with\n"
+      "# --dump here.\n";
+  for (const std::string& f : earlier_) journal += f + "\n";
+  for (const std::string& f : mine) journal += f + "\n";
+  write_file_atomically(staging_ / kDumpJournal, journal);
+  // Every move below is a rename within one folder, which needs no space and cannot fail for
+  // a full disk; a folder standing where a file goes would make it fail, so it is refused here,
+  // while the earlier dump is still whole.
   std::error_code ec;
+  for (const std::string& f : mine) {
+    if (fs::is_directory(fs::symlink_status(dir_ / f, ec))) {
+      throw WriteError("cannot write " + (dir_ / f).string() + ": a folder has that name");
+    }
+  }
+  const interrupt::HoldSignals hold;  // Ctrl-C waits the few milliseconds this takes
+  const auto move = [&](const std::string& name) {
+    if (std::rename((staging_ / name).c_str(), (dir_ / name).c_str()) != 0) {
+      const int err = errno;
+      throw WriteError("cannot move " + (staging_ / name).string() + " to " +
+                       (dir_ / name).string() + ": " + std::strerror(err));
+    }
+  };
+  move(kDumpJournal);
+  fs::remove(dir_ / kDumpManifest, ec);
+  for (const std::string& f : earlier_) {
+    // A plain file or link inside the folder, never a folder, whatever a manifest says; one
+    // this run writes again is replaced by the rename below instead.
+    if (!is_dump_file_name(f) || mine.contains(f)) continue;
+    const fs::file_type type = fs::symlink_status(dir_ / f, ec).type();
+    if (type == fs::file_type::regular || type == fs::file_type::symlink) fs::remove(dir_ / f, ec);
+  }
+  for (const std::string& f : mine) move(f);
+  move(kDumpManifest);
   fs::remove(dir_ / kDumpJournal, ec);
+  remove_staging_folder(staging_);
+  staging_on_signal_.reset();
+  lock_ = FolderLock();
 }
 
 void Dumper::abandon() noexcept {
   if (!enabled() || !begun_) return;
-  std::error_code ec;
-  for (const Entry& e : written_) fs::remove(dir_ / file_of(e.name), ec);
-  fs::remove(dir_ / kDumpJournal, ec);
+  remove_staging_folder(staging_);  // the earlier dump in the folder was never touched
+  staging_on_signal_.reset();
   written_.clear();
+  lock_ = FolderLock();
 }
 
 std::string Dumper::summary() const {

@@ -10,22 +10,33 @@
 ///     (given or default), and for each array its file, shape, dtype and, for a model
 ///     parameter, its PyTorch state_dict key. A folder without it is not a finished dump: the
 ///     replay scripts (scripts/check_*_dump.py) read the manifest and refuse such a folder.
-///   - While a run writes, INCOMPLETE.txt lists the files written so far; an interrupted run
-///     leaves it behind, with the files it names.
-///   - A new run into the same folder first removes the files of the earlier run (those its
-///     manifest.json or INCOMPLETE.txt lists), so no stale array from other knobs stays next
-///     to the new ones. A .npy file that no earlier run of the course lists is never removed:
+///   - Until the run finishes, the folder keeps what it held: the arrays are written into a
+///     hidden folder inside it, ".writing-<pid>", and only finish() moves them into place, with
+///     the manifest last. A run that fails or is interrupted (Ctrl-C, kill) removes that folder
+///     and leaves the earlier dump as it was; so does a save that finds the disk full half-way.
+///   - finish() replaces the earlier run's files (those its manifest.json lists) with the new
+///     ones, so no stale array from other knobs stays next to the new ones. It holds Ctrl-C
+///     back while it does (renames only, milliseconds); only a `kill -9` or a power cut in those
+///     milliseconds can leave INCOMPLETE.txt, listing the files of both runs, which the next run
+///     removes. A .npy file that no earlier run of the course lists is never removed:
 ///     check_dump_folder() refuses such a folder before the chapter starts.
-///   - A run that fails removes the files it wrote (abandon()): no partial dump is left.
+///   - One writer at a time: from the first array to finish() the Dumper holds the folder's
+///     FolderLock (folder_lock.hpp) for writing, and a chapter holds it from the moment its
+///     command line is accepted. A second run writing the same folder is refused; two runs can
+///     never mix their arrays in one folder.
 ///   - Past 256 MiB a note on stderr says the dump is getting large.
 #pragma once
 
+#include "course/folder_lock.hpp"
+#include "course/interrupt.hpp"
 #include "course/types.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <utility>
@@ -47,9 +58,11 @@ struct Parameter;
 namespace course {
 
 /// The two names of a dump folder's bookkeeping, shared by dumps and checkpoints (a checkpoint
-/// is a dump folder): the manifest, written last, and the journal of an unfinished run.
+/// is a dump folder): the manifest, written last, the journal of a run stopped while it moved
+/// its files into place, and the prefix of the hidden folder a run writes its arrays into.
 inline constexpr const char* kDumpManifest = "manifest.json";
 inline constexpr const char* kDumpJournal = "INCOMPLETE.txt";
+inline constexpr const char* kDumpStagingPrefix = ".writing-";
 
 /// What a dump's manifest records about the run that wrote it.
 struct DumpSource {
@@ -96,10 +109,16 @@ class Dumper {
   void parameter(const std::string& state_dict_key, std::span<const std::size_t> shape,
                  std::span<const float> data);
 
-  /// Ends the dump: writes manifest.json and removes INCOMPLETE.txt. Called by
-  /// course::Chapter::run after the lesson.
+  /// A field of the manifest beside "chapter", "seed" and "options": `json` is the text of a
+  /// JSON value (nlohmann::json::dump()), such as a checkpoint's training state. Throws
+  /// std::invalid_argument for a name the manifest uses already or text that is not JSON.
+  void record(const std::string& field, const std::string& json);
+
+  /// Ends the dump: writes manifest.json, then moves the arrays and the manifest into place,
+  /// replacing the earlier run's. Called by course::Chapter::run after the lesson.
   void finish();
-  /// Removes every file this run wrote (a failed run leaves no partial dump).
+  /// Removes every file this run wrote (a failed run leaves no partial dump); the folder keeps
+  /// the earlier dump it held.
   void abandon() noexcept;
 
   /// "wrote 12 arrays to dump/: W_ax, W_aa, ..." (empty when disabled or nothing written).
@@ -111,15 +130,22 @@ class Dumper {
     std::vector<std::size_t> shape;
   };
   void begin();
-  /// Lists the array in the journal, writes it with `write`, and records it for the manifest.
+  /// Writes the array with `write` into the staging folder and records it for the manifest.
   void store(Entry entry, std::size_t bytes,
              const std::function<void(const std::filesystem::path&)>& write);
+  /// Moves the staged files into the folder, replacing the earlier run's; manifest last.
+  void publish();
 
   std::filesystem::path dir_;
   DumpSource source_;
   std::vector<Entry> written_;
+  std::vector<std::pair<std::string, std::string>> fields_;  ///< record(): name, JSON text
   bool begun_ = false;
   std::uint64_t bytes_ = 0;
+  FolderLock lock_;                ///< held from begin() to finish() or abandon()
+  std::filesystem::path staging_;  ///< dir/.writing-<pid>: this run's arrays until finish()
+  std::set<std::string> earlier_;  ///< the files of the run this one replaces
+  std::unique_ptr<interrupt::RemoveFolderOnSignal> staging_on_signal_;
 };
 
 /// One state_dict tensor as a list of attn::Parameter views makes it: its key, its PyTorch shape

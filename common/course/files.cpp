@@ -2,12 +2,15 @@
 #include "course/files.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 
 namespace course {
@@ -90,6 +93,47 @@ void AtomicFile::commit() {
   }
   committed_ = true;
   on_signal_.reset();
+}
+
+std::string file_kind(unsigned mode) {
+  return S_ISREG(mode)    ? "a regular file"
+         : S_ISFIFO(mode) ? "a FIFO"
+         : S_ISDIR(mode)  ? "a folder"
+         : S_ISSOCK(mode) ? "a socket"
+         : S_ISLNK(mode)  ? "a symbolic link"
+                          : "a device";
+}
+
+std::string read_regular_file(const std::filesystem::path& path, std::size_t max_bytes) {
+  const std::string what = path.string();
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; the type is checked before reading.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    throw std::runtime_error(what + ": cannot read (" + reason(err) + ")");
+  }
+  struct stat st {};
+  std::string text;
+  const auto fail = [&](const std::string& problem) {
+    ::close(fd);
+    throw std::runtime_error(what + ": " + problem);
+  };
+  if (::fstat(fd, &st) != 0) fail("cannot read (" + reason(errno) + ")");
+  if (!S_ISREG(st.st_mode)) fail("not a regular file (" + file_kind(st.st_mode) + ")");
+  if (static_cast<std::uintmax_t>(st.st_size) > max_bytes) {
+    fail("larger than " + std::to_string(max_bytes) + " bytes");
+  }
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("cannot read (" + reason(errno) + ")");
+    if (n == 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+    if (text.size() > max_bytes) fail("larger than " + std::to_string(max_bytes) + " bytes");
+  }
+  ::close(fd);
+  return text;
 }
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {

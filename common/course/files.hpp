@@ -61,4 +61,15 @@ class AtomicFile {
 /// The whole of `bytes` into `path`, through an AtomicFile.
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
 
+/// What a stat(2) st_mode is, in words: "a regular file", "a FIFO", "a folder", "a socket",
+/// "a symbolic link" or "a device", for a message that says why a file was not read.
+std::string file_kind(unsigned mode);
+
+/// The contents of the regular file `path` (a link to one is followed), at most `max_bytes` of
+/// them. Anything else is refused before a byte is read, and without waiting: a FIFO, which
+/// would block the reader until someone writes into it, a device, a folder. Throws
+/// std::runtime_error: "<path>: not a regular file (a FIFO)", "<path>: cannot read (<reason>)",
+/// "<path>: larger than <max_bytes> bytes".
+std::string read_regular_file(const std::filesystem::path& path, std::size_t max_bytes);
+
 }  // namespace course

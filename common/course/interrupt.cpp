@@ -2,6 +2,9 @@
 // die by the same signal.
 #include "course/interrupt.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,9 +27,33 @@ constexpr int kSlots = 16;
 struct Slot {
   char path[PATH_MAX];
   volatile sig_atomic_t used;
+  volatile sig_atomic_t folder;  // a folder whose files go too, then the folder itself
 };
 std::array<Slot, kSlots> g_slots{};
 volatile sig_atomic_t g_child = 0;  // pid of the child to stop, 0 when none
+
+// The files directly in `path`, then the folder: with system calls only (getdents64 where
+// opendir and readdir would allocate), as a signal handler must.
+void remove_folder(const char* path) {
+  const int fd = ::open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return;
+  alignas(8) char buffer[4096];
+  for (;;) {
+    const long n = ::syscall(SYS_getdents64, fd, buffer, sizeof buffer);
+    if (n <= 0) break;
+    for (long at = 0; at < n;) {
+      // struct linux_dirent64: inode (8), offset (8), record length (2), type (1), name.
+      unsigned short length = 0;
+      std::memcpy(&length, buffer + at + 16, sizeof length);
+      const char* name = buffer + at + 19;
+      const bool dots = name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+      if (!dots) ::unlinkat(fd, name, 0);
+      at += length;
+    }
+  }
+  ::close(fd);
+  ::rmdir(path);
+}
 
 extern "C" void on_signal(int sig) {
   const int saved_errno = errno;
@@ -35,7 +62,10 @@ extern "C" void on_signal(int sig) {
     ::waitpid(child, nullptr, 0);
   }
   for (Slot& s : g_slots) {
-    if (s.used) ::unlink(s.path);
+    if (s.used && !s.folder) ::unlink(s.path);
+  }
+  for (Slot& s : g_slots) {
+    if (s.used && s.folder) remove_folder(s.path);
   }
   // Die by the signal itself: restore the default action and raise it again. It is delivered
   // as soon as this handler returns (the signal is blocked while the handler runs).
@@ -59,7 +89,10 @@ void install() {
   }
 }
 
-RemoveOnSignal::RemoveOnSignal(const std::filesystem::path& path) : slot_(-1) {
+namespace {
+
+// Fills a free slot with `path`; its index.
+int register_path(const std::filesystem::path& path, bool folder) {
   const std::string& p = path.native();
   if (p.size() >= PATH_MAX)
     throw std::runtime_error("interrupt: path too long to register: " + p.substr(0, 200));
@@ -67,15 +100,25 @@ RemoveOnSignal::RemoveOnSignal(const std::filesystem::path& path) : slot_(-1) {
     Slot& s = g_slots[static_cast<std::size_t>(i)];
     if (s.used) continue;
     std::memcpy(s.path, p.c_str(), p.size() + 1);
+    s.folder = folder ? 1 : 0;
     std::atomic_signal_fence(std::memory_order_seq_cst);  // the path before the flag
     s.used = 1;
-    slot_ = i;
-    return;
+    return i;
   }
   throw std::runtime_error("interrupt: more than 16 temporary files at once");
 }
 
+}  // namespace
+
+RemoveOnSignal::RemoveOnSignal(const std::filesystem::path& path)
+    : slot_(register_path(path, false)) {}
+
 RemoveOnSignal::~RemoveOnSignal() { g_slots[static_cast<std::size_t>(slot_)].used = 0; }
+
+RemoveFolderOnSignal::RemoveFolderOnSignal(const std::filesystem::path& path)
+    : slot_(register_path(path, true)) {}
+
+RemoveFolderOnSignal::~RemoveFolderOnSignal() { g_slots[static_cast<std::size_t>(slot_)].used = 0; }
 
 StopOnSignal::StopOnSignal(pid_t child) { g_child = child; }
 

@@ -29,13 +29,27 @@ void install();
 
 /// Registers a temporary file for removal on a signal, for as long as this object lives.
 /// Throws std::runtime_error when the path is too long for the table or the table is full
-/// (16 files at once; the course never has more than two).
+/// (16 files at once; the course never has more than three).
 class RemoveOnSignal {
  public:
   explicit RemoveOnSignal(const std::filesystem::path& path);
   ~RemoveOnSignal();
   RemoveOnSignal(const RemoveOnSignal&) = delete;
   RemoveOnSignal& operator=(const RemoveOnSignal&) = delete;
+
+ private:
+  int slot_;
+};
+
+/// Registers a folder of temporary files (a dump being staged, course/dump.hpp) for removal on
+/// a signal, with the files directly in it, for as long as this object lives. It takes a slot
+/// of the same table as RemoveOnSignal.
+class RemoveFolderOnSignal {
+ public:
+  explicit RemoveFolderOnSignal(const std::filesystem::path& path);
+  ~RemoveFolderOnSignal();
+  RemoveFolderOnSignal(const RemoveFolderOnSignal&) = delete;
+  RemoveFolderOnSignal& operator=(const RemoveFolderOnSignal&) = delete;
 
  private:
   int slot_;

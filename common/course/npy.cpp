@@ -5,6 +5,8 @@
 // 'descr', 'fortran_order' and 'shape' in any order, with any spacing, and nothing else.
 #include "course/npy.hpp"
 
+#include "course/files.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -517,15 +519,21 @@ NpyArray parse_npy(std::span<const unsigned char> bytes, const std::string& what
   return decode(l, bytes.data() + data_offset);
 }
 
-NpyArray read_npy(const std::filesystem::path& path) {
+NpyArray read_npy(const std::filesystem::path& path, NpySource source) {
   const std::string what = path.string();
-  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // Opening a FIFO waits for a writer unless O_NONBLOCK says not to; the type is known only
+  // once it is open. (A regular file ignores the flag.)
+  const int nonblocking = source == NpySource::regular_file ? O_NONBLOCK : 0;
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | nonblocking));
   if (fd.get() < 0) {
     throw NpyError(what + ": cannot open for reading (" + std::strerror(errno) + ")");
   }
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) {
     throw NpyError(what + ": read error (" + std::strerror(errno) + ")");
+  }
+  if (source == NpySource::regular_file && !S_ISREG(st.st_mode)) {
+    throw NpyError(what + ": not a regular file (" + file_kind(st.st_mode) + ")");
   }
   // A regular file's size is known before it is read; a pipe's or a device's is not.
   const std::optional<std::size_t> file_size =

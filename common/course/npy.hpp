@@ -75,7 +75,16 @@ struct NpyArray {
   Batch to_batch() const;
 };
 
-NpyArray read_npy(const std::filesystem::path& path);
+/// What read_npy may open: any file, or only a regular one (a link to one is followed). A
+/// reader of a folder someone else may have written (a checkpoint) asks for regular files: a
+/// FIFO put in a .npy's place would otherwise block it until someone writes into the FIFO.
+enum class NpySource {
+  any,           ///< a regular file, a pipe, a device: what the caller names
+  regular_file,  ///< anything else is an NpyError before a byte is read, without waiting
+};
+
+/// The array in `path`. Throws NpyError naming the file and the fault.
+NpyArray read_npy(const std::filesystem::path& path, NpySource source = NpySource::any);
 
 /// Parses an in-memory .npy image (what read_npy does after reading the file). `what`
 /// names the source in error messages. This is the fuzzing entry point.

@@ -3,6 +3,7 @@
 // layer 1 and an induction head in layer 2), the claim that one layer cannot do induction, the
 // task data, and the loop's refusal to go on after a non-finite loss.
 #include "chapter_run.hpp"
+#include "course/folder_lock.hpp"
 
 #include "tasks.hpp"
 #include "train.hpp"
@@ -10,9 +11,13 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <sys/wait.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -172,9 +177,11 @@ TEST(Chapter09, ANonFiniteLossStopsTrainingNamingTheStepBeforeItsUpdate) {
   const attn::Linear before = model;
   int calls = 0;
   std::string message;
+  course::TrainingState state{.step = 0, .steps = 10, .adam = {}, .batches = {}};
   try {
     training::train<attn::Linear>(
-        "toy", model, {.steps = 10, .peak_lr = 1e-3, .warmup = 1, .eval_every = 100},
+        "toy", model, {.steps = 10, .stop = 10, .peak_lr = 1e-3, .warmup = 1, .eval_every = 100},
+        state,
         [&](attn::Linear& grads) {
           grads.weight.setConstant(1.0f);
           ++calls;
@@ -260,6 +267,143 @@ TEST(Chapter09, ABadCheckpointIsAUsageErrorNamingTheFileAndTheProblem) {
       std::filesystem::path(ck) / "reversal" / "src_embed_weight.npy";
   std::filesystem::resize_file(file, std::filesystem::file_size(file) - 4);
   refused(std::string(kSmall) + " --load '" + ck + "'", "src_embed_weight.npy");
+  std::filesystem::remove_all(dir);
+}
+
+// ---- Resuming exactly, and the folders checked before anything runs
+// -------------------------------
+
+// Every array of the checkpoints of both tasks in `a` and `b` (weights, Adam's moments, the
+// evaluation outputs) with the same bytes, and the same training state in the manifests.
+void expect_same_checkpoints(const std::filesystem::path& a, const std::filesystem::path& b) {
+  for (const char* task : {"reversal", "induction"}) {
+    std::size_t arrays = 0;
+    for (const auto& e : std::filesystem::directory_iterator(a / task)) {
+      const std::string name = e.path().filename();
+      if (!name.ends_with(".npy")) continue;
+      ++arrays;
+      EXPECT_EQ(attn_test::read_file(e.path()), attn_test::read_file(b / task / name))
+          << task << "/" << name;
+    }
+    EXPECT_GT(arrays, 20u) << task;
+    const auto training = [&](const std::filesystem::path& dir) {
+      const std::string m = attn_test::read_file(dir / task / "manifest.json");
+      return m.substr(m.find("\"training\""), m.find("\"arrays\"") - m.find("\"training\""));
+    };
+    EXPECT_EQ(training(a), training(b)) << task;
+  }
+}
+
+TEST(Chapter09Resume, TrainSaveLoadTrainIsTrainBitForBit) {
+  const std::filesystem::path dir = attn_test::scratch("ch09", "resume");
+  const std::string run = std::string(kSmall).substr(0, std::string(kSmall).find(" --steps"));
+  const auto ok = [&](const std::string& args) {
+    const attn_test::Output r = attn_test::run_chapter("09_training", run + " " + args, dir);
+    EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
+    return r;
+  };
+  // 2N steps at once; N of the same 2N-step schedule, saved; loaded, and N more.
+  const attn_test::Output whole = ok("--steps 8 --save '" + (dir / "whole").string() + "'");
+  ok("--steps 8 --stop-at 4 --save '" + (dir / "half").string() + "'");
+  const attn_test::Output resumed = ok("--steps 8 --load '" + (dir / "half").string() +
+                                       "' --save '" + (dir / "resumed").string() + "'");
+  EXPECT_TRUE(contains(resumed.out, "it stopped after step 4 of 8; training goes on from step 5 "
+                                    "to step 8"))
+      << resumed.out;
+  expect_same_checkpoints(dir / "whole", dir / "resumed");
+  EXPECT_EQ(number_after(whole.out, "predicted right "),
+            number_after(resumed.out, "predicted right "));
+  // --stop-at alone goes on to the step it names, on the saved run's schedule.
+  ok("--load '" + (dir / "half").string() + "' --stop-at 6 --save '" + (dir / "six").string() +
+     "'");
+  ok("--load '" + (dir / "six").string() + "' --stop-at 8 --save '" + (dir / "eight").string() +
+     "'");
+  expect_same_checkpoints(dir / "whole", dir / "eight");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Chapter09Resume, NothingLeftToTrainOrAStopPastTheEndIsAUsageError) {
+  const std::filesystem::path dir = attn_test::scratch("ch09", "resume_refused");
+  const std::string ck = (dir / "ck").string();
+  ASSERT_EQ(
+      attn_test::run_chapter("09_training", std::string(kSmall) + " --save '" + ck + "'", dir).code,
+      0);
+  const auto refused = [&](const std::string& args, const std::string& says) {
+    const attn_test::Output r = attn_test::run_chapter("09_training", args, dir);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_TRUE(contains(r.err, says)) << args << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << args;
+  };
+  refused(std::string(kSmallSizes) + " --load '" + ck + "' --steps 3",
+          "has trained 3 steps already, and this run would stop at step 3");
+  refused(std::string(kSmallSizes) + " --load '" + ck + "' --stop-at 5",
+          "--stop-at 5 is past the end of the schedule, step 3");
+  refused(std::string(kSmall) + " --stop-at 4", "--stop-at 4 is past the end of the schedule");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Chapter09Folders, AnUnusableSaveFolderIsAUsageErrorBeforeAnyWork) {
+  const std::filesystem::path dir = attn_test::scratch("ch09", "save_refused");
+  std::ofstream(dir / "afile") << "x";
+  const auto refused = [&](const std::string& args, const std::string& says) {
+    const attn_test::Output r = attn_test::run_chapter("09_training", args, dir);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_TRUE(contains(r.err, says)) << args << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << "nothing ran: " << args;
+  };
+  refused(std::string(kSmall) + " --save '" + (dir / "afile").string() + "'",
+          "--save: " + (dir / "afile").string() + " is not a folder");
+  refused(std::string(kSmall) + " --save '" + (dir / "afile" / "ck").string() + "'",
+          "--save: cannot create folder");
+  // A dump inside the checkpoint folder, or the same folder: refused, not mixed.
+  const std::string mix = (dir / "mix").string();
+  refused(std::string(kSmall) + " --save '" + mix + "' --dump '" + mix + "/induction'",
+          "lies inside --save");
+  refused(std::string(kSmall) + " --save '" + mix + "' --dump '" + mix + "'", "is the folder of");
+  EXPECT_FALSE(std::filesystem::exists(dir / "mix")) << "the folders made for the check are gone";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Chapter09Folders, AFolderAnotherRunWritesIsRefusedNotMixed) {
+  const std::filesystem::path dir = attn_test::scratch("ch09", "busy");
+  std::filesystem::create_directories(dir / "conc");
+  std::filesystem::create_directories(dir / "dump");
+  {
+    // This test process stands for the other run: it holds both folders for writing.
+    const course::FolderLock a(dir / "conc", course::FolderLock::Mode::write);
+    const course::FolderLock b(dir / "dump", course::FolderLock::Mode::write);
+    for (const std::string& args :
+         {std::string(kSmall) + " --save '" + (dir / "conc").string() + "'",
+          std::string(kSmall) + " --dump '" + (dir / "dump").string() + "'"}) {
+      const attn_test::Output r = attn_test::run_chapter("09_training", args, dir);
+      EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+      EXPECT_TRUE(contains(r.err, "is being written or read by another run of the course"))
+          << r.err;
+      EXPECT_EQ(r.out, "");
+    }
+  }
+  const attn_test::Output r = attn_test::run_chapter(
+      "09_training", std::string(kSmall) + " --save '" + (dir / "conc").string() + "'", dir);
+  EXPECT_EQ(r.code, 0) << "once the other run has ended: " << r.err;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Chapter09Folders, AFifoInACheckpointIsAUsageErrorNotAHang) {
+  const std::filesystem::path dir = attn_test::scratch("ch09", "fifo");
+  const std::string ck = (dir / "ck").string();
+  ASSERT_EQ(
+      attn_test::run_chapter("09_training", std::string(kSmall) + " --save '" + ck + "'", dir).code,
+      0);
+  const std::filesystem::path file = dir / "ck" / "induction" / "pos_embed.npy";
+  std::filesystem::remove(file);
+  ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0);
+  const std::string cmd = "timeout 60 '" + attn_test::bin_dir() + "/09_training' " + kSmallSizes +
+                          " --load '" + ck + "' >/dev/null 2>'" + (dir / "err.txt").string() + "'";
+  const int status = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 2) << "124: it waited for a writer";
+  EXPECT_TRUE(contains(attn_test::read_file(dir / "err.txt"),
+                       file.string() + ": not a regular file (a FIFO)"))
+      << attn_test::read_file(dir / "err.txt");
   std::filesystem::remove_all(dir);
 }
 

@@ -209,6 +209,45 @@ TEST(FullDisk, ADumpThatDoesNotFitIsAnErrorAndLeavesNoPartialDump) {
   fs::remove_all(dir);
 }
 
+TEST(FullDisk, ASaveThatDoesNotFitKeepsTheEarlierCheckpoint) {
+  if (!can_mount_small_disk()) GTEST_SKIP() << "no tmpfs mount here (needs a user namespace)";
+  const fs::path dir = attn_test::scratch("outputs", "full_disk_save");
+  const fs::path disk = dir / "disk";
+  fs::create_directories(disk);
+  // On a 1 MiB disk: a small checkpoint; the disk filled to 16 KiB of room; a second save with
+  // another seed (it fails half-way); the first checkpoint loaded and compared with its replay.
+  const std::string run = "'" + attn_test::bin_dir() +
+                          "/09_training' --no-plots --task induction --d-model 8 --layers 1";
+  const fs::path script = dir / "save.sh", out = dir / "save.txt";
+  std::ofstream(script) << "mount -t tmpfs -o size=1m tmpfs '" << disk.string() << "' || exit 99\n"
+                        << "cd '" << disk.string() << "'\n"
+                        << run << " --steps 2 --save ck >first.txt 2>&1 || echo first-failed\n"
+                        << "dd if=/dev/zero of=room bs=16k count=1 2>/dev/null\n"
+                        << "dd if=/dev/zero of=fill bs=4k 2>/dev/null\nrm room\n"
+                        << run << " --steps 2 --seed 7 --save ck >/dev/null 2>err.txt\n"
+                        << "echo \"exit=$?\"; cat err.txt\nrm fill\n"
+                        << run << " --load ck >loaded.txt 2>&1; echo \"load=$?\"\n"
+                        << "grep 'predicted right' first.txt loaded.txt\nls -a ck/induction\n";
+  std::system(("unshare -rm sh '" + script.string() + "' >'" + out.string() + "' 2>&1").c_str());
+  const std::string r = read_file(out);
+  EXPECT_FALSE(contains(r, "first-failed")) << r;
+  EXPECT_TRUE(contains(r, "exit=1\n")) << r;
+  EXPECT_TRUE(contains(r, "No space left on device")) << r;
+  EXPECT_TRUE(contains(r, "load=0\n")) << "the earlier checkpoint still loads\n" << r;
+  const std::string left = r.substr(r.find("load="));  // from here on: the folder's listing
+  EXPECT_FALSE(contains(left, ".writing-")) << r;
+  EXPECT_FALSE(contains(left, "INCOMPLETE.txt")) << r;
+  // The same held-out score from the loaded weights as from the run that saved them.
+  const auto score = [&](const std::string& file) {
+    const std::size_t at = r.find(file + ":");
+    return at == std::string::npos
+               ? std::string("?")
+               : r.substr(at + file.size(), r.find('\n', at) - at - file.size());
+  };
+  EXPECT_EQ(score("first.txt"), score("loaded.txt")) << r;
+  fs::remove_all(dir);
+}
+
 TEST(FullDisk, AFileSizeLimitIsCaughtTheSameWay) {
   // The same failure without a mount: a 16 KiB file size limit makes the PNG's write fail
   // (EFBIG, "File too large"); SIGXFSZ is ignored so that the write fails instead of killing.
@@ -290,28 +329,24 @@ TEST(Signals, CtrlCOrKillDuringARenderStopsGnuplotAndLeavesNoTemporary) {
   }
 }
 
-TEST(Signals, AnInterruptedDumpHasNoManifestAndTheNextRunCleansItUp) {
+TEST(Signals, AnInterruptedDumpLeavesTheFolderAsItWas) {
   const fs::path dir = attn_test::scratch("outputs", "interrupted_dump");
   const fs::path pid_file = dir / "gnuplot.pid", dump = dir / "d";
-  // 04 draws its histograms, dumps a and b, then draws the softmax curves: the signal comes
-  // while the second figure renders.
+  // An earlier dump in the folder, then a run stopped half-way: 04 draws its histograms, dumps
+  // a and b, then draws the softmax curves; the signal comes while the second figure renders.
+  const attn_test::Output first = attn_test::run_chapter(
+      "04_softmax_scaling", "--no-plots --samples 1000 --dump '" + dump.string() + "'", dir);
+  ASSERT_EQ(first.code, 0) << first.err;
+  const std::vector<std::string> before = listing(dump);
+  const std::string manifest = read_file(dump / "manifest.json");
   const Process p =
       start("04_softmax_scaling", {"--out", (dir / "p").string(), "--dump", dump.string()}, dir,
             slow_gnuplot(dir, pid_file, 1));
   ASSERT_TRUE(appears(pid_file));
   ::kill(p.pid, SIGTERM);
   EXPECT_EQ(wait_for(p), 128 + SIGTERM);
-  const std::vector<std::string> left = listing(dump);
-  EXPECT_FALSE(std::count(left.begin(), left.end(), "manifest.json")) << "not a finished dump";
-  EXPECT_TRUE(std::count(left.begin(), left.end(), "INCOMPLETE.txt")) << "and it says so";
-  EXPECT_TRUE(std::count(left.begin(), left.end(), "a.npy"));
-
-  const attn_test::Output r = attn_test::run_chapter(
-      "04_softmax_scaling", "--no-plots --samples 1000 --dump '" + dump.string() + "'", dir);
-  ASSERT_EQ(r.code, 0) << r.err;
-  const std::vector<std::string> now = listing(dump);
-  EXPECT_FALSE(std::count(now.begin(), now.end(), "INCOMPLETE.txt"));
-  EXPECT_TRUE(std::count(now.begin(), now.end(), "manifest.json"));
+  EXPECT_EQ(listing(dump), before) << "nothing of the stopped run, nothing of the earlier lost";
+  EXPECT_EQ(read_file(dump / "manifest.json"), manifest) << "the earlier dump, whole";
   fs::remove_all(dir);
 }
 

@@ -11,17 +11,24 @@
 #include "course/checkpoint.hpp"
 #include "course/dump.hpp"
 #include "course/files.hpp"
+#include "course/folder_lock.hpp"
 #include "course/npy.hpp"
 
 #include "chapter_run.hpp"
+#include "child_process.hpp"
 #include "expect.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
@@ -29,6 +36,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <span>
 #include <stdexcept>
@@ -232,6 +240,41 @@ TEST(Checkpoint, AFailedSaveLeavesNoArrayAndNoManifest) {
   fs::remove_all(dir);
 }
 
+TEST(Checkpoint, AFailedSaveKeepsTheEarlierCheckpoint) {
+  const fs::path dir = attn_test::scratch("checkpoint", "failed_save_keeps");
+  const Seq2SeqConfig c = config(NormPlacement::post, false);
+  const Seq2Seq good = model(30, c);
+  course::save_checkpoint(dir, source(c), good);
+  const std::vector<std::string> files = listing(dir);
+  // 1. Something fails after half the arrays are written.
+  EXPECT_THROW(course::save_checkpoint(dir, source(c), model(31, c),
+                                       [](course::Dumper&) { throw std::runtime_error("eval"); }),
+               std::runtime_error);
+  EXPECT_EQ(listing(dir), files);
+  Seq2Seq loaded = model(32, c);
+  course::load_checkpoint(dir, kChapter, loaded);
+  EXPECT_TRUE(same_parameters(good, loaded));
+  // 2. The disk fills half-way (a 4 KiB file size limit: linear1.weight [256 x 8] does not fit).
+  const Seq2SeqConfig big = config(NormPlacement::post, false, 256);
+  const int code = attn_test::in_child([&] {
+    ::signal(SIGXFSZ, SIG_IGN);  // the write fails with EFBIG instead of killing
+    const rlimit limit{4096, 4096};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    try {
+      course::save_checkpoint(dir, source(big), model(33, big));
+    } catch (const course::WriteError& e) {
+      return contains(e.what(), "File too large") ? 0 : 2;
+    }
+    return 1;
+  });
+  ASSERT_EQ(code, 0) << "1: the save went through; 2: another error";
+  EXPECT_EQ(listing(dir), files) << "nothing of the failed save, nothing of the good one lost";
+  Seq2Seq again = model(34, c);
+  course::load_checkpoint(dir, kChapter, again);
+  EXPECT_TRUE(same_parameters(good, again));
+  fs::remove_all(dir);
+}
+
 TEST(Checkpoint, SavingRefusesAFolderWithForeignArraysOrAFile) {
   const fs::path dir = attn_test::scratch("checkpoint", "save_refused");
   const Seq2SeqConfig c = config(NormPlacement::post, false);
@@ -302,19 +345,53 @@ TEST(CheckpointRefusal, AFolderWithoutManifest) {
 }
 
 TEST(CheckpointRefusal, AnUnfinishedCheckpoint) {
+  // Only a run killed (-9) while it moved a finished save into place leaves the journal, beside
+  // a manifest or without one.
   Saved s("unfinished");
-  // A new save that was stopped after its first arrays: the journal is there, no manifest.
-  const Seq2SeqConfig c = config(NormPlacement::post, false);
-  const Seq2Seq m = model(13, c);
-  course::Dumper cut_short(s.dir, source(c));
-  cut_short.parameter("src_embed.weight", m.src_embed);  // no finish()
-  const std::string what = refusal(s.dir, s.into);
+  std::ofstream(s.dir / "INCOMPLETE.txt") << "# killed\n";
+  std::string what = refusal(s.dir, s.into);
   EXPECT_TRUE(contains(what, (s.dir / "INCOMPLETE.txt").string() + ": ")) << what;
   EXPECT_TRUE(contains(what, "did not finish")) << what;
-  // Even beside a manifest (stopped between writing it and removing the journal).
-  Saved t("unfinished_manifest");
-  std::ofstream(t.dir / "INCOMPLETE.txt") << "# stopped\n";
-  EXPECT_TRUE(contains(refusal(t.dir, t.into), "did not finish"));
+  fs::remove(s.dir / "manifest.json");
+  EXPECT_TRUE(contains(refusal(s.dir, s.into), "did not finish"));
+}
+
+TEST(CheckpointRefusal, ACheckpointAnotherRunIsWriting) {
+  Saved s("being_written");
+  int ready[2], done[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(done), 0);
+  const pid_t writer = ::fork();
+  if (writer == 0) {  // another run, saving into the folder: it holds it until told to stop
+    const course::FolderLock lock(s.dir, course::FolderLock::Mode::write);
+    char c = 'x';
+    (void)::write(ready[1], &c, 1);
+    (void)::read(done[0], &c, 1);
+    std::_Exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  EXPECT_EQ(refusal(s.dir, s.into),
+            s.dir.string() + " is being written by another run of the course: wait for it to end");
+  (void)::write(done[1], &c, 1);
+  ::waitpid(writer, nullptr, 0);
+  EXPECT_NO_THROW(course::load_checkpoint(s.dir, kChapter, s.into)) << "once it is done, it loads";
+  for (const int fd : {ready[0], ready[1], done[0], done[1]}) ::close(fd);
+}
+
+TEST(CheckpointRefusal, AFifoInPlaceOfAFileIsRefusedNotWaitedOn) {
+  for (const std::string file : {"generator_bias.npy", "manifest.json"}) {
+    Saved s("fifo");
+    fs::remove(s.dir / file);
+    ASSERT_EQ(::mkfifo((s.dir / file).c_str(), 0600), 0);
+    const int code = attn_test::in_child_within(10, [&] {
+      return contains(refusal(s.dir, s.into),
+                      (s.dir / file).string() + ": not a regular file (a FIFO)")
+                 ? 0
+                 : 1;
+    });
+    EXPECT_EQ(code, 0) << file << ": -1 means it waited for a writer, 1 another message";
+  }
 }
 
 TEST(CheckpointRefusal, AnotherChaptersManifest) {
@@ -457,6 +534,123 @@ TEST(CheckpointRefusal, NonFiniteValues) {
                                     " (encoder.layers.0.linear1.weight): the entry at [3, 5] is "
                                     "-inf: the run that saved it had diverged");
   fs::remove_all(dir);
+}
+
+// ---- The training state -------------------------------------------------------------------------
+
+// The state of a run that took two Adam steps on `m`, with a batch stream part-way through.
+course::TrainingState trained_state(const Seq2Seq& m, std::uint64_t seed) {
+  Seq2Seq copy = m;
+  Seq2Seq grads = attn::zeros_like(m);
+  attn::Rng rng(seed);
+  attn::Adam adam({.lr = 0.01});
+  for (int t = 0; t < 2; ++t) {
+    for (attn::Parameter<float>& g : attn::parameters(grads)) {
+      g.value = attn::random_normal(rng, g.value.rows(), g.value.cols());
+    }
+    adam.step(attn::parameters(copy), attn::parameters(std::as_const(grads)));
+  }
+  rng.normal();  // a held spare value, so that it too must come back
+  return {.step = 2, .steps = 10, .adam = adam.state(), .batches = rng.state()};
+}
+
+TEST(CheckpointTrainingState, ComesBackBitForBit) {
+  const fs::path dir = attn_test::scratch("checkpoint", "training_state");
+  const Seq2SeqConfig c = config(NormPlacement::pre, true);
+  const Seq2Seq m = model(40, c);
+  const course::TrainingState saved = trained_state(m, 41);
+  course::save_checkpoint(dir, source(c), m, saved);
+  const nlohmann::json t = manifest_of(dir)["training"];
+  EXPECT_EQ(t["step"], 2);
+  EXPECT_EQ(t["steps"], 10);
+  EXPECT_EQ(t["exp_avg"]["decoder.layers.0.self_attn.in_proj_weight"],
+            "optimizer_exp_avg_decoder_layers_0_self_attn_in_proj_weight.npy");
+  EXPECT_EQ(
+      course::read_npy(dir / "optimizer_exp_avg_sq_decoder_layers_0_self_attn_in_proj_weight.npy")
+          .shape,
+      (std::vector<std::size_t>{24, 8}))
+      << "stacked like in_proj_weight itself, [3E x E]";
+  Seq2Seq into = model(42, c);
+  const std::optional<course::TrainingState> loaded = course::load_checkpoint(dir, kChapter, into);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->step, 2);
+  EXPECT_EQ(loaded->steps, 10);
+  EXPECT_EQ(loaded->batches.words, saved.batches.words);
+  EXPECT_TRUE(loaded->batches.has_spare);
+  EXPECT_EQ(std::bit_cast<std::uint64_t>(loaded->batches.spare),
+            std::bit_cast<std::uint64_t>(saved.batches.spare));
+  ASSERT_EQ(loaded->adam.size(), saved.adam.size());
+  for (std::size_t i = 0; i < saved.adam.size(); ++i) {
+    EXPECT_EQ(loaded->adam[i].key, saved.adam[i].key);
+    EXPECT_EQ(loaded->adam[i].first, saved.adam[i].first);
+    EXPECT_EQ(loaded->adam[i].step, 2);
+    EXPECT_TRUE(identical(loaded->adam[i].exp_avg, saved.adam[i].exp_avg)) << saved.adam[i].key;
+    EXPECT_TRUE(identical(loaded->adam[i].exp_avg_sq, saved.adam[i].exp_avg_sq));
+  }
+  // A checkpoint saved without one has none.
+  course::save_checkpoint(dir, source(c), m);
+  EXPECT_FALSE(course::load_checkpoint(dir, kChapter, into).has_value());
+  fs::remove_all(dir);
+}
+
+TEST(CheckpointTrainingState, AStateOfAnotherModelIsNotSaved) {
+  const fs::path dir = attn_test::scratch("checkpoint", "training_state_other");
+  const Seq2SeqConfig c = config(NormPlacement::pre, true);
+  course::TrainingState other = trained_state(model(43, c), 44);
+  other.adam.pop_back();
+  const std::string m =
+      attn_test::message_of([&] { course::save_checkpoint(dir, source(c), model(45, c), other); });
+  EXPECT_TRUE(contains(m, "save_checkpoint")) << m;
+  EXPECT_TRUE(listing(dir).empty());
+  fs::remove_all(dir);
+}
+
+TEST(CheckpointTrainingState, EveryDefectIsRefusedAndTheModelKept) {
+  const Seq2SeqConfig c = config(NormPlacement::pre, true);
+  const Seq2Seq m = model(46, c);
+  const auto refused_after = [&](const std::string& name, const auto& spoil) {
+    const fs::path dir = attn_test::scratch("checkpoint", "training_state_" + name);
+    course::save_checkpoint(dir, source(c), m, trained_state(m, 47));
+    nlohmann::json manifest = manifest_of(dir);
+    spoil(dir, manifest["training"]);
+    std::ofstream(dir / "manifest.json") << manifest.dump();
+    Seq2Seq into = model(48, c);
+    const std::string what = refusal(dir, into);
+    fs::remove_all(dir);
+    return what;
+  };
+  using J = nlohmann::json;
+  EXPECT_TRUE(contains(refused_after("past", [](const fs::path&, J& t) { t["step"] = 11; }),
+                       "says step 11 of 10"));
+  EXPECT_TRUE(contains(refused_after("adam", [](const fs::path&, J& t) { t["adam_step"] = 1; }),
+                       "with Adam at step 1"));
+  EXPECT_TRUE(contains(refused_after("zero_rng",
+                                     [](const fs::path&, J& t) {
+                                       t["batches_rng"]["words"] = {
+                                           "0x0000000000000000", "0x0000000000000000",
+                                           "0x0000000000000000", "0x0000000000000000"};
+                                     }),
+                       "four zero words"));
+  EXPECT_TRUE(contains(
+      refused_after("word", [](const fs::path&, J& t) { t["batches_rng"]["words"][0] = "12"; }),
+      "not 0x and 16 hex digits"));
+  EXPECT_TRUE(contains(
+      refused_after("missing", [](const fs::path&, J& t) { t["exp_avg"].erase("generator.bias"); }),
+      "for the exp_avg of generator.bias"));
+  const std::string negative = refused_after("negative", [](const fs::path& dir, J&) {
+    const std::vector<float> v = {0.5f, -1e-9f, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};  // [7]
+    course::write_npy(dir / "optimizer_exp_avg_sq_generator_bias.npy", std::vector<std::size_t>{7},
+                      std::span<const float>(v));
+  });
+  EXPECT_TRUE(contains(negative, "a second moment is negative")) << negative;
+  const std::string nan = refused_after("nan", [](const fs::path& dir, J&) {
+    const std::vector<float> v(7, std::numeric_limits<float>::quiet_NaN());
+    course::write_npy(dir / "optimizer_exp_avg_generator_bias.npy", std::vector<std::size_t>{7},
+                      std::span<const float>(v));
+  });
+  EXPECT_TRUE(contains(nan, "optimizer_exp_avg_generator_bias.npy (exp_avg of generator.bias): "
+                            "the entry at [0] is nan"))
+      << nan;
 }
 
 // ---- The parameter list behind it ---------------------------------------------------------------

@@ -11,10 +11,14 @@
 #include "course/npy.hpp"
 
 #include "chapter_run.hpp"
+#include "child_process.hpp"
 #include "expect.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -160,12 +164,16 @@ course::DumpSource source(std::uint64_t seed = 1) {
   return {.chapter = "00_test", .seed = seed, .options = {{"--layers", "2"}, {"--norm", "pre"}}};
 }
 
+// The hidden folder a Dumper of this process writes its arrays into until finish().
+std::string staging_name() { return course::kDumpStagingPrefix + std::to_string(::getpid()); }
+
 TEST(Dumper, TheManifestComesLastAndRecordsTheRun) {
   const fs::path dir = attn_test::scratch("dump", "manifest");
   course::Dumper dump(dir, source(7));
   dump("w", Matrix(Matrix::Constant(2, 3, 1.5f)));  // [2 x 3]
-  EXPECT_EQ(listing(dir), (std::vector<std::string>{"INCOMPLETE.txt", "w.npy"}))
-      << "while it writes, the folder says it is incomplete, and has no manifest";
+  EXPECT_EQ(listing(dir), std::vector<std::string>{staging_name()})
+      << "while it writes, the arrays are out of sight, and there is no manifest";
+  EXPECT_EQ(listing(dir / staging_name()), std::vector<std::string>{"w.npy"});
   dump("b", attn::RowVector(attn::RowVector::Constant(4, 0.5f)));  // [4]
   dump.finish();
   EXPECT_EQ(listing(dir), (std::vector<std::string>{"b.npy", "manifest.json", "w.npy"}));
@@ -199,14 +207,32 @@ TEST(Dumper, ANewRunRemovesTheEarlierRunsArraysOnly) {
   fs::remove_all(dir);
 }
 
-TEST(Dumper, AnInterruptedRunsArraysAreRemovedByTheNextRun) {
-  const fs::path dir = attn_test::scratch("dump", "interrupted");
+TEST(Dumper, UntilItFinishesTheFolderHoldsTheEarlierDumpUntouched) {
+  const fs::path dir = attn_test::scratch("dump", "earlier_whole");
   {
-    course::Dumper cut_short(dir, source());
-    cut_short("partial", Matrix(Matrix::Zero(1, 1)));
-    // no finish(): as if the program had been killed here
+    course::Dumper first(dir, source(1));
+    first("old", Matrix(Matrix::Constant(1, 1, 1.0f)));
+    first("shared", Matrix(Matrix::Constant(1, 1, 1.0f)));
+    first.finish();
   }
-  EXPECT_EQ(listing(dir), (std::vector<std::string>{"INCOMPLETE.txt", "partial.npy"}));
+  const std::string manifest = attn_test::read_file(dir / "manifest.json");
+  course::Dumper second(dir, source(2));
+  second("shared", Matrix(Matrix::Constant(1, 1, 2.0f)));
+  second("new", Matrix(Matrix::Constant(1, 1, 2.0f)));
+  // Half-way, the earlier dump is all there is to read: its manifest, its numbers.
+  EXPECT_EQ(attn_test::read_file(dir / "manifest.json"), manifest);
+  EXPECT_EQ(course::read_npy(dir / "shared.npy").data, std::vector<double>{1.0});
+  EXPECT_FALSE(fs::exists(dir / "new.npy"));
+  second.abandon();  // the run failed: the earlier dump stays as it was, nothing of this one
+  EXPECT_EQ(listing(dir), (std::vector<std::string>{"manifest.json", "old.npy", "shared.npy"}));
+  EXPECT_EQ(attn_test::read_file(dir / "manifest.json"), manifest);
+  fs::remove_all(dir);
+}
+
+TEST(Dumper, ARunKilledBeforeItFinishedLeavesOnlyItsHiddenFolderForTheNextRun) {
+  const fs::path dir = attn_test::scratch("dump", "killed");
+  fs::create_directories(dir / ".writing-999999999");  // what a kill -9 leaves
+  std::ofstream(dir / ".writing-999999999" / "partial.npy") << "half";
   EXPECT_EQ(course::check_dump_folder(dir), "") << "the course's own leftovers are no obstacle";
   course::Dumper next(dir, source());
   next("whole", Matrix(Matrix::Zero(1, 1)));
@@ -215,32 +241,42 @@ TEST(Dumper, AnInterruptedRunsArraysAreRemovedByTheNextRun) {
   fs::remove_all(dir);
 }
 
-TEST(Dumper, FromItsFirstArrayTheJournalListsTheEarlierRunsFilesToo) {
-  // The earlier manifest is removed as this run begins; if the run stops right then, the
-  // earlier arrays must still be listed somewhere, or the next run would refuse the folder.
-  const fs::path dir = attn_test::scratch("dump", "journal_first");
-  {
-    course::Dumper first(dir, source());
-    first("old", Matrix(Matrix::Zero(1, 1)));
-    first.finish();
-  }
-  course::Dumper second(dir, source());
-  second("new", Matrix(Matrix::Zero(1, 1)));  // stops here: no finish()
-  const std::string journal = attn_test::read_file(dir / "INCOMPLETE.txt");
-  EXPECT_TRUE(attn_test::contains(journal, "\nold.npy\n")) << journal;
-  EXPECT_TRUE(attn_test::contains(journal, "\nnew.npy\n")) << journal;
+TEST(Dumper, AJournalOfARunKilledWhileMovingIsClearedByTheNextRun) {
+  // Only a kill -9 in the milliseconds finish() moves files can leave INCOMPLETE.txt: it lists
+  // both runs' files, and the next run removes every one of them.
+  const fs::path dir = attn_test::scratch("dump", "journal");
+  std::ofstream(dir / "INCOMPLETE.txt") << "# killed\nold.npy\nnew.npy\n";
+  std::ofstream(dir / "old.npy") << "x";
+  std::ofstream(dir / "new.npy") << "x";
   EXPECT_EQ(course::check_dump_folder(dir), "");
+  course::Dumper next(dir, source());
+  next("other", Matrix(Matrix::Zero(1, 1)));
+  next.finish();
+  EXPECT_EQ(listing(dir), (std::vector<std::string>{"manifest.json", "other.npy"}));
   fs::remove_all(dir);
 }
 
-TEST(Dumper, AnArrayIsListedBeforeItIsWritten) {
-  // A run stopped between the two must never leave a file that no list names. Here the write
-  // fails (a folder stands where the file would go): the name is in the journal all the same.
-  const fs::path dir = attn_test::scratch("dump", "listed_first");
+TEST(Dumper, AFolderWhereAnArrayGoesIsRefusedBeforeTheEarlierDumpIsTouched) {
+  const fs::path dir = attn_test::scratch("dump", "blocked");
+  {
+    course::Dumper first(dir, source());
+    first("kept", Matrix(Matrix::Zero(1, 1)));
+    first.finish();
+  }
   fs::create_directories(dir / "blocked.npy");
   course::Dumper dump(dir, source());
-  EXPECT_THROW(dump("blocked", Matrix(Matrix::Zero(1, 1))), course::WriteError);
-  EXPECT_TRUE(attn_test::contains(attn_test::read_file(dir / "INCOMPLETE.txt"), "\nblocked.npy\n"));
+  dump("blocked", Matrix(Matrix::Zero(1, 1)));
+  const std::string what = [&] {
+    try {
+      dump.finish();
+    } catch (const course::WriteError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no exception)");
+  }();
+  EXPECT_EQ(what, "cannot write " + (dir / "blocked.npy").string() + ": a folder has that name");
+  dump.abandon();
+  EXPECT_EQ(listing(dir), (std::vector<std::string>{"blocked.npy", "kept.npy", "manifest.json"}));
   fs::remove_all(dir);
 }
 
@@ -251,6 +287,57 @@ TEST(Dumper, AbandonRemovesWhatThisRunWrote) {
   dump("b", Matrix(Matrix::Zero(2, 2)));
   dump.abandon();
   EXPECT_TRUE(listing(dir).empty());
+  fs::remove_all(dir);
+}
+
+TEST(Dumper, OneWriterAtATime) {
+  const fs::path dir = attn_test::scratch("dump", "one_writer");
+  course::Dumper dump(dir, source());
+  dump("mine", Matrix(Matrix::Zero(1, 1)));  // from here to finish() the folder is locked
+  const int code = attn_test::in_child([&] {
+    course::Dumper other(dir, source(2));
+    try {
+      other("theirs", Matrix(Matrix::Zero(1, 1)));
+    } catch (const course::WriteError& e) {
+      return std::string(e.what()).find("is being written or read by another run") !=
+                     std::string::npos
+                 ? 0
+                 : 2;
+    }
+    return 1;
+  });
+  EXPECT_EQ(code, 0) << "a second writer is refused (1: it wrote; 2: another message)";
+  dump.finish();
+  EXPECT_EQ(listing(dir), (std::vector<std::string>{"manifest.json", "mine.npy"}));
+  fs::remove_all(dir);
+}
+
+TEST(Dumper, RecordAddsAFieldToTheManifest) {
+  const fs::path dir = attn_test::scratch("dump", "record");
+  course::Dumper dump(dir, source());
+  dump.record("training", R"({"step": 3, "words": ["0x01"]})");
+  EXPECT_NE(attn_test::message_of([&] { dump.record("training", "{}"); }).find("already"),
+            std::string::npos);
+  EXPECT_NE(attn_test::message_of([&] { dump.record("seed", "1"); }).find("already"),
+            std::string::npos);
+  EXPECT_NE(attn_test::message_of([&] { dump.record("x", "{not json"); }).find("not the text"),
+            std::string::npos);
+  dump.finish();
+  const nlohmann::json m = manifest_of(dir);
+  EXPECT_EQ(m["training"]["step"], 3);
+  EXPECT_EQ(m["training"]["words"][0], "0x01");
+  fs::remove_all(dir);
+}
+
+TEST(Dumper, AFifoInPlaceOfTheManifestIsRefusedNotWaitedOn) {
+  const fs::path dir = attn_test::scratch("dump", "fifo");
+  ASSERT_EQ(::mkfifo((dir / "manifest.json").c_str(), 0600), 0);
+  const int code = attn_test::in_child_within(10, [&] {
+    return course::check_dump_folder(dir).find("not a regular file (a FIFO)") != std::string::npos
+               ? 0
+               : 1;
+  });
+  EXPECT_EQ(code, 0) << "-1: it waited for a writer";
   fs::remove_all(dir);
 }
 

@@ -5,6 +5,7 @@
 #include "course/interrupt.hpp"
 
 #include "chapter_run.hpp"
+#include "child_process.hpp"
 #include "expect.hpp"
 
 #include <gtest/gtest.h>
@@ -41,19 +42,7 @@ class FilesTest : public testing::Test {
   fs::path dir_;
 };
 
-// Runs `body` in a child process and returns how the child ended: its exit code, or 128 + the
-// signal that ended it. What a signal or a resource limit does to a process is tested in a
-// process of its own, never in the test runner.
-template <typename Body>
-int in_child(Body body) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    std::_Exit(body());
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
+using attn_test::in_child;
 
 TEST_F(FilesTest, CommitPutsTheWholeFileUnderItsNameAndLeavesNoTemporary) {
   const fs::path target = dir_ / "a.txt";

@@ -37,6 +37,16 @@ Rng::Rng(std::uint64_t seed) {
   for (auto& word : state_) word = splitmix64(sm);
 }
 
+void Rng::restore(const State& s) {
+  require(s.words != std::array<std::uint64_t, 4>{}, "Rng::restore",
+          "the state is four zero words, which xoshiro256** never leaves: not a saved state");
+  require(!s.has_spare || std::isfinite(s.spare), "Rng::restore",
+          [&] { return "the spare normal value is " + std::to_string(s.spare); });
+  state_ = s.words;
+  has_spare_ = s.has_spare;
+  spare_ = s.has_spare ? s.spare : 0.0;
+}
+
 std::uint64_t Rng::next_u64() {
   const std::uint64_t result = rotl(state_[1] * 5, 7) * 9;
   const std::uint64_t t = state_[1] << 17;

@@ -45,6 +45,19 @@ class Rng {
   /// mean + stddev normal(). Throws std::invalid_argument unless both are finite, stddev >= 0.
   double normal(double mean, double stddev);
 
+  /// Where the stream stands: all it takes to continue it exactly, as a training checkpoint
+  /// saves it (PyTorch saves torch.get_rng_state() for the same reason).
+  struct State {
+    std::array<std::uint64_t, 4> words{};  ///< xoshiro256**'s state
+    bool has_spare = false;                ///< normal() holds the second value of a pair
+    double spare = 0.0;                    ///< that value
+  };
+  State state() const { return {state_, has_spare_, spare_}; }
+  /// Continues the stream from `s`: the draws after it are those that followed state().
+  /// Throws std::invalid_argument for four zero words (the one state xoshiro never leaves,
+  /// which no seed makes) or a held spare that is not finite.
+  void restore(const State& s);
+
  private:
   std::array<std::uint64_t, 4> state_{};
   bool has_spare_ = false;

@@ -64,6 +64,31 @@ void AdamOf<T>::set_lr(double lr) {
 }
 
 template <Real T>
+void AdamOf<T>::restore(std::vector<AdamStateOf<T>> state) {
+  const char* where = "Adam::restore";
+  const std::int64_t t = state.empty() ? 0 : state.front().step;
+  for (const AdamStateOf<T>& s : state) {
+    const std::string name = describe(s.key, s.first, s.exp_avg.rows(), s.exp_avg.cols());
+    require(s.step == t && t >= 1, where, [&] {
+      return name + " has taken " + std::to_string(s.step) + " steps, the first entry " +
+             std::to_string(t) + ": every entry of a saved state has the same count, at least 1";
+    });
+    require(s.exp_avg_sq.rows() == s.exp_avg.rows() && s.exp_avg_sq.cols() == s.exp_avg.cols(),
+            where, [&] {
+              return name + ": exp_avg_sq is " + shape_str(s.exp_avg_sq) +
+                     ": both moments have the parameter's shape";
+            });
+    require(s.exp_avg.allFinite() && s.exp_avg_sq.allFinite() && (s.exp_avg_sq.array() >= 0).all(),
+            where, [&] {
+              return name + ": a moment is not finite, or a second moment is negative: not a "
+                            "state Adam makes";
+            });
+  }
+  state_ = std::move(state);
+  steps_ = t;
+}
+
+template <Real T>
 void AdamOf<T>::step(const std::vector<Parameter<T>>& params,
                      const std::vector<Parameter<T>>& grads) {
   step_impl(params, grads);

@@ -177,6 +177,14 @@ class AdamOf {
   std::int64_t steps() const { return steps_; }
   /// One entry per parameter of the list, in its order; empty before the first step().
   const std::vector<AdamStateOf<T>>& state() const { return state_; }
+  /// Continues from a saved state() (optimizer.load_state_dict()): the next step() is step
+  /// t + 1 of each entry, with its moments, so that saving and restoring between two steps
+  /// changes no bit of the run. The next step() checks its lists against the entries' keys,
+  /// blocks and shapes, as it checks them against the first step's. Throws
+  /// std::invalid_argument, leaving the optimiser as it was, when the entries disagree on the
+  /// step count or it is below 1, when an entry's two moments differ in shape, or when a moment
+  /// is not finite or a second moment is negative (no run of Adam makes those).
+  void restore(std::vector<AdamStateOf<T>> state);
 
  private:
   template <typename G>

@@ -194,4 +194,42 @@ TEST(RandomMatrix, RejectsRangesAndParametersThatAreNotFinite) {
   EXPECT_TRUE(attn::random_normal(rng, 1, 3, 1.5, 0.0).isConstant(1.5f, 0.0f));  // stddev 0: mean
 }
 
+// ---- Saving and restoring the stream ---------------------------------------------------------
+
+TEST(RngState, ARestoredStreamContinuesExactly) {
+  attn::Rng a(11);
+  for (int i = 0; i < 5; ++i) a.next_u64();
+  a.normal();  // one normal: its pair's second value is held for the next call
+  const attn::Rng::State saved = a.state();
+  EXPECT_TRUE(saved.has_spare);
+  attn::Rng b(999);  // another stream altogether, until restored
+  b.restore(saved);
+  EXPECT_EQ(a.normal(), b.normal()) << "the held value came along";
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_EQ(a.next_u64(), b.next_u64()) << "draw " << i;
+    ASSERT_EQ(a.normal(), b.normal()) << "draw " << i;
+  }
+}
+
+TEST(RngState, ARestoreDropsAHeldValueTheStateDoesNotHave) {
+  attn::Rng a(12);
+  const attn::Rng::State fresh = a.state();  // nothing held
+  attn::Rng b(12);
+  b.normal();  // b holds a value a does not
+  b.restore(fresh);
+  EXPECT_EQ(a.normal(), b.normal());
+}
+
+TEST(RngState, AStateNoStreamCanBeInIsRefused) {
+  attn::Rng rng(13);
+  const attn::Rng::State before = rng.state();
+  EXPECT_NE(attn_test::message_of([&] { rng.restore({}); }).find("Rng::restore"),
+            std::string::npos);
+  attn::Rng::State nan_spare = before;
+  nan_spare.has_spare = true;
+  nan_spare.spare = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_NE(attn_test::message_of([&] { rng.restore(nan_spare); }), "(no exception)");
+  EXPECT_EQ(rng.state().words, before.words) << "a refused restore changes nothing";
+}
+
 }  // namespace test_random

@@ -674,4 +674,105 @@ TEST(OptimSchedules, BadArgumentsThrow) {
         "base_lr is inf");
 }
 
+// ---- Saving and restoring the state (a checkpoint between two steps) ----------------------------
+
+// The gradient of step `t`: different every step, with entries of both signs and sizes.
+Pair gradient_of_step(int t) {
+  Pair g{Matrix(3, 4), RowVector(4)};
+  for (Index i = 0; i < 12; ++i) {
+    g.weight(i / 4, i % 4) = static_cast<float>(std::sin(0.7 * t + 1.3 * static_cast<double>(i)));
+  }
+  for (Index i = 0; i < 4; ++i) g.bias(i) = static_cast<float>(std::cos(0.3 * t * (i + 1)));
+  return g;
+}
+
+TEST(AdamRestore, SavingAndRestoringBetweenStepsChangesNoBit) {
+  const AdamOptions options{.lr = 0.01,
+                            .betas = {0.9, 0.98},
+                            .eps = 1e-9,
+                            .weight_decay = 0.1,
+                            .decay = WeightDecay::decoupled};
+  const Pair start{Matrix::Constant(3, 4, 0.5f), RowVector::Constant(4, -0.25f)};
+  Pair straight = start;  // 10 steps in one optimiser
+  Adam one(options);
+  for (int t = 1; t <= 10; ++t) {
+    const Pair g = gradient_of_step(t);
+    one.step(attn::parameters(straight), attn::parameters(g));
+  }
+  Pair resumed = start;  // 5 steps, the state copied out, 5 steps in a new optimiser
+  std::vector<attn::AdamStateOf<float>> saved;
+  {
+    Adam first(options);
+    for (int t = 1; t <= 5; ++t) {
+      const Pair g = gradient_of_step(t);
+      first.step(attn::parameters(resumed), attn::parameters(g));
+    }
+    saved = first.state();
+  }
+  Adam second(options);
+  second.restore(saved);
+  EXPECT_EQ(second.steps(), 5);
+  for (int t = 6; t <= 10; ++t) {
+    const Pair g = gradient_of_step(t);
+    second.step(attn::parameters(resumed), attn::parameters(g));
+  }
+  EXPECT_TRUE(identical(resumed.weight, straight.weight));
+  EXPECT_TRUE(identical(resumed.bias, straight.bias));
+  // Without the state the second half is another run: the check above can fail.
+  Pair restarted = start;
+  {
+    Adam first(options), fresh(options);
+    for (int t = 1; t <= 10; ++t) {
+      const Pair g = gradient_of_step(t);
+      (t <= 5 ? first : fresh).step(attn::parameters(restarted), attn::parameters(g));
+    }
+  }
+  EXPECT_FALSE(identical(restarted.weight, straight.weight));
+}
+
+TEST(AdamRestore, AStateNoRunOfAdamMakesIsRefusedAndChangesNothing) {
+  Pair model{Matrix::Zero(3, 4), RowVector::Zero(4)};
+  Adam opt({.lr = 0.01});
+  const Pair g = gradient_of_step(1);
+  opt.step(attn::parameters(model), attn::parameters(g));
+  const std::vector<attn::AdamStateOf<float>> good = opt.state();
+  const auto refused = [&](std::vector<attn::AdamStateOf<float>> bad, const std::string& says) {
+    Adam fresh({.lr = 0.01});
+    const std::string m = message_of([&] { fresh.restore(std::move(bad)); });
+    EXPECT_NE(m.find("Adam::restore"), std::string::npos) << m;
+    EXPECT_NE(m.find(says), std::string::npos) << m;
+    EXPECT_EQ(fresh.steps(), 0);
+    EXPECT_TRUE(fresh.state().empty());
+  };
+  auto counts = good;
+  counts[1].step = 2;
+  refused(counts, "the same count");
+  auto zero = good;
+  for (auto& s : zero) s.step = 0;
+  refused(zero, "at least 1");
+  auto negative = good;
+  negative[0].exp_avg_sq(0, 0) = -1.0f;
+  refused(negative, "negative");
+  auto nan = good;
+  nan[1].exp_avg(0, 2) = std::numeric_limits<float>::quiet_NaN();
+  refused(nan, "not finite");
+  auto shape = good;
+  shape[0].exp_avg_sq = Matrix::Zero(4, 3);
+  refused(shape, "both moments have the parameter's shape");
+}
+
+TEST(AdamRestore, TheNextStepChecksItsListAgainstTheRestoredState) {
+  Pair model{Matrix::Zero(3, 4), RowVector::Zero(4)};
+  Adam opt({.lr = 0.01});
+  const Pair g = gradient_of_step(1);
+  opt.step(attn::parameters(model), attn::parameters(g));
+  std::vector<attn::AdamStateOf<float>> saved = opt.state();
+  saved[0].key = "other.weight";
+  Adam resumed({.lr = 0.01});
+  resumed.restore(saved);
+  const std::string m =
+      message_of([&] { resumed.step(attn::parameters(model), attn::parameters(g)); });
+  EXPECT_NE(m.find("an optimiser's state belongs to one model"), std::string::npos) << m;
+}
+
 }  // namespace test_optim
