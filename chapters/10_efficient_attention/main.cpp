@@ -14,9 +14,10 @@
 //                          [--padding P] [--measure [--measure-n N]] [--seed N] [--out DIR]
 //                          [--no-plots] [--dump DIR] [--step]
 //
-// Timings go to stderr (they vary between runs; stdout is the same bytes on every run). The
-// speed figures are drawn from measured.tsv, measured on the course's machine, or with
-// --measure from a live measurement of this one.
+// Timings go to stderr, a live measurement's table too, each line starting "measured: " (they
+// vary between runs; stdout is the same bytes on every run). The speed figures are drawn from
+// measured.tsv, measured on the course's machine, or with --measure from a live measurement of
+// this one.
 #include "attn/core/random.hpp"
 #include "attn/kernels/tiled_attention.hpp"
 #include "attn/ops/attention.hpp"
@@ -335,13 +336,19 @@ void tiled_backward(course::Chapter& ch, const Example& e) {
 void measurements(course::Chapter& ch, const Knobs& k) {
   ch.step("What it buys: speed and memory");
   std::optional<efficiency::Measurements> m;
+  const char* note = "GFLOP/s, float32, d = 64, one thread, 4 n^2 d flops counted for every path "
+                     "(the causal path does about half of them, so it can pass 100%).";
   if (k.measure) {
     m = efficiency::measure(
         k.measure_n, [](const std::string& what) { std::cerr << "measuring: " << what << "\n"; });
-    ch.say("{}", ch.plot().enabled()
-                     ? "Measured live on this machine (--measure); the table is written as "
-                       "10_measured.tsv beside the figures."
-                     : "Measured live on this machine (--measure).");
+    // Seconds vary between runs: the table goes to stderr, so stdout stays the same bytes.
+    for (const auto& part : {efficiency::speed_lines(*m), efficiency::tile_and_thread_lines(*m)})
+      for (const std::string& line : part) std::cerr << "measured: " << line << "\n";
+    ch.prose(
+        "Measured live on this machine (--measure): the table is on stderr, on the lines "
+        "starting 'measured: ', since its numbers vary between runs.{}",
+        ch.plot().enabled() ? " It is also written as 10_measured.tsv beside the figures." : "");
+    ch.notice("{}", note);
   } else {
     m = efficiency::read_measurements(efficiency::committed_measurements());
     if (!m) {
@@ -350,11 +357,10 @@ void measurements(course::Chapter& ch, const Knobs& k) {
       return;
     }
     ch.say("Measured on {}, {} (measured.tsv; --measure times this machine).", m->machine, m->date);
+    for (const std::string& line : efficiency::speed_lines(*m)) ch.say("{}", line);
+    ch.notice("{}", note);
+    for (const std::string& line : efficiency::tile_and_thread_lines(*m)) ch.say("{}", line);
   }
-  for (const std::string& line : efficiency::speed_lines(*m)) ch.say("{}", line);
-  ch.notice("GFLOP/s, float32, d = 64, one thread, 4 n^2 d flops counted for every path (the "
-            "causal path does about half of them, so it can pass 100%).");
-  for (const std::string& line : efficiency::tile_and_thread_lines(*m)) ch.say("{}", line);
 
   for (const efficiency::MemoryPoint& p : m->memory) {
     if (p.n == 16384 || p.n == 65536) {
