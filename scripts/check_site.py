@@ -2,8 +2,12 @@
 """Loads every page of the built site in headless Chromium, as a reader's browser would, and fails
 on what a reader would see broken:
 
-  - TeX left raw after MathJax ran (\\( ... \\), \\f$, $...$, a \\command in the text), a MathJax
-    error, or a page still showing "Processing math";
+  - TeX left raw after MathJax ran (\\( ... \\), $...$, a \\command in the text; Doxygen's \\f$,
+    \\f[, \\f] or \\f( anywhere, code spans and code blocks too), a MathJax error, or a page still
+    showing "Processing math";
+  - source markup shown as written: Markdown (**bold**, [a link](target), any backtick in the
+    text) or Doxygen's (@ref, \\ref, \\image, \\snippet, \\htmlonly, a {#label}) in the text or
+    a code span;
   - an image that does not load, or a figure without alt text;
   - a local link to a file that does not exist, to an anchor its page does not have, or to a file
     outside the site (file:// links are the reader's own disk, not the course);
@@ -45,37 +49,59 @@ function check() {
   const say = (what) => { if (problems.length < 20) problems.push(what); };
   const excerpt = (s) => s.replace(/\s+/g, ' ').trim().slice(0, 80);
 
-  // Text a reader sees, outside code: where raw TeX would show.
-  // (The reference pages' declarations are code too: "char **argv" is not Markdown.)
-  const skip = 'script, style, pre, code, div.fragment, .MathJax_Preview, #MathJax_Message, ' +
-               'noscript, div.memproto, table.memberdecls, table.memname, #MSearchResultsWindow';
+  // The text a reader sees, in three kinds: prose; code spans (inline <code>); and code blocks
+  // (listings, excerpts, the reference pages' declarations), which show C++ as it is written.
+  // Hidden from the reader: scripts, styles, MathJax's previews and messages, the search box.
+  const hidden = 'script, style, noscript, .MathJax_Preview, #MathJax_Message, ' +
+                 '#MSearchResultsWindow';
+  const block = 'pre, div.fragment, div.memproto, table.memberdecls, table.memname';
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-  let text = '';
+  let text = '', spans = '', blocks = '';
   for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-    if (!n.parentElement || n.parentElement.closest(skip)) continue;
-    text += n.nodeValue + '\n';
+    const e = n.parentElement;
+    if (!e || e.closest(hidden)) continue;
+    if (e.closest(block)) blocks += n.nodeValue + '\n';
+    else if (e.closest('code')) spans += n.nodeValue + '\n';
+    else text += n.nodeValue + '\n';
   }
-  const rawTex = [/\\[()\[\]]/, /\\f[$\[\]]/, /\$\$/, /\$[^$\s][^$\n]*[^$\s\\]\$/,
-                  /\\(frac|mathrm|mathbf|sqrt|top|cdot|sum|left|right|begin|end|text)\b/];
-  for (const re of rawTex) {
-    const m = text.match(re);
+  const report = (what, where, re) => {
+    const m = where.match(re);
     if (m) {
       const at = Math.max(0, m.index - 30);
-      say('raw TeX left after MathJax: "' + excerpt(text.slice(at, m.index + 50)) + '"');
+      say(what + ': "' + excerpt(where.slice(at, m.index + 50)) + '"');
     }
+  };
+  // Doxygen's own formula marks (\f$ \f[ \f] \f( \f) \f{ \f}, which md_filter.pl writes) mean
+  // Doxygen did not read a formula: wherever they show, code included, they are raw TeX. A
+  // backtick quote `like this' once made Doxygen open a code span that swallowed three formulas.
+  const doxygenTex = /\\f[$\[\]()}{]/;
+  report('raw TeX left after MathJax, in code', spans + blocks, doxygenTex);
+  const rawTex = [/\\[()\[\]]/, doxygenTex, /\$\$/, /\$[^$\s][^$\n]*[^$\s\\]\$/,
+                  /\\(frac|mathrm|mathbf|sqrt|top|cdot|sum|left|right|begin|end|text)\b/];
+  for (const re of rawTex) report('raw TeX left after MathJax', text, re);
+  // The other commands md_filter.pl writes for Doxygen (a link's @ref, a figure's \image, an
+  // excerpt's \snippet, an answer's \htmlonly, a heading's {#label}), and the ones a page could
+  // hold, shown as written: in prose or a code span, where a C++ excerpt cannot explain them.
+  const doxygenCommand =
+      /(^|[^\w\\@])[\\@](ref|image|snippet|(end)?htmlonly|anchor|(sub)*page|(sub)*section|cite)\b/;
+  const doxygenLabel = /\{#[\w-]+\}/;
+  for (const re of [doxygenCommand, doxygenLabel]) {
+    report('Doxygen markup left raw', text, re);
+    report('Doxygen markup left raw, in code', spans, re);
   }
   for (const e of document.querySelectorAll('.MathJax_Error, .merror, .mjx-merror'))
     say('MathJax error: "' + excerpt(e.textContent) + '"');
   const message = document.getElementById('MathJax_Message');
   if (message && message.offsetParent !== null && message.textContent.trim())
     say('MathJax still says "' + excerpt(message.textContent) + '"');
-  // Markdown Doxygen did not convert: **bold** or a `code span` shown with its marks.
+  // Markdown Doxygen did not convert: **bold**, a [link](target), or a backtick in prose. Prose
+  // never holds a backtick of its own: one left over is a code span Doxygen did not close, or
+  // one whose opening backtick it read as a quotation mark (`rescale e^(m' - m_j)` became
+  // "'rescale e^(m' - m_j)" and the next code span took the rest of the paragraph).
   // (A bold phrase with a formula inside spans several text nodes: any ** left is raw.)
   // An opening ** (after a space, before a word) left in the text; "xoshiro256**" is a name.
-  for (const re of [/(^|\s)\*\*[^\s*][^\n]{0,40}/, /`[^`\s][^`\n]*`/]) {
-    const m = text.match(re);
-    if (m) say('Markdown left raw: "' + excerpt(m[0]) + '"');
-  }
+  for (const re of [/(^|\s)\*\*[^\s*][^\n]{0,40}/, /`/, /\[[^\]\n]+\]\([^)\s]+\)/])
+    report('Markdown left raw', text, re);
   if (/Processing math/.test(document.body.innerText))
     say('"Processing math" on the page');
 

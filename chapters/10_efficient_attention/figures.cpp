@@ -92,14 +92,15 @@ void draw_tile_sweep(course::Plotter& plot, const Measurements& m) {
     const auto j = std::find(sizes.begin(), sizes.end(), c.key_tile) - sizes.begin();
     if (j < std::ssize(sizes)) sweep(i, j) = static_cast<float>(c.gflops);
   }
-  plot.heatmap("10_tile_sweep", sweep,
-               {.title = "Tiled attention, n = 1024, d = 64: GFLOP/s by tile size",
-                .xlabel = "B_k (keys per tile)",
-                .ylabel = "B_q (queries per tile)",
-                .xtics = tics,
-                .ytics = tics,
-                .show_values = true,
-                .value_precision = 0});
+  plot.heatmap(
+      "10_tile_sweep", sweep,
+      {.title = fmt::format("Tiled attention, n = {}, d = 64: GFLOP/s by tile size", m.sweep_n),
+       .xlabel = "B_k (keys per tile)",
+       .ylabel = "B_q (queries per tile)",
+       .xtics = tics,
+       .ytics = tics,
+       .show_values = true,
+       .value_precision = 0});
 }
 
 }  // namespace

@@ -11,12 +11,13 @@
 //
 //   10_efficient_attention [--row 3,1,4,1,5,9,2,6] [--split J] [--n N] [--d D]
 //                          [--query-tile BQ] [--key-tile BK] [--mask none|causal|pad]
-//                          [--padding P] [--measure] [--seed N] [--out DIR] [--no-plots]
-//                          [--dump DIR] [--step]
+//                          [--padding P] [--measure [--measure-n N]] [--seed N] [--out DIR]
+//                          [--no-plots] [--dump DIR] [--step]
 //
-// Timings go to stderr (they vary between runs; stdout is the same bytes on every run). The
-// speed figures are drawn from measured.tsv, measured on the course's machine, or with
-// --measure from a live measurement of this one.
+// Timings go to stderr, a live measurement's table too, each line starting "measured: " (they
+// vary between runs; stdout is the same bytes on every run). The speed figures are drawn from
+// measured.tsv, measured on the course's machine, or with --measure from a live measurement of
+// this one.
 #include "attn/core/random.hpp"
 #include "attn/kernels/tiled_attention.hpp"
 #include "attn/ops/attention.hpp"
@@ -54,6 +55,7 @@ struct Knobs {
   std::string mask = "none";           // the example's mask: none, causal or pad
   Index padding = 3;                   // pad: this many keys at the end are padding
   bool measure = false;                // time this machine instead of reading measured.tsv
+  Index measure_n = 4096;              // with --measure: the longest sequence timed
 };
 
 // "(1.0597, 0.0819, ...)": the first six entries of a vector, each 8 wide, so a line stays
@@ -334,13 +336,19 @@ void tiled_backward(course::Chapter& ch, const Example& e) {
 void measurements(course::Chapter& ch, const Knobs& k) {
   ch.step("What it buys: speed and memory");
   std::optional<efficiency::Measurements> m;
+  const char* note = "GFLOP/s, float32, d = 64, one thread, 4 n^2 d flops counted for every path "
+                     "(the causal path does about half of them, so it can pass 100%).";
   if (k.measure) {
     m = efficiency::measure(
-        [](const std::string& what) { std::cerr << "measuring: " << what << "\n"; });
-    ch.say("{}", ch.plot().enabled()
-                     ? "Measured live on this machine (--measure); the table is written as "
-                       "10_measured.tsv beside the figures."
-                     : "Measured live on this machine (--measure).");
+        k.measure_n, [](const std::string& what) { std::cerr << "measuring: " << what << "\n"; });
+    // Seconds vary between runs: the table goes to stderr, so stdout stays the same bytes.
+    for (const auto& part : {efficiency::speed_lines(*m), efficiency::tile_and_thread_lines(*m)})
+      for (const std::string& line : part) std::cerr << "measured: " << line << "\n";
+    ch.prose(
+        "Measured live on this machine (--measure): the table is on stderr, on the lines "
+        "starting 'measured: ', since its numbers vary between runs.{}",
+        ch.plot().enabled() ? " It is also written as 10_measured.tsv beside the figures." : "");
+    ch.notice("{}", note);
   } else {
     m = efficiency::read_measurements(efficiency::committed_measurements());
     if (!m) {
@@ -349,28 +357,9 @@ void measurements(course::Chapter& ch, const Knobs& k) {
       return;
     }
     ch.say("Measured on {}, {} (measured.tsv; --measure times this machine).", m->machine, m->date);
-  }
-  ch.say("one core's FMA peak, same run: {:.0f} GFLOP/s", m->peak);
-  ch.say("{:>6}  {:>16}  {:>16}  {:>16}  {:>16}", "n", "plain", "tiled", "tiled, causal",
-         "its 2 GEMMs");
-  for (const efficiency::SpeedRow& r : m->speed) {
-    const auto cell = [&](double g) {
-      return fmt::format("{:.0f} ({:.0f}%)", g, 100 * g / m->peak);
-    };
-    ch.say("{:>6}  {:>16}  {:>16}  {:>16}  {:>16}", course::with_commas(r.n), cell(r.plain),
-           cell(r.tiled), cell(r.tiled_causal), cell(r.gemms));
-  }
-  ch.notice("GFLOP/s, float32, d = 64, one thread, 4 n^2 d flops counted for every path (the "
-            "causal path does about half of them, so it can pass 100%).");
-  const auto best =
-      std::max_element(m->sweep.begin(), m->sweep.end(),
-                       [](const auto& a, const auto& b) { return a.gflops < b.gflops; });
-  ch.say("best tile at n = 1,024: B_q = {}, B_k = {}: {:.0f} GFLOP/s", best->query_tile,
-         best->key_tile, best->gflops);
-  if (m->threads.size() >= 2) {
-    ch.say("n = 4,096: {} thread {:.0f} GFLOP/s, {} threads {:.0f} GFLOP/s ({:.2f}x)",
-           m->threads[0].threads, m->threads[0].gflops, m->threads[1].threads, m->threads[1].gflops,
-           m->threads[1].gflops / m->threads[0].gflops);
+    for (const std::string& line : efficiency::speed_lines(*m)) ch.say("{}", line);
+    ch.notice("{}", note);
+    for (const std::string& line : efficiency::tile_and_thread_lines(*m)) ch.say("{}", line);
   }
 
   for (const efficiency::MemoryPoint& p : m->memory) {
@@ -426,6 +415,9 @@ int main(int argc, char** argv) {
       .range(0, 64);
   ch.flag("--measure", k.measure,
           "time this machine (about 20 s) and draw the speed figures from it");
+  ch.option("--measure-n", k.measure_n,
+            "with --measure: the longest sequence timed (16 takes about 2 s)")
+      .range(16, 4096);
   ch.require_knobs([&] {
     if (k.split >= std::ssize(k.row)) {
       return fmt::format("--split {} must be below the row's length {}", k.split, k.row.size());
@@ -433,6 +425,7 @@ int main(int argc, char** argv) {
     if (k.mask == "pad" && k.padding > k.n) {
       return fmt::format("--padding {} is more than --n {}", k.padding, k.n);
     }
+    if (ch.given("--measure-n") && !k.measure) return std::string("--measure-n needs --measure");
     return std::string();
   });
   return ch.run(argc, argv, [&] { lesson(ch, k); });

@@ -6,6 +6,7 @@
 #include "attn/ops/attention.hpp"
 #include "attn/ops/softmax.hpp"
 #include "course/fma_peak.hpp"
+#include "course/print.hpp"
 
 #include <fmt/format.h>
 
@@ -105,11 +106,13 @@ NaiveSplit time_naive_attention(Index n) {
   return {scores, softmax_and_copy - copy, values};
 }
 
-Measurements measure(const std::function<void(const std::string&)>& progress) {
-  Measurements m{cpu_model(), today(), 0, {}, {}, {}, {}};
+Measurements measure(Index longest, const std::function<void(const std::string&)>& progress) {
+  Measurements m{cpu_model(), today(), 0, {}, {}, {}, {}, std::min<Index>(1024, longest), longest};
   progress("one core's FMA peak");
   m.peak = course::measure_fma_peak(0.3) / 1e9;
-  for (Index n : {256, 512, 1024, 2048, 4096}) {
+  for (Index part = 16; part >= 1; part /= 2) {
+    const Index n = longest / part;
+    if (n < 16) continue;
     progress(fmt::format("the four paths at n = {}", n));
     const Inputs in = inputs(n);
     SpeedRow row{.n = n};
@@ -131,35 +134,68 @@ Measurements measure(const std::function<void(const std::string&)>& progress) {
                        }));
     m.speed.push_back(row);
   }
-  progress("the tile sizes at n = 1024");
+  progress(fmt::format("the tile sizes at n = {}", m.sweep_n));
   {
-    const Inputs in = inputs(1024);
-    Matrix out(1024, kD);
-    attn::Vector lse(1024);
+    const Inputs in = inputs(m.sweep_n);
+    Matrix out(m.sweep_n, kD);  // [n x d]
+    attn::Vector lse(m.sweep_n);
     for (Index bq : {16, 32, 64, 128, 256}) {
       for (Index bk : {16, 32, 64, 128, 256}) {
+        if (bq > m.sweep_n || bk > m.sweep_n) continue;  // only the tiles that fit in n
         const attn::TiledAttentionOptions opts{.query_tile = bq, .key_tile = bk, .threads = 1};
-        m.sweep.push_back({bq, bk, gflops(1024, seconds_per_call([&] {
+        m.sweep.push_back({bq, bk, gflops(m.sweep_n, seconds_per_call([&] {
                                             attn::tiled_attention_into(in.Q, in.K, in.V, out, lse,
                                                                        opts);
                                           }))});
       }
     }
   }
-  progress("one and two threads at n = 4096");
+  progress(fmt::format("one and two threads at n = {}", m.threads_n));
   {
-    const Inputs in = inputs(4096);
-    Matrix out(4096, kD);
-    attn::Vector lse(4096);
+    const Inputs in = inputs(m.threads_n);
+    Matrix out(m.threads_n, kD);  // [n x d]
+    attn::Vector lse(m.threads_n);
     for (int threads : {1, 2}) {
       const attn::TiledAttentionOptions opts{.threads = threads};
-      m.threads.push_back({threads, gflops(4096, seconds_per_call([&] {
+      m.threads.push_back({threads, gflops(m.threads_n, seconds_per_call([&] {
                                              attn::tiled_attention_into(in.Q, in.K, in.V, out, lse,
                                                                         opts);
                                            }))});
     }
   }
   return m;
+}
+
+std::vector<std::string> speed_lines(const Measurements& m) {
+  std::vector<std::string> lines{
+      fmt::format("one core's FMA peak, same run: {:.0f} GFLOP/s", m.peak),
+      fmt::format("{:>6}  {:>16}  {:>16}  {:>16}  {:>16}", "n", "plain", "tiled", "tiled, causal",
+                  "its 2 GEMMs")};
+  const auto cell = [&](double g) { return fmt::format("{:.0f} ({:.0f}%)", g, 100 * g / m.peak); };
+  for (const SpeedRow& r : m.speed) {
+    lines.push_back(fmt::format("{:>6}  {:>16}  {:>16}  {:>16}  {:>16}", course::with_commas(r.n),
+                                cell(r.plain), cell(r.tiled), cell(r.tiled_causal), cell(r.gemms)));
+  }
+  return lines;
+}
+
+std::vector<std::string> tile_and_thread_lines(const Measurements& m) {
+  std::vector<std::string> lines;
+  const auto best =
+      std::max_element(m.sweep.begin(), m.sweep.end(),
+                       [](const auto& a, const auto& b) { return a.gflops < b.gflops; });
+  if (best != m.sweep.end()) {
+    lines.push_back(fmt::format("best tile at n = {}: B_q = {}, B_k = {}: {:.0f} GFLOP/s",
+                                course::with_commas(m.sweep_n), best->query_tile, best->key_tile,
+                                best->gflops));
+  }
+  if (m.threads.size() >= 2) {
+    lines.push_back(fmt::format(
+        "n = {}: {} thread {:.0f} GFLOP/s, {} threads {:.0f} GFLOP/s ({:.2f}x)",
+        course::with_commas(m.threads_n), m.threads[0].threads, m.threads[0].gflops,
+        m.threads[1].threads, m.threads[1].gflops, m.threads[1].gflops / m.threads[0].gflops));
+  }
+  return lines;
 }
 
 std::string to_tsv(const Measurements& m) {
@@ -175,6 +211,7 @@ std::string to_tsv(const Measurements& m) {
   }
   for (const ThreadRow& t : m.threads)
     s += fmt::format("threads\t{}\t{:.1f}\n", t.threads, t.gflops);
+  s += fmt::format("sweep_n\t{}\nthreads_n\t{}\n", m.sweep_n, m.threads_n);
   for (const MemoryPoint& p : m.memory)
     s += fmt::format("memory\t{}\t{}\t{:.2f}\n", p.path, p.n, p.mib);
   return s;
@@ -217,6 +254,10 @@ std::optional<Measurements> read_measurements(const std::filesystem::path& path)
       ThreadRow t;
       in >> t.threads >> t.gflops;
       m.threads.push_back(t);
+    } else if (kind == "sweep_n") {  // absent from older tables, measured at the defaults
+      in >> m.sweep_n;
+    } else if (kind == "threads_n") {
+      in >> m.threads_n;
     } else if (kind == "memory") {
       MemoryPoint p;
       in >> p.path >> p.n >> p.mib;

@@ -50,6 +50,8 @@ struct Measurements {
   std::vector<SweepCell> sweep;
   std::vector<ThreadRow> threads;
   std::vector<MemoryPoint> memory;  ///< optional: only the committed table has them
+  Index sweep_n = 1024;             ///< the n of the tile sweep
+  Index threads_n = 4096;           ///< the n of the thread comparison
 };
 
 /// Naive attention's three passes at n queries and keys, d = 64, timed apart (seconds, the best
@@ -61,9 +63,16 @@ struct NaiveSplit {
 };
 NaiveSplit time_naive_attention(Index n);
 
-/// Times every path on this machine; `progress` is told what runs next (for stderr). Takes
-/// some twenty seconds.
-Measurements measure(const std::function<void(const std::string&)>& progress);
+/// Times every path on this machine up to n = `longest`; `progress` is told what runs next (for
+/// stderr). The speed table's rows are n = longest / 16, ..., longest / 2, longest (those of 16
+/// or more), the tile sweep runs at min(1024, longest) with the tiles that fit, and the thread
+/// comparison at `longest`. At the default 4096 it takes some twenty seconds, at 16 about two.
+Measurements measure(Index longest, const std::function<void(const std::string&)>& progress);
+
+/// The table as the chapter prints it, without indent: the peak, the header and a row per n.
+std::vector<std::string> speed_lines(const Measurements& m);
+/// The lines that follow the table's note: the best tile size and the threads' speed-up.
+std::vector<std::string> tile_and_thread_lines(const Measurements& m);
 
 /// The table as text (tab-separated, '#' header lines), and back. read_measurements returns
 /// nothing when the file does not exist; a malformed file throws std::runtime_error naming the

@@ -1,6 +1,6 @@
 // Chapter 10 as a program: the online softmax's numbers against a hand calculation in double,
 // the tiled example against the plain formula on its dump, the tile counts of its masks,
-// identical bytes on every run.
+// identical bytes on every run, a live measurement's timings included.
 #include "chapter_run.hpp"
 
 #include <gtest/gtest.h>
@@ -162,6 +162,31 @@ TEST(Chapter10, ReadsTheCommittedMeasurements) {
   for (const char* figure : {"10_speed.png", "10_memory.png", "10_tile_sweep.png"}) {
     EXPECT_TRUE(fs::exists(dir / "plots" / figure)) << figure;
   }
+  fs::remove_all(dir);
+}
+
+// A live measurement keeps stdout the same bytes on every run: its table, whose GFLOP/s vary
+// from run to run, goes to stderr, each line starting "measured: ", and stdout says so.
+// --measure-n 16 keeps each run to about 2 s.
+TEST(Chapter10, MeasuredTimingsGoToStderr) {
+  const fs::path dir = chapter.scratch("measure");
+  const std::string args = "--no-plots --measure --measure-n 16";
+  const Output a = chapter.run(args, dir), b = chapter.run(args, dir);
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_TRUE(contains(a.out, "== What to notice"));
+  EXPECT_TRUE(contains(attn_test::unwrapped(a.out), "the table is on stderr"));
+  // Not one measured line on stdout; each of them on stderr.
+  for (const std::string line :
+       {"one core's FMA peak, same run: ", "best tile at n = ", "n = 16: 1 thread "}) {
+    EXPECT_FALSE(contains(a.out, line)) << line;
+    EXPECT_TRUE(contains(a.err, "measured: " + line)) << line << "\n" << a.err;
+  }
+  EXPECT_TRUE(contains(a.err, "measured:      n             plain             tiled")) << a.err;
+  EXPECT_TRUE(contains(a.err, "measured:     16  ")) << a.err;  // the one row: n = 16
+  // Nothing else on stderr: the table, and the progress of the measurement.
+  EXPECT_EQ(attn_test::without_lines_starting(a.err, {"measured: ", "measuring: "}), "") << a.err;
   fs::remove_all(dir);
 }
 

@@ -114,6 +114,9 @@ const BadInput kKnobs[] = {
     {"10_efficient_attention", "--row 1,,2", "row"},
     {"10_efficient_attention", "--split 8", "split"},
     {"10_efficient_attention", "--split 0", "split"},
+    {"10_efficient_attention", "--measure --measure-n 15", "measure-n"},
+    {"10_efficient_attention", "--measure --measure-n 4097", "measure-n"},
+    {"10_efficient_attention", "--measure-n 64", "--measure-n needs --measure"},
     // Whole numbers only, in decimal digits, for every integer knob: the message says which
     // option and that the value is not a whole number (CLI11 alone said "not in range").
     {"01_rnn", "--hidden 4.0", "--hidden: '4.0' is not a whole number"},

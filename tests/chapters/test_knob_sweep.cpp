@@ -303,20 +303,6 @@ constexpr bool kUnderSanitizers = false;
 // even with a few steps): fewer draws keep the sweep within a minute, and its edges still run.
 constexpr int kRandomRunsOfTraining = 8;
 
-// `err` less its "training: ..." lines (course/progress.hpp) and chapter 10's "measured: ..."
-// line: the measured, varying numbers a chapter reports.
-std::string without_training_lines(const std::string& err) {
-  std::string rest;
-  std::size_t start = 0;
-  while (start < err.size()) {
-    const std::size_t end = std::min(err.find('\n', start), err.size());
-    const std::string line = err.substr(start, end - start);
-    if (line.rfind("training: ", 0) != 0 && line.rfind("measured: ", 0) != 0) rest += line + "\n";
-    start = end + 1;
-  }
-  return rest;
-}
-
 // The longest line of `text`, in bytes (the output is ASCII).
 std::size_t widest_line(const std::string& text) {
   std::size_t start = 0, widest = 0;
@@ -388,7 +374,8 @@ TEST_P(KnobSweepOf, RunsCleanlyOnEveryAcceptedCombination) {
     EXPECT_EQ(r.code, 0) << command << "\n" << r.err;
     // Chapters 09 and 10 report speeds on stderr, where measured (so varying) numbers go;
     // nothing else may be there.
-    EXPECT_EQ(without_training_lines(r.err), "") << command;
+    EXPECT_EQ(attn_test::without_lines_starting(r.err, {"training: ", "measured: "}), "")
+        << command;
     EXPECT_TRUE(attn_test::contains(r.out, "== What to notice")) << command;
     EXPECT_LE(widest_line(r.out), 100u) << command;
     // fmt prints a NaN as "nan"; the chapters write the word as "NaN" where they mean it.

@@ -103,6 +103,22 @@ inline std::string unwrapped(const std::string& text) {
   return flat;
 }
 
+/// The lines of `text` that start with none of `prefixes`: what a chapter wrote to stderr
+/// besides the measured, varying lines it may report there ("training: ", "measured: ").
+inline std::string without_lines_starting(const std::string& text,
+                                          const std::vector<std::string>& prefixes) {
+  std::string rest;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    const std::string line = text.substr(start, end - start);
+    const auto starts = [&](const std::string& p) { return line.rfind(p, 0) == 0; };
+    if (std::none_of(prefixes.begin(), prefixes.end(), starts)) rest += line + "\n";
+    start = end + 1;
+  }
+  return rest;
+}
+
 /// Runs `chapter args` twice and expects exit 0 both times, identical stdout, at least
 /// `min_bytes` of it, and the closing "What to notice" banner. (ctest's deterministic.<chapter>
 /// also compares every file written, with the default options; this covers other knobs.)
