@@ -25,6 +25,10 @@ as options (--vocab, --d-model, --d-ff, --layers, --norm, --tied; --context for 
 dashes or underscores) are compared with the shapes, and a mismatch is printed as a note: the
 weights are what is loaded, and an option may mean something else (a knob of the other task).
 
+With the training state (Adam's moments and step, saved beside the weights), the moments are
+loaded into torch.optim.Adam with load_state_dict(), as a PyTorch run would resume from them,
+after checking their shapes against the parameters and that no second moment is negative.
+
 Checks (the model runs in training mode with dropout 0, as train_step.py does, so that PyTorch
 1.13 takes no fused fast path):
   logits     max |torch - C++| <= 1e-5 max(1, max |C++ logits|)
@@ -193,6 +197,42 @@ def load_weights(dump, model, sd):
         refuse(f"{dump.folder}: the weights do not fit the PyTorch module: {e}")
 
 
+def check_optimizer_state(dump, model):
+    """Loads the checkpoint's training state, if it has one, into torch.optim.Adam the way
+    optimizer.load_state_dict() receives PyTorch's own (state by parameter index, in
+    named_parameters() order), after checking each moment's shape against its parameter and
+    that the second moments are >= 0. Returns False when a check fails."""
+    t = dump.manifest.get("training")
+    if t is None:
+        print("  training state: none saved (the weights alone)")
+        return True
+    step = int(t["adam_step"])
+    state, ok = {}, True
+    for i, (key, p) in enumerate(model.named_parameters()):
+        moments = {}
+        for moment in ("exp_avg", "exp_avg_sq"):
+            name = t[moment].get(key, "").removesuffix(".npy")
+            if name not in dump:
+                refuse(f"{dump.folder}: the training state has no {moment} of {key}")
+            moments[moment] = dump[name]
+            if tuple(moments[moment].shape) != tuple(p.shape):
+                print(f"  {moment} of {key}: {list(moments[moment].shape)}, but the parameter is "
+                      f"{list(p.shape)}: FAILED")
+                ok = False
+        if bool((moments["exp_avg_sq"] < 0).any()):
+            print(f"  exp_avg_sq of {key} has a negative entry: FAILED")
+            ok = False
+        state[i] = {"step": torch.tensor(float(step)), **moments}
+    if not ok:
+        return False
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98), eps=1e-9)
+    group = {k: v for k, v in optimizer.state_dict()["param_groups"][0].items()}
+    optimizer.load_state_dict({"state": state, "param_groups": [group]})
+    print(f"  training state: step {t['step']} of {t['steps']}; Adam's exp_avg and exp_avg_sq of "
+          f"all {len(state)} tensors loaded into torch.optim.Adam at step {step}: ok")
+    return True
+
+
 def compare_logits(what, torch_logits, cpp_logits):
     """Prints the comparison; returns (ok, tolerance)."""
     t, c = torch_logits.double(), cpp_logits.double()
@@ -285,7 +325,7 @@ def check_reversal(dump, opts, sd):
                 print(f"    sequence {b}: torch {greedy[b].tolist()}, C++ "
                       f"{greedy_cpp[b].tolist()}; first difference at step {step}, where "
                       f"torch's two largest logits are {gaps[step][b].item():.3e} apart")
-    return ok_logits and same
+    return check_optimizer_state(dump, model) and ok_logits and same
 
 
 # ---- induction: the attention-only decoder ---------------------------------------------------------
@@ -353,6 +393,7 @@ def check_induction(dump, opts, sd):
     with torch.no_grad():
         logits = model(ids)
     ok_logits, tol = compare_logits(f"{k} sequences", logits, cpp_logits)
+    ok_logits = check_optimizer_state(dump, model) and ok_logits
 
     if V >= 2:
         t2 = logits.double().topk(2, dim=-1).values
