@@ -26,24 +26,6 @@ std::string number_of(const std::string& name) { return name.substr(0, name.find
 // A space that does not break a line; written out as a space.
 constexpr char kGlue = '\x1f';
 
-// Splits text into words at spaces (a run of spaces counts as one break). A space inside
-// brackets does not break: a shape like "[2, 6, 32]" stays on one line.
-std::vector<std::string_view> words_of(std::string_view text) {
-  std::vector<std::string_view> words;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    while (i < text.size() && text[i] == ' ') ++i;
-    const std::size_t start = i;
-    int depth = 0;
-    while (i < text.size() && (text[i] != ' ' || depth > 0)) {
-      depth += text[i] == '[' ? 1 : text[i] == ']' ? -1 : 0;
-      ++i;
-    }
-    if (i > start) words.push_back(text.substr(start, i - start));
-  }
-  return words;
-}
-
 }  // namespace
 
 Chapter::Chapter(std::string name, std::string title, std::uint64_t default_seed)
@@ -269,23 +251,9 @@ void Chapter::write_lines(const std::string& text) {
 
 void Chapter::write_wrapped(std::string_view first, std::string_view rest,
                             const std::string& text) {
-  const auto emit = [&](std::string& line) {
-    std::replace(line.begin(), line.end(), kGlue, ' ');
-    out_ << line << "\n";
-  };
-  std::string line(first);
-  bool empty = true;  // no word on the line yet
-  for (const std::string_view word : words_of(text)) {
-    if (!empty && line.size() + 1 + word.size() > kWidth) {
-      emit(line);
-      line.assign(rest);
-      empty = true;
-    }
-    if (!empty) line += ' ';
-    line += word;
-    empty = false;
-  }
-  emit(line);
+  std::string lines = wrap(text, first, rest, kWidth);
+  std::replace(lines.begin(), lines.end(), kGlue, ' ');
+  out_ << lines;
 }
 
 void Chapter::gap() { out_ << "\n"; }

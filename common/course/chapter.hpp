@@ -105,7 +105,7 @@ struct Stage {
 class Chapter {
  public:
   /// The widest line the narration writes.
-  static constexpr std::size_t kWidth = 100;
+  static constexpr std::size_t kWidth = kLineWidth;
 
   /// `name` is the executable ("02_attention_by_hand"); `title` the chapter's title, shown in
   /// --help and in the opening line; `default_seed` the seed when --seed is not given.

@@ -2,12 +2,14 @@
 #include "course/cli.hpp"
 
 #include "course/files.hpp"
+#include "course/print.hpp"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -126,6 +128,45 @@ std::string not_a_whole_number(const std::string& text) {
   return message;
 }
 
+// --help laid out like the narration, within kLineWidth columns: CLI11 prints an option's
+// description on one line after its name, however long (the --step line reached 121 columns and
+// the footer naming the lecture notes 200). Here a description wraps at spaces under itself (a
+// hanging indent at CLI11's description column) and the description and footer wrap too.
+class WrappingFormatter : public CLI::Formatter {
+ public:
+  std::string make_option(const CLI::Option* opt, bool is_positional) const override {
+    const std::string name = "  " + make_option_name(opt, is_positional) + make_option_opts(opt);
+    const std::string description = make_option_desc(opt);
+    if (description.empty()) return name + "\n";
+    const std::string indent(column_width_, ' ');
+    // The name and the first line of the description share a line when the name leaves room
+    // (as CLI11 lays them out); a longer name has its line to itself.
+    std::string out, first = indent;
+    if (name.size() < column_width_) {
+      first = name + std::string(column_width_ - name.size(), ' ');
+    } else {
+      out = name + "\n";
+    }
+    // A line break in a description starts a new paragraph under the same indent.
+    std::size_t start = 0;
+    while (start <= description.size()) {
+      const std::size_t end = std::min(description.find('\n', start), description.size());
+      out += wrap(std::string_view(description).substr(start, end - start), first, indent);
+      first = indent;
+      start = end + 1;
+    }
+    return out;
+  }
+  std::string make_description(const CLI::App* app) const override {
+    const std::string description = app->get_description();
+    return description.empty() ? description : wrap(description, "", "");
+  }
+  std::string make_footer(const CLI::App* app) const override {
+    const std::string footer = app->get_footer();
+    return footer.empty() ? footer : wrap(footer, "", "");
+  }
+};
+
 }  // namespace
 
 CLI::Validator whole_number(std::intmax_t lo, std::uintmax_t hi) {
@@ -189,6 +230,7 @@ ChapterCli::ChapterCli(std::string name, std::string about, std::uint64_t defaul
     : app_(std::move(about), std::move(name)) {
   opts_.seed = default_seed;
   opts_.out_dir = default_plots_dir();
+  app_.formatter(std::make_shared<WrappingFormatter>());
   // CLI11's own help flag throws as soon as parsing reaches it, before unknown options and
   // bad values are reported, so "--no-such --help" would print the usage and exit 0. A plain
   // flag, acted on by parse() after every check, lets the errors come first.

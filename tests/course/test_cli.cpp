@@ -315,3 +315,31 @@ TEST(Cli, FiniteRangeRejectsNaNAndOutOfRange) {
 }
 
 }  // namespace test_cli
+
+namespace test_cli {
+
+TEST(CliHelp, DescriptionsWrapUnderThemselvesWithin100Columns) {
+  // CLI11 printed a description on one line after the option's name, however long.
+  course::ChapterCli cli("01_test", "A test chapter.", 1);
+  int width = 4;
+  cli.option("--width", width,
+             "a description long enough to need two lines at one hundred columns, because it "
+             "goes on and on about what the width is and why it matters [1 - 64] here");
+  cli.app().footer(std::string(30, 'x') + " " + std::string(60, 'y') + " " + std::string(20, 'z'));
+  const Parsed p = parse(cli, {"--help"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const std::string indent(30, ' ');  // CLI11's description column
+  EXPECT_NE(
+      p.out.find("  --width INT=4               "
+                 "a description long enough to need two lines at one hundred columns,\n" +
+                 indent + "because it goes on and on about what the width is and why it matters\n" +
+                 indent + "[1 - 64] here\n"),
+      std::string::npos)
+      << p.out;
+  EXPECT_NE(p.out.find("\n" + std::string(30, 'x') + " " + std::string(60, 'y') + "\n" +
+                       std::string(20, 'z') + "\n"),
+            std::string::npos)
+      << p.out;
+}
+
+}  // namespace test_cli
