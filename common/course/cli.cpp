@@ -5,6 +5,7 @@
 #include "course/print.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -126,6 +127,81 @@ std::string not_a_whole_number(const std::string& text) {
     message += " (did you mean " + std::to_string(static_cast<long long>(v)) + "?)";
   }
   return message;
+}
+
+// The edit distance between two names (optimal string alignment): the fewest insertions,
+// deletions, substitutions and swaps of two neighbouring characters that turn `a` into `b`.
+// "d-modle" is one swap from "d-model".
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  // d[i][j]: the distance between the first i characters of a and the first j of b.
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t change = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + change});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// Whether a word no option took was meant as an option: it starts with '-' and is not a
+// number ("-5", "-.5" are values that lost their option).
+bool looks_like_an_option(std::string_view word) {
+  return word.size() > 1 && word[0] == '-' &&
+         !(std::isdigit(static_cast<unsigned char>(word[1])) || word[1] == '.');
+}
+
+// The known options nearest to `typed` ("--d-modle"), as "--d-model", when they are close
+// enough to be a typo: at most one edit in a name of up to 4 characters, two up to 8, three
+// beyond (without the dashes). Several equally near ones are all named, in the usage's order.
+std::vector<std::string> nearest_options(const CLI::App& app, std::string_view typed) {
+  std::string_view name = typed.substr(0, typed.find('='));
+  while (!name.empty() && name.front() == '-') name.remove_prefix(1);
+  if (name.empty()) return {};
+  const std::size_t allowed = name.size() <= 4 ? 1 : name.size() <= 8 ? 2 : 3;
+  std::vector<std::string> nearest;
+  std::size_t best = allowed + 1;
+  for (const CLI::Option* opt : app.get_options()) {
+    for (const std::string& known : opt->get_lnames()) {
+      const std::size_t d = edit_distance(name, known);
+      if (d >= name.size() || d > best) continue;
+      if (d < best) nearest.clear();
+      best = d;
+      nearest.push_back("--" + known);
+    }
+  }
+  return nearest;
+}
+
+// What to say about the words no option took (CLI11: "The following arguments were not
+// expected: 16 --d-modle"): the first unknown option by name, with the known one it is nearest
+// to; any others by name. A stray value after an unknown option was meant for it and goes
+// unmentioned; stray values alone are named as such.
+std::string unexpected_words(const CLI::App& app, const std::vector<std::string>& words) {
+  std::vector<std::string> unknown, stray;
+  for (const std::string& w : words) (looks_like_an_option(w) ? unknown : stray).push_back(w);
+  if (unknown.empty()) {
+    std::string list;
+    for (const std::string& w : stray) list += (list.empty() ? "'" : ", '") + w + "'";
+    return "unexpected argument" + std::string(stray.size() > 1 ? "s " : " ") + list +
+           ": a value goes after its option, as in --seed 7";
+  }
+  const std::string& first = unknown.front();
+  std::string message = "unknown option " + first.substr(0, first.find('='));
+  const std::vector<std::string> nearest = nearest_options(app, first);
+  for (std::size_t i = 0; i < nearest.size(); ++i) {
+    message += (i == 0 ? "; did you mean " : i + 1 == nearest.size() ? " or " : ", ") + nearest[i];
+  }
+  if (!nearest.empty()) message += "?";
+  for (std::size_t i = 1; i < unknown.size(); ++i) {
+    message += (i == 1 ? " (also unknown: " : ", ") + unknown[i].substr(0, unknown[i].find('='));
+  }
+  return unknown.size() > 1 ? message + ")" : message;
 }
 
 // --help laid out like the narration, within kLineWidth columns: CLI11 prints an option's
@@ -255,6 +331,8 @@ std::optional<int> ChapterCli::parse(int argc, char** argv) {
   };
   try {
     app_.parse(argc, argv);
+  } catch (const CLI::ExtrasError&) {
+    return usage_error(unexpected_words(app_, app_.remaining()));
   } catch (const CLI::ParseError& e) {
     return usage_error(e.what());
   }

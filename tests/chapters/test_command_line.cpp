@@ -58,3 +58,25 @@ TEST(Help, EveryChaptersHelpFitsIn100Columns) {
 }
 
 }  // namespace test_command_line
+
+namespace test_command_line {
+
+TEST(UnknownOption, EveryChapterSuggestsTheNearestOption) {
+  // "06_multi_head --d-modle 16" said "The following arguments were not expected: 16 --d-modle".
+  const fs::path dir = attn_test::scratch("command_line", "unknown");
+  for (const char* chapter : kChapters) {
+    const attn_test::Output r = attn_test::run_chapter(chapter, "--sede 5 --no-plots", dir);
+    EXPECT_EQ(r.code, 2) << chapter;
+    EXPECT_EQ(r.err.substr(0, r.err.find('\n')),
+              std::string(chapter) + ": unknown option --sede; did you mean --seed?");
+    EXPECT_TRUE(contains(r.err, "Usage:")) << chapter << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << chapter;
+  }
+  const attn_test::Output r = attn_test::run_chapter("06_multi_head", "--d-modle 16", dir);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.substr(0, r.err.find('\n')),
+            "06_multi_head: unknown option --d-modle; did you mean --d-model?");
+  fs::remove_all(dir);
+}
+
+}  // namespace test_command_line

@@ -343,3 +343,53 @@ TEST(CliHelp, DescriptionsWrapUnderThemselvesWithin100Columns) {
 }
 
 }  // namespace test_cli
+
+namespace test_cli {
+
+// The first line of what parse() wrote to stderr for `words`, with an --out that can be written,
+// in a chapter with the knobs --d-model, --d-k, --d-v and --heads.
+Parsed parse_with_knobs(const std::vector<std::string>& words) {
+  course::ChapterCli cli("01_test", "A test chapter.", 1);
+  int d_model = 8, d_k = 4, d_v = 4, heads = 2;
+  cli.option("--d-model", d_model, "d_model");
+  cli.option("--d-k", d_k, "d_k");
+  cli.option("--d-v", d_v, "d_v");
+  cli.option("--heads", heads, "heads");
+  std::vector<std::string> line = {"--no-plots"};
+  line.insert(line.end(), words.begin(), words.end());
+  return parse(cli, line);
+}
+
+TEST(CliUnknownOption, NamesTheNearestKnownOption) {
+  // CLI11 said "The following arguments were not expected: 16 --d-modle".
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--d-modle", "16"}, "unknown option --d-modle; did you mean --d-model?"},
+      {{"--d-modle=16"}, "unknown option --d-modle; did you mean --d-model?"},
+      {{"--sed", "5"}, "unknown option --sed; did you mean --seed?"},
+      {{"--Heads", "2"}, "unknown option --Heads; did you mean --heads?"},
+      {{"-seed", "5"}, "unknown option -seed; did you mean --seed?"},
+      {{"--no-plot"}, "unknown option --no-plot; did you mean --no-plots?"},
+      // Equally near: both are named.
+      {{"--d-q", "4"}, "unknown option --d-q; did you mean --d-k or --d-v?"},
+      // Far from every option: no guess.
+      {{"--no-such-option"}, "unknown option --no-such-option"},
+      {{"--x", "1"}, "unknown option --x"},
+      {{"--hedas", "2", "--colour"},
+       "unknown option --hedas; did you mean --heads? (also unknown: --colour)"},
+      // A stray value, with no option before it.
+      {{"positional"},
+       "unexpected argument 'positional': a value goes after its option, as in --seed 7"},
+      {{"--heads", "2", "4", "-5"},
+       "unexpected arguments '4', '-5': a value goes after its option, as in --seed 7"},
+  };
+  for (const auto& [words, says] : cases) {
+    const Parsed p = parse_with_knobs(words);
+    EXPECT_EQ(p.exit_code, 2) << words.front();
+    const std::string first_line = p.err.substr(0, p.err.find('\n'));
+    EXPECT_EQ(first_line, "01_test: " + says);
+    EXPECT_NE(p.err.find("Usage:"), std::string::npos) << "the usage follows: " << p.err;
+    EXPECT_EQ(p.out, "");
+  }
+}
+
+}  // namespace test_cli
