@@ -169,6 +169,8 @@ int Chapter::run(int argc, char** argv, const std::function<void()>& lesson) {
     return 1;
   }
   interrupt::install();
+  // `chapter | head`: a write to the closed pipe fails, and is reported as a write error.
+  interrupt::ignore_broken_pipe();
   if (const std::optional<int> code = cli_->parse(argc, argv)) return output_checked(*code);
   // --step waits for a person: never in a pipe, a test or CI, where nobody presses Enter.
   stepping_ = stepping_ && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO);
