@@ -2,6 +2,7 @@
 #include "course/cli.hpp"
 
 #include "course/files.hpp"
+#include "course/numbers.hpp"
 #include "course/print.hpp"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -115,20 +117,6 @@ CLI::Validator folder_name() {
       "");
 }
 
-// The message for a value that is not a whole number in decimal digits, with the number it
-// stands for when it is one ("64.0", "1e3", "0x40", " 7"), as a hint.
-std::string not_a_whole_number(const std::string& text) {
-  std::string message = "'" + text + "' is not a whole number in decimal digits";
-  if (text.empty()) return message;
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() + text.size() && std::isfinite(v) && v == std::trunc(v) &&
-      std::fabs(v) < 1e15) {
-    message += " (did you mean " + std::to_string(static_cast<long long>(v)) + "?)";
-  }
-  return message;
-}
-
 // The edit distance between two names (optimal string alignment): the fewest insertions,
 // deletions, substitutions and swaps of two neighbouring characters that turn `a` into `b`.
 // "d-modle" is one swap from "d-model".
@@ -204,6 +192,50 @@ std::string unexpected_words(const CLI::App& app, const std::vector<std::string>
   return unknown.size() > 1 ? message + ")" : message;
 }
 
+// The first empty entry in a value of a list knob, as "--row: entry 3 of '1,2,' is empty", or "".
+// CLI11 splits such a value at the knob's delimiter while it parses and drops the empty pieces,
+// so "--row 1,2," ran with two entries and "--row 1,,2" with two, without a word: the values
+// are looked at here first, as typed (`--row 1,2,`, `--row=1,2,`, and the words after the
+// option up to the next option, which CLI11 also gives it).
+std::string empty_list_entry(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view word = argv[i];
+    if (word == "--") break;  // what follows is no option
+    if (!word.starts_with("--")) continue;
+    const std::size_t equals = word.find('=');
+    const std::string name(word.substr(2, equals == word.npos ? word.npos : equals - 2));
+    const CLI::Option* list = nullptr;
+    for (const CLI::Option* opt : app.get_options()) {
+      const std::vector<std::string>& names = opt->get_lnames();
+      if (opt->get_delimiter() != '\0' &&
+          std::find(names.begin(), names.end(), name) != names.end()) {
+        list = opt;
+      }
+    }
+    if (list == nullptr) continue;
+    std::vector<std::string_view> values;
+    if (equals != word.npos) values.push_back(word.substr(equals + 1));
+    for (int j = i + 1; equals == word.npos && j < argc && !looks_like_an_option(argv[j]); ++j) {
+      values.push_back(argv[j]);
+    }
+    for (std::string_view value : values) {
+      const std::string typed(value);
+      // CLI11 also reads "[1,2]" as a list; its brackets are no entry.
+      if (value.size() >= 2 && value.front() == '[' && value.back() == ']') {
+        value = value.substr(1, value.size() - 2);
+      }
+      const std::vector<std::string_view> entries =
+          split_keeping_empty(value, list->get_delimiter());
+      for (std::size_t k = 0; k < entries.size(); ++k) {
+        if (entries[k].empty()) {
+          return "--" + name + ": entry " + std::to_string(k + 1) + " of '" + typed + "' is empty";
+        }
+      }
+    }
+  }
+  return "";
+}
+
 // --help laid out like the narration, within kLineWidth columns: CLI11 prints an option's
 // description on one line after its name, however long (the --step line reached 121 columns and
 // the footer naming the lecture notes 200). Here a description wraps at spaces under itself (a
@@ -246,30 +278,36 @@ class WrappingFormatter : public CLI::Formatter {
 }  // namespace
 
 CLI::Validator whole_number(std::intmax_t lo, std::uintmax_t hi) {
-  // The largest magnitude a negative value may have: |lo|, computed without overflowing.
-  const std::uintmax_t lo_magnitude =
-      lo < 0 ? static_cast<std::uintmax_t>(-(lo + 1)) + 1 : std::uintmax_t{0};
   return CLI::Validator(
-      [lo, hi, lo_magnitude](std::string& text) {
-        std::string_view digits = text;
-        const bool negative = !digits.empty() && digits.front() == '-';
-        if (!digits.empty() && (digits.front() == '-' || digits.front() == '+')) {
-          digits.remove_prefix(1);
+      [lo, hi](std::string& text) {
+        WholeNumber number;
+        std::string problem = read_whole_number(text, lo, hi, number);
+        if (problem.empty()) {
+          text = (number.negative ? "-" : "") + std::to_string(number.magnitude);
         }
-        if (digits.empty() || !std::all_of(digits.begin(), digits.end(),
-                                           [](char c) { return c >= '0' && c <= '9'; })) {
-          return not_a_whole_number(text);
+        return problem;
+      },
+      "");
+}
+
+CLI::Validator decimal_number() {
+  return CLI::Validator(
+      [](std::string& text) {
+        double value = 0.0;
+        std::string problem = read_decimal(text, value);
+        if (!problem.empty()) return problem;
+        // CLI11 reads the text again, with strtold and a cast to double, which rounds twice and
+        // can land one unit in the last place away. Where it would, the text becomes 17
+        // significant digits of the value: nearer to it than half a unit in the last place by
+        // a margin that long double's rounding cannot cross, so CLI11 reads the value itself.
+        double cli11 = 0.0;
+        if (!CLI::detail::lexical_cast(text, cli11) ||
+            std::memcmp(&cli11, &value, sizeof value) != 0) {
+          char digits[64];
+          const auto r =
+              std::to_chars(digits, digits + sizeof digits, value, std::chars_format::general, 17);
+          text.assign(digits, r.ptr);
         }
-        std::uintmax_t magnitude = 0;  // base 10 whatever the leading digit: "064" is 64
-        const auto [end, ec] =
-            std::from_chars(digits.data(), digits.data() + digits.size(), magnitude);
-        if (ec == std::errc::result_out_of_range || magnitude > (negative ? lo_magnitude : hi)) {
-          return "'" + text + "' is too " +
-                 (negative ? "small (the smallest is " + std::to_string(lo)
-                           : "large (the largest is " + std::to_string(hi)) +
-                 ")";
-        }
-        text = (negative && magnitude != 0 ? "-" : "") + std::to_string(magnitude);
         return std::string();
       },
       "");
@@ -295,8 +333,8 @@ CLI::Validator finite_range(double lo, double hi) {
   return CLI::Validator(
       [lo, hi, range](const std::string& text) {
         double v = 0.0;
-        if (!CLI::detail::lexical_cast(text, v)) return "'" + text + "' is not a number";
-        if (std::isnan(v) || v < lo || v > hi) return text + " is not a number in " + range;
+        if (std::string problem = read_decimal(text, v); !problem.empty()) return problem;
+        if (v < lo || v > hi) return text + " is not a number in " + range;
         return std::string();
       },
       "FLOAT in " + range);
@@ -329,6 +367,9 @@ std::optional<int> ChapterCli::parse(int argc, char** argv) {
     std::cerr << app_.get_name() << ": " << clip(message) << "\n\n" << app_.help();
     return 2;
   };
+  if (std::string problem = empty_list_entry(app_, argc, argv); !problem.empty()) {
+    return usage_error(problem);
+  }
   try {
     app_.parse(argc, argv);
   } catch (const CLI::ExtrasError&) {

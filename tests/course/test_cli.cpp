@@ -393,3 +393,75 @@ TEST(CliUnknownOption, NamesTheNearestKnownOption) {
 }
 
 }  // namespace test_cli
+
+namespace test_cli {
+
+TEST(CliNumbers, FloatingPointKnobsAreReadAsWrittenInDecimal) {
+  // CLI11 read "0x10" as 16, "0x1p3" as 8 and " 1" as 1 (strtold), and rounded twice.
+  const std::vector<std::pair<std::string, double>> good = {
+      {"0.5", 0.5},
+      {"+3", 3.0},
+      {"1e-40", 1e-40},
+      {"1e-400", 0.0},
+      {"1.000000000000000111022302462515654042363166809082031251", std::nextafter(1.0, 2.0)}};
+  for (const auto& [text, value] : good) {
+    course::ChapterCli cli("01_test", "A test chapter.", 1);
+    double x = 7.0;
+    cli.option("--x", x, "x");
+    const Parsed p = parse(cli, {"--no-plots", "--x", text});
+    ASSERT_FALSE(p.exit_code.has_value()) << text << "\n" << p.err;
+    EXPECT_EQ(x, value) << text;
+  }
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"0x10", "--x: '0x10' is not a number in decimal digits (did you mean 16?)"},
+      {"0x1p3", "--x: '0x1p3' is not a number in decimal digits (did you mean 8?)"},
+      {" 1", "--x: ' 1' is not a number in decimal digits (did you mean 1?)"},
+      {"inf", "--x: 'inf' is not a finite number"},
+      {"nan", "--x: 'nan' is not a finite number"},
+      {"1e999", "--x: '1e999' is too large"}};
+  for (const auto& [text, says] : bad) {
+    course::ChapterCli cli("01_test", "A test chapter.", 1);
+    double x = 7.0;
+    cli.option("--x", x, "x");
+    const Parsed p = parse(cli, {"--no-plots", "--x", text});
+    EXPECT_EQ(p.exit_code, 2) << text;
+    EXPECT_NE(p.err.find(says), std::string::npos) << p.err;
+  }
+}
+
+TEST(CliNumbers, ListEntriesAreNumbersAndNoneIsEmpty) {
+  // CLI11 splits at the delimiter and drops empty pieces: "1,2," ran as {1, 2}.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--row", "1,2,"}, "--row: entry 3 of '1,2,' is empty"},
+      {{"--row=1,,2"}, "--row: entry 2 of '1,,2' is empty"},
+      {{"--row", ",1"}, "--row: entry 1 of ',1' is empty"},
+      {{"--row", "1,2", "3,"}, "--row: entry 2 of '3,' is empty"},
+      {{"--row", "0x10,1"}, "--row: '0x10' is not a number in decimal digits (did you mean 16?)"},
+      {{"--row", "1,inf"}, "--row: 'inf' is not a finite number"},
+  };
+  for (const auto& [words, says] : bad) {
+    course::ChapterCli cli("01_test", "A test chapter.", 1);
+    std::vector<double> row;
+    cli.option("--row", row, "row")->delimiter(',')->expected(1, 16);
+    std::vector<std::string> line = {"--no-plots"};
+    line.insert(line.end(), words.begin(), words.end());
+    const Parsed p = parse(cli, line);
+    EXPECT_EQ(p.exit_code, 2) << words.back();
+    EXPECT_EQ(p.err.substr(0, p.err.find('\n')), "01_test: " + says);
+  }
+  course::ChapterCli cli("01_test", "A test chapter.", 1);
+  std::vector<double> row;
+  cli.option("--row", row, "row")->delimiter(',')->expected(1, 16);
+  const Parsed p = parse(cli, {"--no-plots", "--row", "1e-40,-2,+.5"});
+  ASSERT_FALSE(p.exit_code.has_value()) << p.err;
+  EXPECT_EQ(row, (std::vector<double>{1e-40, -2.0, 0.5}));
+}
+
+TEST(CliNumbers, FiniteRangeReadsDecimalOnly) {
+  // It read the text with CLI11's strtold: "0x1p0" and " 1" were 1, within [0.5, 2].
+  const CLI::Validator v = course::finite_range(0.5, 2.0);
+  for (std::string bad : {"0x1p0", " 1", "+inf", "1e400"}) EXPECT_NE(v(bad), "") << bad;
+  for (std::string ok : {"+1", "1.", "5e-1"}) EXPECT_EQ(v(ok), "") << ok;
+}
+
+}  // namespace test_cli
