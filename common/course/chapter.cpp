@@ -3,6 +3,7 @@
 
 #include "course/cli.hpp"
 #include "course/interrupt.hpp"
+#include "course/pager.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -174,6 +175,18 @@ int Chapter::run(int argc, char** argv, const std::function<void()>& lesson) {
   if (const std::optional<int> code = cli_->parse(argc, argv)) return output_checked(*code);
   // --step waits for a person: never in a pipe, a test or CI, where nobody presses Enter.
   stepping_ = stepping_ && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO);
+  // On the terminal, a step longer than the screen stops when the screen is full; the
+  // narration's own buffer is put back however the run ends.
+  struct RestoreBuffer {
+    std::ostream& out;
+    std::streambuf* buffer;
+    ~RestoreBuffer() { out.rdbuf(buffer); }
+  } restore{out_, out_.rdbuf()};
+  if (stepping_) {
+    const auto [rows, columns] = terminal_size(STDOUT_FILENO);
+    pager_ = std::make_unique<Pager>(out_.rdbuf(), std::cin, rows, columns);
+    out_.rdbuf(pager_.get());
+  }
   plot_ = cli_->plotter();
   dump_ = cli_->dumper(source());
   try {
@@ -224,10 +237,9 @@ void Chapter::write_intro(const std::string& details) {
 }
 
 void Chapter::pause() {
-  if (!stepping_) return;
-  out_ << "  [Enter: next step]" << std::flush;
-  std::string ignored;
-  std::getline(std::cin, ignored);
+  if (!pager_) return;  // --step on a terminal only
+  out_.flush();
+  pager_->prompt("  [Enter: next step]");
 }
 
 void Chapter::write_step(const std::string& title) {
