@@ -3,6 +3,7 @@
 
 #include "course/cli.hpp"
 #include "course/interrupt.hpp"
+#include "course/pager.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -25,24 +26,6 @@ std::string number_of(const std::string& name) { return name.substr(0, name.find
 
 // A space that does not break a line; written out as a space.
 constexpr char kGlue = '\x1f';
-
-// Splits text into words at spaces (a run of spaces counts as one break). A space inside
-// brackets does not break: a shape like "[2, 6, 32]" stays on one line.
-std::vector<std::string_view> words_of(std::string_view text) {
-  std::vector<std::string_view> words;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    while (i < text.size() && text[i] == ' ') ++i;
-    const std::size_t start = i;
-    int depth = 0;
-    while (i < text.size() && (text[i] != ' ' || depth > 0)) {
-      depth += text[i] == '[' ? 1 : text[i] == ']' ? -1 : 0;
-      ++i;
-    }
-    if (i > start) words.push_back(text.substr(start, i - start));
-  }
-  return words;
-}
 
 }  // namespace
 
@@ -191,9 +174,23 @@ int Chapter::run(int argc, char** argv, const std::function<void()>& lesson) {
     return 1;
   }
   interrupt::install();
+  // `chapter | head`: a write to the closed pipe fails, and is reported as a write error.
+  interrupt::ignore_broken_pipe();
   if (const std::optional<int> code = cli_->parse(argc, argv)) return output_checked(*code);
   // --step waits for a person: never in a pipe, a test or CI, where nobody presses Enter.
   stepping_ = stepping_ && ::isatty(STDIN_FILENO) && ::isatty(STDOUT_FILENO);
+  // On the terminal, a step longer than the screen stops when the screen is full; the
+  // narration's own buffer is put back however the run ends.
+  struct RestoreBuffer {
+    std::ostream& out;
+    std::streambuf* buffer;
+    ~RestoreBuffer() { out.rdbuf(buffer); }
+  } restore{out_, out_.rdbuf()};
+  if (stepping_) {
+    const auto [rows, columns] = terminal_size(STDOUT_FILENO);
+    pager_ = std::make_unique<Pager>(out_.rdbuf(), std::cin, rows, columns);
+    out_.rdbuf(pager_.get());
+  }
   plot_ = cli_->plotter();
   dump_ = cli_->dumper(source());
   try {
@@ -244,10 +241,9 @@ void Chapter::write_intro(const std::string& details) {
 }
 
 void Chapter::pause() {
-  if (!stepping_) return;
-  out_ << "  [Enter: next step]" << std::flush;
-  std::string ignored;
-  std::getline(std::cin, ignored);
+  if (!pager_) return;  // --step on a terminal only
+  out_.flush();
+  pager_->prompt("  [Enter: next step]");
 }
 
 void Chapter::write_step(const std::string& title) {
@@ -273,23 +269,9 @@ void Chapter::write_lines(const std::string& text) {
 
 void Chapter::write_wrapped(std::string_view first, std::string_view rest,
                             const std::string& text) {
-  const auto emit = [&](std::string& line) {
-    std::replace(line.begin(), line.end(), kGlue, ' ');
-    out_ << line << "\n";
-  };
-  std::string line(first);
-  bool empty = true;  // no word on the line yet
-  for (const std::string_view word : words_of(text)) {
-    if (!empty && line.size() + 1 + word.size() > kWidth) {
-      emit(line);
-      line.assign(rest);
-      empty = true;
-    }
-    if (!empty) line += ' ';
-    line += word;
-    empty = false;
-  }
-  emit(line);
+  std::string lines = wrap(text, first, rest, kWidth);
+  std::replace(lines.begin(), lines.end(), kGlue, ' ');
+  out_ << lines;
 }
 
 void Chapter::gap() { out_ << "\n"; }

@@ -60,6 +60,7 @@ class Option;
 namespace course {
 
 class ChapterCli;
+class Pager;
 
 /// A knob just declared, to say which values it takes, chained on the declaration:
 /// `ch.option("--heads", k.heads, "heads per layer").range(1, 64)`. The checks run while the
@@ -105,7 +106,7 @@ struct Stage {
 class Chapter {
  public:
   /// The widest line the narration writes.
-  static constexpr std::size_t kWidth = 100;
+  static constexpr std::size_t kWidth = kLineWidth;
 
   /// `name` is the executable ("02_attention_by_hand"); `title` the chapter's title, shown in
   /// --help and in the opening line; `default_seed` the seed when --seed is not given.
@@ -178,7 +179,8 @@ class Chapter {
     write_intro(fmt::format(details, std::forward<Args>(args)...));
   }
   /// The next step's banner, numbered by the chapter ("== 3. Scores: ... ===="). With --step
-  /// on a terminal, waits for Enter first, as a lecturer pauses between slides.
+  /// on a terminal, waits for Enter first, as a lecturer pauses between slides; a step longer
+  /// than the screen also stops when the screen is full ("[Enter: more]", course/pager.hpp).
   template <typename... Args>
   void step(fmt::format_string<Args...> title, Args&&... args) {
     write_step(fmt::format(title, std::forward<Args>(args)...));
@@ -238,6 +240,7 @@ class Chapter {
   std::unique_ptr<ChapterCli> cli_;  // the command line: CLI11, compiled in chapter.cpp only
   std::vector<std::function<std::string()>> knob_rules_;
   bool stepping_ = false;
+  std::unique_ptr<Pager> pager_;  // with --step on a terminal: in front of out_'s buffer
   int steps_ = 0;
   Plotter plot_{"", false};
   Dumper dump_{};

@@ -2,12 +2,17 @@
 #include "course/cli.hpp"
 
 #include "course/files.hpp"
+#include "course/numbers.hpp"
+#include "course/print.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -112,47 +117,197 @@ CLI::Validator folder_name() {
       "");
 }
 
-// The message for a value that is not a whole number in decimal digits, with the number it
-// stands for when it is one ("64.0", "1e3", "0x40", " 7"), as a hint.
-std::string not_a_whole_number(const std::string& text) {
-  std::string message = "'" + text + "' is not a whole number in decimal digits";
-  if (text.empty()) return message;
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() + text.size() && std::isfinite(v) && v == std::trunc(v) &&
-      std::fabs(v) < 1e15) {
-    message += " (did you mean " + std::to_string(static_cast<long long>(v)) + "?)";
+// The edit distance between two names (optimal string alignment): the fewest insertions,
+// deletions, substitutions and swaps of two neighbouring characters that turn `a` into `b`.
+// "d-modle" is one swap from "d-model".
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  // d[i][j]: the distance between the first i characters of a and the first j of b.
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t change = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + change});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
   }
-  return message;
+  return d[a.size()][b.size()];
 }
+
+// Whether a word no option took was meant as an option: it starts with '-' and is not a
+// number ("-5", "-.5" are values that lost their option).
+bool looks_like_an_option(std::string_view word) {
+  return word.size() > 1 && word[0] == '-' &&
+         !(std::isdigit(static_cast<unsigned char>(word[1])) || word[1] == '.');
+}
+
+// The known options nearest to `typed` ("--d-modle"), as "--d-model", when they are close
+// enough to be a typo: at most one edit in a name of up to 4 characters, two up to 8, three
+// beyond (without the dashes). Several equally near ones are all named, in the usage's order.
+std::vector<std::string> nearest_options(const CLI::App& app, std::string_view typed) {
+  std::string_view name = typed.substr(0, typed.find('='));
+  while (!name.empty() && name.front() == '-') name.remove_prefix(1);
+  if (name.empty()) return {};
+  const std::size_t allowed = name.size() <= 4 ? 1 : name.size() <= 8 ? 2 : 3;
+  std::vector<std::string> nearest;
+  std::size_t best = allowed + 1;
+  for (const CLI::Option* opt : app.get_options()) {
+    for (const std::string& known : opt->get_lnames()) {
+      const std::size_t d = edit_distance(name, known);
+      if (d >= name.size() || d > best) continue;
+      if (d < best) nearest.clear();
+      best = d;
+      nearest.push_back("--" + known);
+    }
+  }
+  return nearest;
+}
+
+// What to say about the words no option took (CLI11: "The following arguments were not
+// expected: 16 --d-modle"): the first unknown option by name, with the known one it is nearest
+// to; any others by name. A stray value after an unknown option was meant for it and goes
+// unmentioned; stray values alone are named as such.
+std::string unexpected_words(const CLI::App& app, const std::vector<std::string>& words) {
+  std::vector<std::string> unknown, stray;
+  for (const std::string& w : words) (looks_like_an_option(w) ? unknown : stray).push_back(w);
+  if (unknown.empty()) {
+    std::string list;
+    for (const std::string& w : stray) list += (list.empty() ? "'" : ", '") + w + "'";
+    return "unexpected argument" + std::string(stray.size() > 1 ? "s " : " ") + list +
+           ": a value goes after its option, as in --seed 7";
+  }
+  const std::string& first = unknown.front();
+  std::string message = "unknown option " + first.substr(0, first.find('='));
+  const std::vector<std::string> nearest = nearest_options(app, first);
+  for (std::size_t i = 0; i < nearest.size(); ++i) {
+    message += (i == 0 ? "; did you mean " : i + 1 == nearest.size() ? " or " : ", ") + nearest[i];
+  }
+  if (!nearest.empty()) message += "?";
+  for (std::size_t i = 1; i < unknown.size(); ++i) {
+    message += (i == 1 ? " (also unknown: " : ", ") + unknown[i].substr(0, unknown[i].find('='));
+  }
+  return unknown.size() > 1 ? message + ")" : message;
+}
+
+// The first empty entry in a value of a list knob, as "--row: entry 3 of '1,2,' is empty", or "".
+// CLI11 splits such a value at the knob's delimiter while it parses and drops the empty pieces,
+// so "--row 1,2," ran with two entries and "--row 1,,2" with two, without a word: the values
+// are looked at here first, as typed (`--row 1,2,`, `--row=1,2,`, and the words after the
+// option up to the next option, which CLI11 also gives it).
+std::string empty_list_entry(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view word = argv[i];
+    if (word == "--") break;  // what follows is no option
+    if (!word.starts_with("--")) continue;
+    const std::size_t equals = word.find('=');
+    const std::string name(word.substr(2, equals == word.npos ? word.npos : equals - 2));
+    const CLI::Option* list = nullptr;
+    for (const CLI::Option* opt : app.get_options()) {
+      const std::vector<std::string>& names = opt->get_lnames();
+      if (opt->get_delimiter() != '\0' &&
+          std::find(names.begin(), names.end(), name) != names.end()) {
+        list = opt;
+      }
+    }
+    if (list == nullptr) continue;
+    std::vector<std::string_view> values;
+    if (equals != word.npos) values.push_back(word.substr(equals + 1));
+    for (int j = i + 1; equals == word.npos && j < argc && !looks_like_an_option(argv[j]); ++j) {
+      values.push_back(argv[j]);
+    }
+    for (std::string_view value : values) {
+      const std::string typed(value);
+      // CLI11 also reads "[1,2]" as a list; its brackets are no entry.
+      if (value.size() >= 2 && value.front() == '[' && value.back() == ']') {
+        value = value.substr(1, value.size() - 2);
+      }
+      const std::vector<std::string_view> entries =
+          split_keeping_empty(value, list->get_delimiter());
+      for (std::size_t k = 0; k < entries.size(); ++k) {
+        if (entries[k].empty()) {
+          return "--" + name + ": entry " + std::to_string(k + 1) + " of '" + typed + "' is empty";
+        }
+      }
+    }
+  }
+  return "";
+}
+
+// --help laid out like the narration, within kLineWidth columns: CLI11 prints an option's
+// description on one line after its name, however long (the --step line reached 121 columns and
+// the footer naming the lecture notes 200). Here a description wraps at spaces under itself (a
+// hanging indent at CLI11's description column) and the description and footer wrap too.
+class WrappingFormatter : public CLI::Formatter {
+ public:
+  std::string make_option(const CLI::Option* opt, bool is_positional) const override {
+    const std::string name = "  " + make_option_name(opt, is_positional) + make_option_opts(opt);
+    const std::string description = make_option_desc(opt);
+    if (description.empty()) return name + "\n";
+    const std::string indent(column_width_, ' ');
+    // The name and the first line of the description share a line when the name leaves room
+    // (as CLI11 lays them out); a longer name has its line to itself.
+    std::string out, first = indent;
+    if (name.size() < column_width_) {
+      first = name + std::string(column_width_ - name.size(), ' ');
+    } else {
+      out = name + "\n";
+    }
+    // A line break in a description starts a new paragraph under the same indent.
+    std::size_t start = 0;
+    while (start <= description.size()) {
+      const std::size_t end = std::min(description.find('\n', start), description.size());
+      out += wrap(std::string_view(description).substr(start, end - start), first, indent);
+      first = indent;
+      start = end + 1;
+    }
+    return out;
+  }
+  std::string make_description(const CLI::App* app) const override {
+    const std::string description = app->get_description();
+    return description.empty() ? description : wrap(description, "", "");
+  }
+  std::string make_footer(const CLI::App* app) const override {
+    const std::string footer = app->get_footer();
+    return footer.empty() ? footer : wrap(footer, "", "");
+  }
+};
 
 }  // namespace
 
 CLI::Validator whole_number(std::intmax_t lo, std::uintmax_t hi) {
-  // The largest magnitude a negative value may have: |lo|, computed without overflowing.
-  const std::uintmax_t lo_magnitude =
-      lo < 0 ? static_cast<std::uintmax_t>(-(lo + 1)) + 1 : std::uintmax_t{0};
   return CLI::Validator(
-      [lo, hi, lo_magnitude](std::string& text) {
-        std::string_view digits = text;
-        const bool negative = !digits.empty() && digits.front() == '-';
-        if (!digits.empty() && (digits.front() == '-' || digits.front() == '+')) {
-          digits.remove_prefix(1);
+      [lo, hi](std::string& text) {
+        WholeNumber number;
+        std::string problem = read_whole_number(text, lo, hi, number);
+        if (problem.empty()) {
+          text = (number.negative ? "-" : "") + std::to_string(number.magnitude);
         }
-        if (digits.empty() || !std::all_of(digits.begin(), digits.end(),
-                                           [](char c) { return c >= '0' && c <= '9'; })) {
-          return not_a_whole_number(text);
+        return problem;
+      },
+      "");
+}
+
+CLI::Validator decimal_number() {
+  return CLI::Validator(
+      [](std::string& text) {
+        double value = 0.0;
+        std::string problem = read_decimal(text, value);
+        if (!problem.empty()) return problem;
+        // CLI11 reads the text again, with strtold and a cast to double, which rounds twice and
+        // can land one unit in the last place away. Where it would, the text becomes 17
+        // significant digits of the value: nearer to it than half a unit in the last place by
+        // a margin that long double's rounding cannot cross, so CLI11 reads the value itself.
+        double cli11 = 0.0;
+        if (!CLI::detail::lexical_cast(text, cli11) ||
+            std::memcmp(&cli11, &value, sizeof value) != 0) {
+          char digits[64];
+          const auto r =
+              std::to_chars(digits, digits + sizeof digits, value, std::chars_format::general, 17);
+          text.assign(digits, r.ptr);
         }
-        std::uintmax_t magnitude = 0;  // base 10 whatever the leading digit: "064" is 64
-        const auto [end, ec] =
-            std::from_chars(digits.data(), digits.data() + digits.size(), magnitude);
-        if (ec == std::errc::result_out_of_range || magnitude > (negative ? lo_magnitude : hi)) {
-          return "'" + text + "' is too " +
-                 (negative ? "small (the smallest is " + std::to_string(lo)
-                           : "large (the largest is " + std::to_string(hi)) +
-                 ")";
-        }
-        text = (negative && magnitude != 0 ? "-" : "") + std::to_string(magnitude);
         return std::string();
       },
       "");
@@ -178,8 +333,8 @@ CLI::Validator finite_range(double lo, double hi) {
   return CLI::Validator(
       [lo, hi, range](const std::string& text) {
         double v = 0.0;
-        if (!CLI::detail::lexical_cast(text, v)) return "'" + text + "' is not a number";
-        if (std::isnan(v) || v < lo || v > hi) return text + " is not a number in " + range;
+        if (std::string problem = read_decimal(text, v); !problem.empty()) return problem;
+        if (v < lo || v > hi) return text + " is not a number in " + range;
         return std::string();
       },
       "FLOAT in " + range);
@@ -189,6 +344,7 @@ ChapterCli::ChapterCli(std::string name, std::string about, std::uint64_t defaul
     : app_(std::move(about), std::move(name)) {
   opts_.seed = default_seed;
   opts_.out_dir = default_plots_dir();
+  app_.formatter(std::make_shared<WrappingFormatter>());
   // CLI11's own help flag throws as soon as parsing reaches it, before unknown options and
   // bad values are reported, so "--no-such --help" would print the usage and exit 0. A plain
   // flag, acted on by parse() after every check, lets the errors come first.
@@ -211,8 +367,13 @@ std::optional<int> ChapterCli::parse(int argc, char** argv) {
     std::cerr << app_.get_name() << ": " << clip(message) << "\n\n" << app_.help();
     return 2;
   };
+  if (std::string problem = empty_list_entry(app_, argc, argv); !problem.empty()) {
+    return usage_error(problem);
+  }
   try {
     app_.parse(argc, argv);
+  } catch (const CLI::ExtrasError&) {
+    return usage_error(unexpected_words(app_, app_.remaining()));
   } catch (const CLI::ParseError& e) {
     return usage_error(e.what());
   }

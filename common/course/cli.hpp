@@ -15,12 +15,17 @@
 /// and ends the program with exit code 2, before any work is done and before --help: a command
 /// line that is wrong is reported as wrong even when it also asks for the usage.
 ///
-/// Integers are decimal, always: "--d-k 064" is 64 (CLI11 alone would read it as octal 52),
-/// and "64.0", "1e3", "0x40" are not whole numbers (see whole_number()).
+/// Numbers are read as written in decimal, the whole value (course/numbers.hpp): "--d-k 064" is
+/// 64 (CLI11 alone would read it as octal 52), and "64.0", "1e3", "0x40" are not whole numbers
+/// (whole_number()); a floating-point value is the double nearest to its decimal text, and
+/// "0x10", "0x1p3", "inf", "nan" and " 1" are refused (decimal_number()). Each entry of a list
+/// knob ("--row 3,1,4") is read the same way, and an empty entry ("1,2,", "1,,2") is refused by
+/// its position: CLI11 would drop it without a word.
 #pragma once
 
 #include "course/dump.hpp"
 #include "course/folder_lock.hpp"
+#include "course/numbers.hpp"
 #include "course/plot.hpp"
 
 #include <CLI/CLI.hpp>
@@ -63,6 +68,14 @@ CLI::Validator finite_range(double lo, double hi);
 /// ChapterCli::option() adds it to every integer knob, before any check the chapter adds.
 CLI::Validator whole_number(std::intmax_t lo, std::uintmax_t hi);
 
+/// A floating-point knob's reading: the text must be a number written in decimal
+/// (read_decimal(): "0.5", "-2", "1e-40", "+3"; not "0x10", "0x1p3", "inf", "nan", " 1", ""),
+/// and the knob gets the double nearest to it. CLI11 2.1.2 reads a double with strtold, which
+/// takes all of those, and casts the long double to double, which can round to the neighbour of
+/// the nearest double; where it would, the text is rewritten to 17 significant digits of the
+/// value, which it reads exactly. ChapterCli::option() adds it to every floating-point knob.
+CLI::Validator decimal_number();
+
 namespace detail {
 /// The integer types a knob is read as: not bool (a flag) and no character type (CLI11 reads
 /// a one-character value into those as the character's code).
@@ -95,7 +108,8 @@ class ChapterCli {
   ChapterCli(std::string name, std::string about, std::uint64_t default_seed);
 
   /// A knob with a value, `--heads 4`, its default shown in --help. An integer knob, or a list
-  /// of integers, is read as decimal (whole_number()), before the checks the caller adds to the
+  /// of integers, is read as decimal (whole_number()), a floating-point one as a decimal number
+  /// (decimal_number()), before the checks the caller adds to the
   /// returned option: `cli.option("--d-k", d_k, "...")->check(CLI::Range(1, 16384))` sees "64"
   /// for "064". (CLI11 runs an option's transforms before its checks, in the order added; a
   /// transform added later would run before this one.)
@@ -106,6 +120,8 @@ class ChapterCli {
     if constexpr (detail::is_integer_knob_v<Element>) {
       opt->transform(
           whole_number(std::numeric_limits<Element>::min(), std::numeric_limits<Element>::max()));
+    } else if constexpr (std::is_floating_point_v<Element>) {
+      opt->transform(decimal_number());
     }
     return opt;
   }
@@ -125,7 +141,8 @@ class ChapterCli {
   /// the values and before --out or --dump is created: it returns the problem, or "".
   void add_rule(std::function<std::string()> rule) { rules_.push_back(std::move(rule)); }
 
-  /// Parses the command line. Returns an exit code when the program should stop now
+  /// Parses the command line: first every value of a list knob (an option with a delimiter)
+  /// for an empty entry, then with CLI11. Returns an exit code when the program should stop now
   /// (0 after --help or -h, with the usage on stdout and nothing written; 2 after any error,
   /// with the message and usage on stderr, even when --help was given too);
   /// std::nullopt when the chapter should run, with --out and --dump created.

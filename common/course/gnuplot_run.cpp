@@ -89,14 +89,17 @@ RunResult run_in(const std::string& program, const std::vector<std::string>& arg
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
   posix_spawn_file_actions_addchdir_np(&actions, dir.c_str());  // glibc 2.29+
   // The child starts with no signal held (ours are held while it starts; see below). Its
-  // dispositions are left alone: exec resets the course's handlers to the default, and a
-  // signal the user ignored (nohup's SIGHUP) stays ignored in gnuplot too.
+  // dispositions are as the user left them: exec resets the course's handlers to the default,
+  // and a signal the user ignored (nohup's SIGHUP) stays ignored in gnuplot too. The one the
+  // course ignores itself, SIGPIPE (interrupt::ignore_broken_pipe), is set back to its default.
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   sigset_t none;
   sigemptyset(&none);
   posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  const sigset_t defaults = interrupt::child_defaults();
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
   pid_t pid = 0;
   int spawned = 0;

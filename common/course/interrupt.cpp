@@ -31,6 +31,7 @@ struct Slot {
 };
 std::array<Slot, kSlots> g_slots{};
 volatile sig_atomic_t g_child = 0;  // pid of the child to stop, 0 when none
+bool g_ignoring_sigpipe = false;    // ignore_broken_pipe() set SIGPIPE to ignored
 
 // The files directly in `path`, then the folder: with system calls only (getdents64 where
 // opendir and readdir would allocate), as a signal handler must.
@@ -87,6 +88,23 @@ void install() {
     if (old.sa_handler == SIG_IGN) continue;
     ::sigaction(sig, &sa, nullptr);
   }
+}
+
+void ignore_broken_pipe() {
+  struct sigaction old {};
+  ::sigaction(SIGPIPE, nullptr, &old);
+  if (old.sa_handler == SIG_IGN) return;  // the caller's choice, or ours from an earlier call
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ::sigemptyset(&ignore.sa_mask);
+  if (::sigaction(SIGPIPE, &ignore, nullptr) == 0) g_ignoring_sigpipe = true;
+}
+
+sigset_t child_defaults() {
+  sigset_t set;
+  ::sigemptyset(&set);
+  if (g_ignoring_sigpipe) ::sigaddset(&set, SIGPIPE);
+  return set;
 }
 
 namespace {

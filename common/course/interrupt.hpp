@@ -27,6 +27,18 @@ namespace course::interrupt {
 /// Installs the handler for SIGINT, SIGTERM and SIGHUP. Safe to call more than once.
 void install();
 
+/// Makes a write to a closed pipe fail with EPIPE instead of ending the program by SIGPIPE, so
+/// that `chapter | head` ends as any lost output does: "<chapter>: write error: Broken pipe" on
+/// stderr, exit code 1, the temporaries removed and an unfinished dump left without its
+/// manifest. (By default SIGPIPE ends the program at once, exit status 141, without a word.)
+/// A SIGPIPE the caller ignored already stays ignored. Safe to call more than once.
+void ignore_broken_pipe();
+
+/// The signals a child process must start with at their default action: SIGPIPE when
+/// ignore_broken_pipe() is what ignores it, since a program such as gnuplot expects to be
+/// stopped by it (an ignored signal stays ignored across exec); none otherwise.
+sigset_t child_defaults();
+
 /// Registers a temporary file for removal on a signal, for as long as this object lives.
 /// Throws std::runtime_error when the path is too long for the table or the table is full
 /// (16 files at once; the course never has more than three).

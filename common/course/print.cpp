@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace course {
@@ -26,7 +27,42 @@ std::vector<Index> visible(Index n, Index limit) {
   return idx;
 }
 
+// Splits text into words at spaces (a run of spaces counts as one break). A space inside
+// brackets does not break: a shape like "[2, 6, 32]" stays on one line.
+std::vector<std::string_view> words_of(std::string_view text) {
+  std::vector<std::string_view> words;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && text[i] == ' ') ++i;
+    const std::size_t start = i;
+    int depth = 0;
+    while (i < text.size() && (text[i] != ' ' || depth > 0)) {
+      depth += text[i] == '[' ? 1 : text[i] == ']' ? -1 : 0;
+      ++i;
+    }
+    if (i > start) words.push_back(text.substr(start, i - start));
+  }
+  return words;
+}
+
 }  // namespace
+
+std::string wrap(std::string_view text, std::string_view first, std::string_view rest,
+                 std::size_t width) {
+  std::string out, line(first);
+  bool empty = true;  // no word on the line yet
+  for (const std::string_view word : words_of(text)) {
+    if (!empty && line.size() + 1 + word.size() > width) {
+      out.append(line).append("\n");
+      line.assign(rest);
+      empty = true;
+    }
+    if (!empty) line += ' ';
+    line += word;
+    empty = false;
+  }
+  return out.append(line).append("\n");
+}
 
 std::string format_matrix(std::string_view name, const MatrixD& m, const PrintOptions& opts) {
   require(opts.precision >= 0 && opts.precision <= 17, "format_matrix",

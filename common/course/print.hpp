@@ -12,6 +12,7 @@
 
 #include "course/types.hpp"
 
+#include <cstddef>
 #include <iosfwd>
 #include <map>
 #include <string>
@@ -20,6 +21,9 @@
 #include <vector>
 
 namespace course {
+
+/// The widest line the course writes: the narration (course::Chapter::kWidth) and --help.
+inline constexpr std::size_t kLineWidth = 100;
 
 struct PrintOptions {
   int precision = 4;   ///< digits after the decimal point
@@ -67,6 +71,14 @@ std::string fixed_text(double v, int precision);
 
 /// Formats `m` under the header "<name> [rows x cols]" (no header when name is empty).
 std::string format_matrix(std::string_view name, const MatrixD& m, const PrintOptions& opts = {});
+
+/// `text` broken at spaces into lines of at most `width` columns, each ending in "\n": the
+/// first starts with `first`, the others with `rest` (a hanging indent). A run of spaces is one
+/// break and a space inside [brackets] is none, so a shape "[2, 6, 32]" or a range "[1 - 64]"
+/// stays on one line; a word longer than a line is not cut, it gets a line of its own. Text with
+/// no word is the one line `first`.
+std::string wrap(std::string_view text, std::string_view first, std::string_view rest,
+                 std::size_t width = kLineWidth);
 
 /// A step's banner, as course::Chapter::step prints it (88 columns, or the title's width):
 ///

@@ -111,7 +111,7 @@ const BadInput kKnobs[] = {
     {"10_efficient_attention", "--row 1,nan", "row"},
     {"10_efficient_attention", "--row 1,inf", "row"},
     {"10_efficient_attention", "--row 1,1e9", "row"},
-    {"10_efficient_attention", "--row 1,,2", "row"},
+    {"10_efficient_attention", "--row 1,,2", "--row: entry 2 of '1,,2' is empty"},
     {"10_efficient_attention", "--split 8", "split"},
     {"10_efficient_attention", "--split 0", "split"},
     {"10_efficient_attention", "--measure --measure-n 15", "measure-n"},
@@ -130,6 +130,25 @@ const BadInput kKnobs[] = {
     {"08_transformer_block", "--layers 2.5", "--layers: '2.5' is not a whole number"},
     {"09_training", "--steps 1e3", "--steps: '1e3' is not a whole number"},
     {"10_efficient_attention", "--key-tile 3.0", "--key-tile: '3.0' is not a whole number"},
+    // Numbers as written in decimal, the whole text (course/numbers.hpp): a hexadecimal number,
+    // a space, "inf" or an empty list entry was read as something else or dropped without a
+    // word ("--row 0x10,1" ran with 16, "--row 1,2," with two entries).
+    {"10_efficient_attention", "--row 0x10,1", "--row: '0x10' is not a number in decimal digits"},
+    {"10_efficient_attention", "--row 0x1p3,1", "--row: '0x1p3' is not a number in decimal"},
+    {"10_efficient_attention", "--row '1, 2'", "--row: ' 2' is not a number in decimal digits"},
+    {"10_efficient_attention", "--row 1,2,", "--row: entry 3 of '1,2,' is empty"},
+    {"10_efficient_attention", "--row=,1,2", "--row: entry 1 of ',1,2' is empty"},
+    {"10_efficient_attention", "--row inf,1", "--row: 'inf' is not a finite number"},
+    {"01_rnn", "--scales 1,2,", "--scales: entry 3 of '1,2,' is empty"},
+    {"01_rnn", "--scales 0x2", "--scales: '0x2' is not a number in decimal digits"},
+    {"04_softmax_scaling", "--std 0x1p0", "--std: '0x1p0' is not a number in decimal digits"},
+    {"04_softmax_scaling", "--std ' 1'", "--std: ' 1' is not a number in decimal digits"},
+    {"09_training", "--lr 1e-3x", "--lr: '1e-3x' is not a number in decimal digits"},
+    {"09_training", "--lr 0x1p-10", "--lr: '0x1p-10' is not a number in decimal digits"},
+    {"05_masking", "--ids 1,2,", "--ids: id 3 of sentence 1 of '1,2,' is empty"},
+    {"05_masking", "--ids 1,2/", "--ids: sentence 2 of '1,2/' is empty"},
+    {"05_masking", "--ids ' 1,2'", "--ids: ' 1' is not a token id"},
+    {"05_masking", "--ids 0x1,2", "--ids: '0x1' is not a token id"},
 };
 
 // Everything below `dir`, folders too.
@@ -276,6 +295,20 @@ TEST(BadInput, HugeValuesAreNotEchoedWhole) {
     const attn_test::Output r = expect_usage_error(chapter, args, "characters left out");
     EXPECT_LT(r.err.size(), 4096u) << chapter << ": stderr holds " << r.err.size() << " bytes";
   }
+}
+
+TEST(BadInput, NumbersTooSmallForTheirTypeAreReadAsTheNearestOne) {
+  // "--row 1e-40,0": 1e-40 is a number in [-1000, 1000], below float's normal range; it is read
+  // as the nearest double and then float, the subnormal 9.99995e-41, as np.float32(1e-40) is,
+  // and the manifest records the value read. 1e-400 is read as 0, as Python's float() reads it.
+  const fs::path dir = attn_test::scratch("bad_input", "tiny");
+  const attn_test::Output r = attn_test::run_chapter(
+      "10_efficient_attention",
+      "--no-plots --split 1 --row 1e-40,1e-400 --dump '" + (dir / "d").string() + "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string manifest = attn_test::read_file(dir / "d" / "manifest.json");
+  EXPECT_TRUE(attn_test::contains(manifest, "1e-40,0")) << manifest;
+  fs::remove_all(dir);
 }
 
 TEST(BadInput, LeadingZerosAreDecimal) {

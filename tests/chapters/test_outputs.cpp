@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -305,6 +306,110 @@ TEST(Stdout, HelpToAFullDeviceIsAWriteErrorToo) {
                           (dir / "err.txt").string() + "'";
   EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 1);
   EXPECT_TRUE(contains(read_file(dir / "err.txt"), "write error")) << read_file(dir / "err.txt");
+  fs::remove_all(dir);
+}
+
+// Runs bin/<chapter> <args> with stdout the write end of a pipe of one page (4 KiB) and stderr
+// into dir/err.txt, SIGPIPE at its default action as a shell starts a program. The test reads
+// `read_first` bytes, then closes the read end, as `chapter | head -c 100` does, and returns
+// how the chapter ended (exit code, or 128 + the signal). A chapter that prints more than the
+// pipe holds beyond those bytes cannot have finished before the close: it must meet it.
+int run_into_a_pipe_closed_early(const std::string& chapter, const std::vector<std::string>& args,
+                                 const fs::path& dir, std::size_t read_first) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return -1;
+  ::fcntl(fds[1], F_SETPIPE_SZ, 4096);
+  std::vector<std::string> argv_s = {attn_test::bin_dir() + "/" + chapter};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, (dir / "err.txt").c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = -1;
+  const int spawned = ::posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  ::close(fds[1]);
+  std::size_t got = 0;
+  char buf[256];
+  while (spawned == 0 && got < read_first) {
+    const ssize_t n = ::read(fds[0], buf, std::min(sizeof buf, read_first - got));
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fds[0]);
+  return spawned == 0 ? wait_for(Process{pid}) : -1;
+}
+
+TEST(Stdout, AClosedPipeIsAWriteErrorNotASignal) {
+  // `06_multi_head --no-plots | head -c 100` was ended by SIGPIPE: exit status 141, no word
+  // on stderr. A closed pipe is lost output, like a full disk.
+  const fs::path dir = attn_test::scratch("outputs", "pipe");
+  for (const char* chapter : attn_test::kChapters) {
+    // The read end closed before the chapter writes a byte: found at the first step.
+    const int code = run_into_a_pipe_closed_early(chapter, {"--no-plots"}, dir, 0);
+    EXPECT_EQ(code, 1) << chapter << ": " << read_file(dir / "err.txt");
+    EXPECT_TRUE(
+        contains(read_file(dir / "err.txt"), std::string(chapter) + ": write error: Broken pipe"))
+        << chapter << ": " << read_file(dir / "err.txt");
+    EXPECT_FALSE(contains(read_file(dir / "err.txt"), "tokens/s")) << chapter;
+  }
+  // As `| head -c 100` does, with figures and a dump on the way: 6.7 kB of output, which a
+  // 4 KiB pipe cannot hold. What was written whole stays whole; nothing is left half-written,
+  // and the dump, cut short, has no manifest.
+  const fs::path plots = dir / "p", dump = dir / "d";
+  const int code = run_into_a_pipe_closed_early(
+      "06_multi_head", {"--out", plots.string(), "--dump", dump.string()}, dir, 100);
+  EXPECT_EQ(code, 1) << read_file(dir / "err.txt");
+  EXPECT_TRUE(contains(read_file(dir / "err.txt"), "06_multi_head: write error: Broken pipe"))
+      << read_file(dir / "err.txt");
+  EXPECT_FALSE(any_temporary(plots));
+  EXPECT_FALSE(any_temporary(dump));
+  EXPECT_FALSE(fs::exists(dump / "manifest.json"));
+  for (const std::string& name : listing(plots)) {
+    if (name.ends_with(".png")) {
+      EXPECT_TRUE(is_whole_png(plots / name)) << name;
+    }
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Signals, GnuplotStartsWithSigpipeAtItsDefault) {
+  // The course ignores SIGPIPE (a closed stdout is a write error), and an ignored signal stays
+  // ignored across exec: gnuplot must not inherit that. A stand-in gnuplot reports its mask.
+  const fs::path dir = attn_test::scratch("outputs", "gnuplot_sigpipe");
+  const fs::path bin = dir / "fake-bin", mask = dir / "sigign.txt";
+  fs::create_directories(bin);
+  std::ofstream(bin / "gnuplot") << "#!/bin/sh\n[ \"$1\" = --version ] && exit 0\n"
+                                 << "grep SigIgn /proc/$$/status > '" << mask.string() << "'\n"
+                                 << kPrintPng << "\n";
+  fs::permissions(bin / "gnuplot", fs::perms::owner_all);
+  const std::string cmd = "PATH='" + bin.string() + "':$PATH '" + attn_test::bin_dir() +
+                          "/02_attention_by_hand' --out '" + (dir / "p").string() + "' >/dev/null";
+  // Started as a shell starts it, SIGPIPE at its default (this test's own may be ignored).
+  struct sigaction was {
+  }, by_default{};
+  by_default.sa_handler = SIG_DFL;
+  ::sigaction(SIGPIPE, &by_default, &was);
+  const int status = std::system(cmd.c_str());
+  ::sigaction(SIGPIPE, &was, nullptr);
+  ASSERT_EQ(status, 0);
+  const std::string line = read_file(mask);  // "SigIgn:\t0000000000000000\n"
+  ASSERT_TRUE(contains(line, "SigIgn:")) << line;
+  const unsigned long long ignored = std::stoull(line.substr(line.find(':') + 1), nullptr, 16);
+  EXPECT_EQ(ignored & (1ull << (SIGPIPE - 1)), 0ull) << line;
   fs::remove_all(dir);
 }
 

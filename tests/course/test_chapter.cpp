@@ -15,6 +15,8 @@
 
 #include <csignal>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <sstream>
 #include <stdexcept>
@@ -291,41 +293,111 @@ std::size_t count_of(const std::string& text, const std::string& piece) {
   return n;
 }
 
-TEST(ChapterStep, OnATerminalPausesAfterEveryStepUntilEnter) {
-  // A real chapter on a pseudo-terminal, as a learner runs it: every "[Enter: next step]" is
-  // answered with Enter, and the run must end normally after one pause per step boundary.
+// What a chapter printed on a pseudo-terminal, as a learner sees it.
+struct OnTerminal {
+  int status = -1;  // as waitpid() gives it
+  std::string out;  // everything the terminal showed, prompts and echoed Enters included
+  std::size_t steps = 0, mores = 0;  // "[Enter: next step]" and "[Enter: more]" answered
+};
+
+// Runs the chapter `chapter --no-plots --step` on a pseudo-terminal of `rows` x `columns`
+// (0 x 0: the size a new one has, which the chapter reads as 24 x 80), and presses Enter at
+// every prompt, as a learner does.
+OnTerminal run_on_terminal(const std::string& chapter, unsigned short rows,
+                           unsigned short columns) {
+  OnTerminal r;
+  winsize size{};
+  size.ws_row = rows;
+  size.ws_col = columns;
   int terminal = -1;
-  const pid_t pid = ::forkpty(&terminal, nullptr, nullptr, nullptr);
-  ASSERT_GE(pid, 0) << "forkpty failed";
+  const pid_t pid = ::forkpty(&terminal, nullptr, nullptr, &size);
+  if (pid < 0) {
+    ADD_FAILURE() << "forkpty failed";
+    return r;
+  }
   if (pid == 0) {
-    const std::string exe = attn_test::bin_dir() + "/02_attention_by_hand";
+    const std::string exe = attn_test::bin_dir() + "/" + chapter;
     ::execl(exe.c_str(), exe.c_str(), "--no-plots", "--step", static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  std::string out;
   std::size_t answered = 0;
   while (true) {
     pollfd p{terminal, POLLIN, 0};
     if (::poll(&p, 1, 20000) <= 0) {  // 20 s without a byte: the chapter is stuck
       ::kill(pid, SIGKILL);
-      ADD_FAILURE() << "no output for 20 s; so far:\n" << out;
+      ADD_FAILURE() << "no output for 20 s; so far:\n" << r.out;
       break;
     }
     char buf[4096];
     const ssize_t n = ::read(terminal, buf, sizeof buf);
     if (n <= 0) break;  // EIO: the chapter ended and closed the terminal
-    out.append(buf, static_cast<std::size_t>(n));
-    for (; answered < count_of(out, "[Enter: next step]"); ++answered) {
-      ASSERT_EQ(::write(terminal, "\n", 1), 1);
+    r.out.append(buf, static_cast<std::size_t>(n));
+    r.steps = count_of(r.out, "[Enter: next step]");
+    r.mores = count_of(r.out, "[Enter: more]");
+    for (; answered < r.steps + r.mores; ++answered) {
+      if (::write(terminal, "\n", 1) != 1) ADD_FAILURE() << "could not press Enter";
     }
   }
   ::close(terminal);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  ::waitpid(pid, &r.status, 0);
+  return r;
+}
+
+TEST(ChapterStep, OnATerminalPausesAfterEveryStepUntilEnter) {
+  // A real chapter on a pseudo-terminal, as a learner runs it: every prompt is answered with
+  // Enter, and the run must end normally after one pause per step boundary.
+  const OnTerminal r = run_on_terminal("02_attention_by_hand", 0, 0);
+  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out;
   // Chapter 02 has 7 steps: a pause before steps 2..7 and one before "What to notice".
-  EXPECT_EQ(answered, 7u) << out;
-  EXPECT_NE(out.find("== What to notice"), std::string::npos);
+  EXPECT_EQ(r.steps, 7u) << r.out;
+  EXPECT_NE(r.out.find("== What to notice"), std::string::npos);
+}
+
+// The screen rows each stretch of output between two prompts fills on a terminal `columns`
+// wide: a line wider than that fills several. Each stretch after a prompt starts with the
+// Enter the terminal echoed, which ends the prompt's own row and is no row of text.
+std::vector<std::size_t> rows_between_prompts(std::string out, std::size_t columns) {
+  for (const std::string prompt : {"  [Enter: next step]", "  [Enter: more]"}) {
+    for (std::size_t at; (at = out.find(prompt)) != std::string::npos;) {
+      out.replace(at, prompt.size(), std::string(1, '\x01'));
+    }
+  }
+  std::vector<std::size_t> rows;
+  std::size_t start = 0;
+  while (start <= out.size()) {
+    const std::size_t end = std::min(out.find('\x01', start), out.size());
+    std::string stretch = out.substr(start, end - start);
+    if (start > 0 && stretch.starts_with("\r\n")) stretch.erase(0, 2);
+    std::size_t filled = 0;
+    std::istringstream lines(stretch);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      std::size_t width = 0;
+      for (const char c : line) width += (static_cast<unsigned char>(c) & 0xC0) == 0x80 ? 0 : 1;
+      filled += std::max<std::size_t>(1, (width + columns - 1) / columns);
+    }
+    rows.push_back(filled);
+    start = end + 1;
+  }
+  return rows;
+}
+
+TEST(ChapterStep, AStepLongerThanTheScreenStopsWhenTheScreenIsFull) {
+  // Chapter 04's step 7 is 47 lines long: on a 24-row terminal the first 24 scrolled away before
+  // the "[Enter: next step]" under them. (Chapter 04 writes nothing to stderr, which shares the
+  // terminal but not the count.) Every stretch between two prompts must fit above the
+  // prompt's row, also on a terminal 80 columns wide, where 81-100-column lines take two rows.
+  for (const auto& [rows, columns] :
+       {std::pair<unsigned short, unsigned short>{24, 100}, {24, 80}}) {
+    const OnTerminal r = run_on_terminal("04_softmax_scaling", rows, columns);
+    EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.out;
+    EXPECT_NE(r.out.find("== What to notice"), std::string::npos) << "the whole chapter ran";
+    EXPECT_GT(r.mores, 0u) << columns << " columns";
+    const std::vector<std::size_t> filled = rows_between_prompts(r.out, columns);
+    EXPECT_LE(*std::max_element(filled.begin(), filled.end()), rows - 1u)
+        << columns << " columns: a stretch scrolled off before its prompt\n"
+        << r.out;
+  }
 }
 
 TEST(Chapter, HelpNamesTheChapterAndTheDefaultFigureFolder) {

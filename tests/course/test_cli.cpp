@@ -315,3 +315,153 @@ TEST(Cli, FiniteRangeRejectsNaNAndOutOfRange) {
 }
 
 }  // namespace test_cli
+
+namespace test_cli {
+
+TEST(CliHelp, DescriptionsWrapUnderThemselvesWithin100Columns) {
+  // CLI11 printed a description on one line after the option's name, however long.
+  course::ChapterCli cli("01_test", "A test chapter.", 1);
+  int width = 4;
+  cli.option("--width", width,
+             "a description long enough to need two lines at one hundred columns, because it "
+             "goes on and on about what the width is and why it matters [1 - 64] here");
+  cli.app().footer(std::string(30, 'x') + " " + std::string(60, 'y') + " " + std::string(20, 'z'));
+  const Parsed p = parse(cli, {"--help"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const std::string indent(30, ' ');  // CLI11's description column
+  EXPECT_NE(
+      p.out.find("  --width INT=4               "
+                 "a description long enough to need two lines at one hundred columns,\n" +
+                 indent + "because it goes on and on about what the width is and why it matters\n" +
+                 indent + "[1 - 64] here\n"),
+      std::string::npos)
+      << p.out;
+  EXPECT_NE(p.out.find("\n" + std::string(30, 'x') + " " + std::string(60, 'y') + "\n" +
+                       std::string(20, 'z') + "\n"),
+            std::string::npos)
+      << p.out;
+}
+
+}  // namespace test_cli
+
+namespace test_cli {
+
+// The first line of what parse() wrote to stderr for `words`, with an --out that can be written,
+// in a chapter with the knobs --d-model, --d-k, --d-v and --heads.
+Parsed parse_with_knobs(const std::vector<std::string>& words) {
+  course::ChapterCli cli("01_test", "A test chapter.", 1);
+  int d_model = 8, d_k = 4, d_v = 4, heads = 2;
+  cli.option("--d-model", d_model, "d_model");
+  cli.option("--d-k", d_k, "d_k");
+  cli.option("--d-v", d_v, "d_v");
+  cli.option("--heads", heads, "heads");
+  std::vector<std::string> line = {"--no-plots"};
+  line.insert(line.end(), words.begin(), words.end());
+  return parse(cli, line);
+}
+
+TEST(CliUnknownOption, NamesTheNearestKnownOption) {
+  // CLI11 said "The following arguments were not expected: 16 --d-modle".
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--d-modle", "16"}, "unknown option --d-modle; did you mean --d-model?"},
+      {{"--d-modle=16"}, "unknown option --d-modle; did you mean --d-model?"},
+      {{"--sed", "5"}, "unknown option --sed; did you mean --seed?"},
+      {{"--Heads", "2"}, "unknown option --Heads; did you mean --heads?"},
+      {{"-seed", "5"}, "unknown option -seed; did you mean --seed?"},
+      {{"--no-plot"}, "unknown option --no-plot; did you mean --no-plots?"},
+      // Equally near: both are named.
+      {{"--d-q", "4"}, "unknown option --d-q; did you mean --d-k or --d-v?"},
+      // Far from every option: no guess.
+      {{"--no-such-option"}, "unknown option --no-such-option"},
+      {{"--x", "1"}, "unknown option --x"},
+      {{"--hedas", "2", "--colour"},
+       "unknown option --hedas; did you mean --heads? (also unknown: --colour)"},
+      // A stray value, with no option before it.
+      {{"positional"},
+       "unexpected argument 'positional': a value goes after its option, as in --seed 7"},
+      {{"--heads", "2", "4", "-5"},
+       "unexpected arguments '4', '-5': a value goes after its option, as in --seed 7"},
+  };
+  for (const auto& [words, says] : cases) {
+    const Parsed p = parse_with_knobs(words);
+    EXPECT_EQ(p.exit_code, 2) << words.front();
+    const std::string first_line = p.err.substr(0, p.err.find('\n'));
+    EXPECT_EQ(first_line, "01_test: " + says);
+    EXPECT_NE(p.err.find("Usage:"), std::string::npos) << "the usage follows: " << p.err;
+    EXPECT_EQ(p.out, "");
+  }
+}
+
+}  // namespace test_cli
+
+namespace test_cli {
+
+TEST(CliNumbers, FloatingPointKnobsAreReadAsWrittenInDecimal) {
+  // CLI11 read "0x10" as 16, "0x1p3" as 8 and " 1" as 1 (strtold), and rounded twice.
+  const std::vector<std::pair<std::string, double>> good = {
+      {"0.5", 0.5},
+      {"+3", 3.0},
+      {"1e-40", 1e-40},
+      {"1e-400", 0.0},
+      {"1.000000000000000111022302462515654042363166809082031251", std::nextafter(1.0, 2.0)}};
+  for (const auto& [text, value] : good) {
+    course::ChapterCli cli("01_test", "A test chapter.", 1);
+    double x = 7.0;
+    cli.option("--x", x, "x");
+    const Parsed p = parse(cli, {"--no-plots", "--x", text});
+    ASSERT_FALSE(p.exit_code.has_value()) << text << "\n" << p.err;
+    EXPECT_EQ(x, value) << text;
+  }
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"0x10", "--x: '0x10' is not a number in decimal digits (did you mean 16?)"},
+      {"0x1p3", "--x: '0x1p3' is not a number in decimal digits (did you mean 8?)"},
+      {" 1", "--x: ' 1' is not a number in decimal digits (did you mean 1?)"},
+      {"inf", "--x: 'inf' is not a finite number"},
+      {"nan", "--x: 'nan' is not a finite number"},
+      {"1e999", "--x: '1e999' is too large"}};
+  for (const auto& [text, says] : bad) {
+    course::ChapterCli cli("01_test", "A test chapter.", 1);
+    double x = 7.0;
+    cli.option("--x", x, "x");
+    const Parsed p = parse(cli, {"--no-plots", "--x", text});
+    EXPECT_EQ(p.exit_code, 2) << text;
+    EXPECT_NE(p.err.find(says), std::string::npos) << p.err;
+  }
+}
+
+TEST(CliNumbers, ListEntriesAreNumbersAndNoneIsEmpty) {
+  // CLI11 splits at the delimiter and drops empty pieces: "1,2," ran as {1, 2}.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--row", "1,2,"}, "--row: entry 3 of '1,2,' is empty"},
+      {{"--row=1,,2"}, "--row: entry 2 of '1,,2' is empty"},
+      {{"--row", ",1"}, "--row: entry 1 of ',1' is empty"},
+      {{"--row", "1,2", "3,"}, "--row: entry 2 of '3,' is empty"},
+      {{"--row", "0x10,1"}, "--row: '0x10' is not a number in decimal digits (did you mean 16?)"},
+      {{"--row", "1,inf"}, "--row: 'inf' is not a finite number"},
+  };
+  for (const auto& [words, says] : bad) {
+    course::ChapterCli cli("01_test", "A test chapter.", 1);
+    std::vector<double> row;
+    cli.option("--row", row, "row")->delimiter(',')->expected(1, 16);
+    std::vector<std::string> line = {"--no-plots"};
+    line.insert(line.end(), words.begin(), words.end());
+    const Parsed p = parse(cli, line);
+    EXPECT_EQ(p.exit_code, 2) << words.back();
+    EXPECT_EQ(p.err.substr(0, p.err.find('\n')), "01_test: " + says);
+  }
+  course::ChapterCli cli("01_test", "A test chapter.", 1);
+  std::vector<double> row;
+  cli.option("--row", row, "row")->delimiter(',')->expected(1, 16);
+  const Parsed p = parse(cli, {"--no-plots", "--row", "1e-40,-2,+.5"});
+  ASSERT_FALSE(p.exit_code.has_value()) << p.err;
+  EXPECT_EQ(row, (std::vector<double>{1e-40, -2.0, 0.5}));
+}
+
+TEST(CliNumbers, FiniteRangeReadsDecimalOnly) {
+  // It read the text with CLI11's strtold: "0x1p0" and " 1" were 1, within [0.5, 2].
+  const CLI::Validator v = course::finite_range(0.5, 2.0);
+  for (std::string bad : {"0x1p0", " 1", "+inf", "1e400"}) EXPECT_NE(v(bad), "") << bad;
+  for (std::string ok : {"+1", "1.", "5e-1"}) EXPECT_EQ(v(ok), "") << ok;
+}
+
+}  // namespace test_cli
