@@ -71,11 +71,13 @@ std::set<std::string> files_of_earlier_run(const fs::path& dir, std::string& pro
 // killed with -9 left behind (found under the lock, so no live run is using it).
 void remove_staging_folder(const fs::path& folder) noexcept {
   std::error_code ec;
-  if (!fs::is_directory(fs::symlink_status(folder, ec))) return;
-  for (const auto& e : fs::directory_iterator(folder, ec)) {
-    if (!e.is_directory(ec)) fs::remove(e.path(), ec);
+  const fs::file_status status = fs::symlink_status(folder, ec);
+  if (fs::is_directory(status)) {
+    for (const auto& e : fs::directory_iterator(folder, ec)) {
+      if (!e.is_directory(ec)) fs::remove(e.path(), ec);
+    }
   }
-  fs::remove(folder, ec);
+  fs::remove(folder, ec);  // the folder once empty; a link or file of that name itself
 }
 
 std::string file_of(const std::string& name) { return name + ".npy"; }
@@ -127,8 +129,10 @@ void Dumper::begin() {
   staging_ = dir_ / (kDumpStagingPrefix + std::to_string(::getpid()));
   {
     const interrupt::HoldSignals hold;  // created and registered, or neither
-    if (!fs::create_directory(staging_, ec) && ec) {
-      throw WriteError("cannot write " + staging_.string() + ": " + ec.message());
+    // A new folder or nothing: never one already there, nor a link planted under the name.
+    if (!fs::create_directory(staging_, ec)) {
+      throw WriteError("cannot write " + staging_.string() + ": " +
+                       (ec ? ec.message() : std::string("something is in the way")));
     }
     staging_on_signal_ = std::make_unique<interrupt::RemoveFolderOnSignal>(staging_);
   }

@@ -241,6 +241,20 @@ TEST(Dumper, ARunKilledBeforeItFinishedLeavesOnlyItsHiddenFolderForTheNextRun) {
   fs::remove_all(dir);
 }
 
+TEST(Dumper, ALinkPlantedUnderTheHiddenFolderNameIsNeverFollowed) {
+  const fs::path dir = attn_test::scratch("dump", "planted_link");
+  fs::create_directories(dir / "d");
+  fs::create_directories(dir / "victim");
+  std::ofstream(dir / "victim" / "precious.npy") << "keep";
+  fs::create_directory_symlink(dir / "victim", dir / "d" / staging_name());
+  course::Dumper dump(dir / "d", source());
+  dump("w", Matrix(Matrix::Zero(1, 1)));
+  dump.finish();
+  EXPECT_EQ(listing(dir / "d"), (std::vector<std::string>{"manifest.json", "w.npy"}));
+  EXPECT_EQ(listing(dir / "victim"), std::vector<std::string>{"precious.npy"});
+  fs::remove_all(dir);
+}
+
 TEST(Dumper, AJournalOfARunKilledWhileMovingIsClearedByTheNextRun) {
   // Only a kill -9 in the milliseconds finish() moves files can leave INCOMPLETE.txt: it lists
   // both runs' files, and the next run removes every one of them.
