@@ -21,6 +21,7 @@
 #include "attn/ops/attention.hpp"
 #include "attn/training/gradient_check.hpp"
 #include "checkpoints.hpp"
+#include "cost.hpp"
 #include "course/chapter.hpp"
 #include "course/checkpoint.hpp"
 #include "figures.hpp"
@@ -43,14 +44,10 @@ using attn::Matrix;
 using attn::MatrixD;
 using training::History;
 using training::induction_config;
+using training::kBatch;  // sequences per training step
 using training::Knobs;
 using training::reversal_config;
-using training::Schedule;
 using training::StepResult;
-
-constexpr Index kBatch = 32;          // sequences per training step
-constexpr Index kHeldOut = 1000;      // held-out sequences for the final scores
-constexpr Index kCurveHeldOut = 200;  // held-out sequences for the curves, every 50 steps
 
 // ---- 1. One backward step by hand ---------------------------------------------------------------
 
@@ -190,9 +187,11 @@ void reversal(course::Chapter& ch, const Knobs& k) {
   attn::Seq2Seq model = attn::seq2seq_init(rng, reversal_config(k));
   // [reversal_model]
   course::TrainingState run = training::start_training(ch, k, model, rng);  // step 0, or --load's
-  attn::Rng held_out_rng = ch.rng("reversal held-out");  // never a training sequence's
-  const attn::Seq2SeqBatch held_out = training::reversal_batch(held_out_rng, kHeldOut, n);
-  const attn::Seq2SeqBatch curve_set = training::reversal_batch(held_out_rng, kCurveHeldOut, n);
+  attn::Rng held_out_rng = ch.rng("reversal held-out");    // never a training sequence's
+  const Index held = training::held_out_count(run.steps);  // 1,000, fewer for a short schedule
+  const attn::Seq2SeqBatch held_out = training::reversal_batch(held_out_rng, held, n);
+  const attn::Seq2SeqBatch curve_set =
+      training::reversal_batch(held_out_rng, training::curve_count(held), n);
   const std::span<const int> example(held_out.src.row(0).data(), static_cast<std::size_t>(n));
   ch.prose("vocabulary {} (<pad>, <bos>, the symbols a..j), sequences of {} symbols; the "
            "decoder reads <bos> y_1 .. y_{} and must write y_1 .. y_{} (teacher forcing).",
@@ -225,10 +224,7 @@ void reversal(course::Chapter& ch, const Knobs& k) {
                       out_labels});
   };
   // [reversal_training]
-  const Schedule schedule{.steps = run.steps,
-                          .stop = steps,
-                          .peak_lr = k.lr,
-                          .warmup = std::min<Index>(100, run.steps)};
+  const training::Schedule schedule = training::schedule_of(run, steps, k.lr);
   const History h = training::train<attn::Seq2Seq>(
       "reversal", model, schedule, run,
       [&](attn::Seq2Seq& grads) {
@@ -247,7 +243,7 @@ void reversal(course::Chapter& ch, const Knobs& k) {
   const double exact = training::exact_reversals(model, held_out);
   const attn::Seq2SeqStep final_loss = attn::seq2seq_loss<float>(model, held_out, 0.0, nullptr);
   ch.say("after {} steps, on {} held-out sequences (loss {:.4f} under teacher forcing):", steps,
-         kHeldOut, final_loss.loss);
+         held, final_loss.loss);
   ch.say("  exactly reversed: {:.1f}%   (greedy decoding, every symbol right)", 100.0 * exact);
   const std::vector<int> got = training::greedy_reverse(model, example);
   ch.say("  e.g. source  {}\n       decoded {}", fmt::join(src_labels, " "),
@@ -281,10 +277,11 @@ void induction(course::Chapter& ch, const Knobs& k) {
   course::TrainingState run = training::start_training(ch, k, model, rng);  // step 0, or --load's
   const Index steps = training::last_step(k, run);
   attn::Rng held_out_rng = ch.rng("induction held-out");
+  const Index held = training::held_out_count(run.steps);  // 1,000, fewer for a short schedule
   const std::vector<training::InductionSequence> held_out =
-      training::induction_sequences(held_out_rng, kHeldOut, T);
-  const std::vector<training::InductionSequence> curve_seqs(held_out.begin(),
-                                                            held_out.begin() + kCurveHeldOut);
+      training::induction_sequences(held_out_rng, held, T);
+  const std::vector<training::InductionSequence> curve_seqs(
+      held_out.begin(), held_out.begin() + training::curve_count(held));
   const attn::AttentionOnlyBatch held_out_batch = training::induction_batch(held_out);
   const attn::AttentionOnlyBatch curve_batch = training::induction_batch(curve_seqs);
   const training::InductionSequence& ex = held_out.front();
@@ -312,10 +309,7 @@ void induction(course::Chapter& ch, const Knobs& k) {
     frames.push_back({cache.layers[static_cast<std::size_t>(last)].attn.weights.front(),
                       fmt::format("step {}", step), ex_tokens, ex_tokens, causal});
   };
-  const Schedule schedule{.steps = run.steps,
-                          .stop = steps,
-                          .peak_lr = k.lr,
-                          .warmup = std::min<Index>(100, run.steps)};
+  const training::Schedule schedule = training::schedule_of(run, steps, k.lr);
   const History h = training::train<attn::AttentionOnly>(
       "induction", model, schedule, run,
       [&](attn::AttentionOnly& grads) {
@@ -336,7 +330,7 @@ void induction(course::Chapter& ch, const Knobs& k) {
       attn::attention_only_loss<float>(model, held_out_batch, nullptr);
   ch.prose("after {} steps, on {} held-out sequences (loss {:.4f}): the next token in the second "
            "copy is predicted right {:.1f}% of the time ({} of {}).",
-           steps, kHeldOut, final_step.loss,
+           steps, held, final_step.loss,
            100.0 * static_cast<double>(final_step.correct) / static_cast<double>(final_step.count),
            final_step.correct, final_step.count);
 
@@ -412,7 +406,9 @@ int main(int argc, char** argv) {
   Knobs k;
   ch.option("--task", k.task, "reversal, induction or both")
       .one_of({"both", "reversal", "induction"});
-  ch.option("--steps", k.steps, "training steps of each task (the schedule's length)")
+  ch.option("--steps", k.steps,
+            "training steps of each task (the schedule's length); 100000 take minutes, days at "
+            "the largest sizes: a run over a minute prints its estimate on stderr first")
       .range(1, 100000);
   ch.option("--stop-at", k.stop_at,
             "stop after this step of the schedule (--save, then --load "
@@ -421,7 +417,9 @@ int main(int argc, char** argv) {
   ch.option("--lr", k.lr, "Adam's peak learning rate").range(1e-6, 1.0);
   ch.option("--layers", k.layers, "layers (reversal: encoder and decoder each)").range(1, 8);
   ch.option("--heads", k.heads, "heads per attention (must divide d_model)").range(1, 16);
-  ch.option("--d-model", k.d_model, "features per token").range(2, 256);
+  ch.option("--d-model", k.d_model,
+            "features per token; 256 takes minutes, about 40 with --layers 8 --length 32")
+      .range(2, 256);
   ch.option("--length", k.length, "reversal: symbols per sequence").range(2, 32);
   ch.option("--context", k.context, "induction: tokens per sequence").range(8, 40);
   ch.option("--label-smoothing", k.label_smoothing, "reversal: label smoothing (the paper: 0.1)")
@@ -443,5 +441,8 @@ int main(int argc, char** argv) {
     }
     return training::checkpoint_problem(ch, k);
   });
-  return ch.run(argc, argv, [&] { lesson(ch, k); });
+  return ch.run(argc, argv, [&] {
+    training::announce_cost(ch.name(), k);  // on stderr, when the run will take over a minute
+    lesson(ch, k);
+  });
 }

@@ -47,6 +47,16 @@ struct Schedule {
   Index eval_every = 50;
 };
 
+/// The schedule of a run that starts at `run` (step 0, or where --load's checkpoint stopped)
+/// and stops after step `stop`: the cosine ends at the schedule's length, run.steps, after a
+/// warm-up of 100 steps (every step of a shorter schedule).
+inline Schedule schedule_of(const course::TrainingState& run, Index stop, double peak_lr) {
+  return {.steps = run.steps,
+          .stop = stop,
+          .peak_lr = peak_lr,
+          .warmup = std::min<Index>(100, run.steps)};
+}
+
 /// One step's numbers, as every model's loss function returns them.
 struct StepResult {
   double loss = 0;

@@ -5,6 +5,7 @@
 #include "chapter_run.hpp"
 #include "course/folder_lock.hpp"
 
+#include "cost.hpp"
 #include "tasks.hpp"
 #include "train.hpp"
 
@@ -115,6 +116,9 @@ TEST(Chapter09Trains, DefaultTrainingMeetsTheBarsAndTheHeadsSpecialise) {
   EXPECT_TRUE(contains(r.err, "training: reversal: 800 steps, ")) << r.err;
   EXPECT_TRUE(contains(r.err, "training: induction: 800 steps, ")) << r.err;
   EXPECT_FALSE(contains(r.out, " s on one core")) << "timings must stay off stdout";
+  // 800 steps are scored on the full 1,000 held-out sequences, and take seconds: no note.
+  EXPECT_TRUE(contains(squeezed(r.out), "after 800 steps, on 1000 held-out sequences")) << r.out;
+  EXPECT_FALSE(contains(r.err, "note:")) << r.err;
 }
 
 TEST(Chapter09Trains, OneLayerCannotLearnInduction) {
@@ -167,6 +171,77 @@ TEST(Chapter09, ReversalBatchesAreTeacherForced) {
       EXPECT_GE(b.src(i, j), 2);  // never <pad> or <bos>
     }
   }
+}
+
+// ---- What a run costs ---------------------------------------------------------------------------
+
+TEST(Chapter09Cost, AShortScheduleIsScoredOnAsManyHeldOutSequencesAsItTrainsOn) {
+  // 32 sequences a step: one step trains on 32, 31 steps on 992, 32 on 1,024, of which the
+  // evaluation takes its largest set, 1,000; the curves a fifth of it.
+  EXPECT_EQ(training::held_out_count(1), 32);
+  EXPECT_EQ(training::held_out_count(31), 992);
+  EXPECT_EQ(training::held_out_count(32), 1000);
+  EXPECT_EQ(training::held_out_count(800), 1000);
+  EXPECT_EQ(training::curve_count(1000), 200);
+  EXPECT_EQ(training::curve_count(32), 6);
+  EXPECT_EQ(training::curve_count(4), 1);
+  // The program says so, for both tasks.
+  const attn_test::Output r =
+      attn_test::run_chapter("09_training", "--no-plots --steps 1 --d-model 8 --heads 2",
+                             attn_test::scratch("ch09", "short_eval"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string out = squeezed(r.out);
+  const std::string said = "after 1 steps, on 32 held-out sequences (loss ";
+  const std::size_t reversal = out.find(said);
+  ASSERT_NE(reversal, std::string::npos) << r.out;
+  EXPECT_NE(out.find(said, reversal + 1), std::string::npos) << "induction's too: " << r.out;
+  EXPECT_FALSE(contains(out, "1000 held-out")) << r.out;
+}
+
+TEST(Chapter09Cost, TheEstimateFollowsTheWorkAndSpeaksOnlyOverAMinute) {
+  const training::Knobs defaults;
+  const training::CostEstimate base = training::estimate_cost(defaults, 2, 16);
+  EXPECT_EQ(training::cost_note("09_training", base), "") << "the default run takes seconds";
+  // Each knob that adds work adds time: more steps, layers, width, length, heads (d_k smaller,
+  // softmax entries more), fewer threads, narrower vectors.
+  const auto seconds = [&](auto change, int threads = 2, int lanes = 16) {
+    training::Knobs k;
+    change(k);
+    return training::estimate_cost(k, threads, lanes).seconds;
+  };
+  EXPECT_GT(seconds([](auto& k) { k.steps = 1600; }), base.seconds);
+  EXPECT_GT(seconds([](auto& k) { k.layers = 4; }), base.seconds);
+  EXPECT_GT(seconds([](auto& k) { k.d_model = 64; }), base.seconds);
+  EXPECT_GT(seconds([](auto& k) { k.length = 16; }), base.seconds);
+  EXPECT_GT(seconds([](auto& k) { k.heads = 8; }), base.seconds);
+  EXPECT_GT(seconds([](auto&) {}, 1), base.seconds);
+  EXPECT_GT(seconds([](auto&) {}, 2, 8), base.seconds);
+  // One task costs less than both; evaluating a checkpoint trains nothing.
+  EXPECT_LT(seconds([](auto& k) { k.task = "induction"; }), base.seconds);
+  EXPECT_LT(seconds([](auto& k) { k.load = "ck"; }), base.seconds);
+  // The largest knobs for the longest schedule: the note, naming the step's time.
+  training::Knobs largest;
+  largest.layers = 8;
+  largest.d_model = 256;
+  largest.heads = 16;
+  largest.length = 32;
+  largest.context = 40;
+  largest.steps = 100000;
+  const training::CostEstimate big = training::estimate_cost(largest, 2, 16);
+  EXPECT_GT(big.seconds, 100000 * big.step_seconds);
+  const std::string note = training::cost_note("09_training", big);
+  EXPECT_TRUE(note.starts_with("09_training: note: these knobs take about ")) << note;
+  EXPECT_TRUE(contains(note, " per training step")) << note;
+  EXPECT_TRUE(note.ends_with("Ctrl-C stops the run")) << note;
+}
+
+TEST(Chapter09Cost, ARunOverAMinuteSaysSoOnStderrBeforeItStarts) {
+  // 100,000 steps of the default sizes: minutes. The note is the first line on stderr, before
+  // the progress of the first training steps; the run is then stopped, as by Ctrl-C.
+  const std::string first =
+      attn_test::first_stderr_line("09_training", {"--no-plots", "--steps", "100000"});
+  EXPECT_TRUE(first.starts_with("09_training: note: these knobs take about ")) << first;
+  EXPECT_TRUE(first.ends_with("Ctrl-C stops the run")) << first;
 }
 
 // ---- Divergence ---------------------------------------------------------------------------------

@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -77,6 +79,39 @@ inline Output run_chapter(const std::string& chapter, const std::string& args,
   const int status = std::system(cmd.c_str());
   return {(status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1, read_file(out),
           read_file(err)};
+}
+
+/// Starts `bin_dir()/<chapter> <args...>` with stdout discarded, reads standard error up to its
+/// first line break, then stops the program (SIGTERM, as a learner's Ctrl-C would) and waits for
+/// it. Returns that first line ("" when the program closed stderr without writing one): what a
+/// long run says before its work, without waiting for the work.
+inline std::string first_stderr_line(const std::string& chapter,
+                                     const std::vector<std::string>& args) {
+  int fds[2];
+  if (::pipe(fds) != 0) return "";
+  const std::string program = bin_dir() + "/" + chapter;
+  std::vector<char*> argv{const_cast<char*>(program.c_str())};
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(fds[1], 2);
+    if (!std::freopen("/dev/null", "w", stdout)) ::_exit(127);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    ::execv(program.c_str(), argv.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  std::string line;
+  char c = 0;
+  while (pid > 0 && ::read(fds[0], &c, 1) == 1 && c != '\n') line += c;
+  ::close(fds[0]);
+  if (pid > 0) {
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+  }
+  return line;
 }
 
 /// DIR/NAME.npy as a double matrix (a 1-D array becomes one row).
