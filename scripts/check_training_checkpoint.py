@@ -206,20 +206,38 @@ def check_optimizer_state(dump, model):
     if t is None:
         print("  training state: none saved (the weights alone)")
         return True
-    step = int(t["adam_step"])
+    where = f"{dump.folder}/manifest.json: the training state"
+    counts = {}
+    for name in ("step", "steps", "adam_step"):
+        value = t.get(name) if isinstance(t, dict) else None
+        if not isinstance(value, int) or isinstance(value, bool):
+            refuse(f"{where} has no whole number \"{name}\"")
+        counts[name] = value
+    if not 1 <= counts["step"] <= counts["steps"] or counts["adam_step"] != counts["step"]:
+        refuse(f"{where} says step {counts['step']} of {counts['steps']} with Adam at step "
+               f"{counts['adam_step']}")
+    step = counts["adam_step"]
     state, ok = {}, True
     for i, (key, p) in enumerate(model.named_parameters()):
         moments = {}
         for moment in ("exp_avg", "exp_avg_sq"):
-            name = t[moment].get(key, "").removesuffix(".npy")
-            if name not in dump:
-                refuse(f"{dump.folder}: the training state has no {moment} of {key}")
-            moments[moment] = dump[name]
+            files = t.get(moment)
+            file = files.get(key) if isinstance(files, dict) else None
+            name = file.removesuffix(".npy") if isinstance(file, str) else None
+            if name is None or name not in dump or "state_dict_key" in dump.arrays[name]:
+                refuse(f"{where} names no array of its own for the {moment} of {key}")
+            try:
+                moments[moment] = dump[name]
+            except (ValueError, OSError, SyntaxError) as e:
+                refuse(f"{dump.folder / file}: not a readable .npy file ({e})")
             if tuple(moments[moment].shape) != tuple(p.shape):
                 print(f"  {moment} of {key}: {list(moments[moment].shape)}, but the parameter is "
                       f"{list(p.shape)}: FAILED")
                 ok = False
-        if bool((moments["exp_avg_sq"] < 0).any()):
+            elif not bool(torch.isfinite(moments[moment]).all()):
+                print(f"  {moment} of {key} is not finite everywhere: FAILED")
+                ok = False
+        if ok and bool((moments["exp_avg_sq"] < 0).any()):
             print(f"  exp_avg_sq of {key} has a negative entry: FAILED")
             ok = False
         state[i] = {"step": torch.tensor(float(step)), **moments}

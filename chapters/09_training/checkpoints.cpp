@@ -32,7 +32,7 @@ course::TrainingState load_and_plan(course::Chapter& ch, const Knobs& k, const s
   const std::optional<course::TrainingState> saved = course::load_checkpoint(dir, ch.name(), model);
   if (saved) {
     start = *saved;
-    if (k.steps_given) start.steps = k.steps;
+    start.steps = k.steps;  // --steps, or the saved run's (checkpoint_problem set it)
     batches.restore(saved->batches);
   }
   if (!k.trains()) {
@@ -127,7 +127,8 @@ void save_induction(course::Chapter& ch, const std::string& dir, const attn::Att
   say_saved(ch, dir);
 }
 
-std::string checkpoint_problem(const course::Chapter& ch, const Knobs& k) {
+std::string checkpoint_problem(const course::Chapter& ch, Knobs& k) {
+  bool adopted = false;  // k.steps was set from a checkpoint's schedule
   std::vector<std::string> tasks;
   if (k.task != "induction") tasks.push_back("reversal");
   if (k.task != "reversal") tasks.push_back("induction");
@@ -155,9 +156,25 @@ std::string checkpoint_problem(const course::Chapter& ch, const Knobs& k) {
         attn::AttentionOnly model = attn::attention_only_init(rng, induction_config(k));
         saved = course::load_checkpoint(k.load + "/induction", ch.name(), model);
       }
+      if (saved && !k.steps_given) {
+        // No --steps: the schedule is the saved run's, so that what is printed and recorded
+        // is the schedule used.
+        if (saved->steps > kMaxSteps) {
+          return fmt::format("--load: {}/{} records a schedule of {} steps, past --steps' "
+                             "largest, {}",
+                             k.load, task, saved->steps, kMaxSteps);
+        }
+        if (adopted && k.steps != saved->steps) {
+          return fmt::format("--load: the checkpoints in {} planned schedules of {} and {} "
+                             "steps: give --steps",
+                             k.load, k.steps, saved->steps);
+        }
+        k.steps = saved->steps;
+        adopted = true;
+      }
       if (saved && k.trains()) {
         course::TrainingState start = *saved;
-        if (k.steps_given) start.steps = k.steps;
+        start.steps = k.steps;
         if (k.stop_at > start.steps) {
           return fmt::format("--stop-at {} is past the end of the schedule, step {}", k.stop_at,
                              start.steps);
@@ -173,7 +190,7 @@ std::string checkpoint_problem(const course::Chapter& ch, const Knobs& k) {
       return std::string("--load: ") + e.what();
     }
   }
-  if (k.stop_at > k.steps && (k.load.empty() || k.steps_given)) {
+  if (k.stop_at > k.steps) {
     return fmt::format("--stop-at {} is past the end of the schedule, --steps {}", k.stop_at,
                        k.steps);
   }

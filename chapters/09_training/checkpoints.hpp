@@ -47,6 +47,8 @@ void save_induction(course::Chapter& ch, const std::string& dir, const attn::Att
 /// training. --load is read whole into models of the sizes the knobs give: a missing,
 /// unfinished, foreign, truncated or differently shaped checkpoint is named here, and so is
 /// one that has trained as far as this run would (nothing left to train).
-std::string checkpoint_problem(const course::Chapter& ch, const Knobs& k);
+/// Without --steps, a checkpoint saved with a training state sets k.steps to its schedule's
+/// length, so that the run uses, prints and records the saved schedule.
+std::string checkpoint_problem(const course::Chapter& ch, Knobs& k);
 
 }  // namespace training

@@ -11,6 +11,8 @@
 
 namespace training {
 
+inline constexpr Index kMaxSteps = 100000;  // --steps' largest value
+
 struct Knobs {
   std::string task = "both";  // "reversal", "induction" or "both"
   Index steps = 800;          // training steps of each task

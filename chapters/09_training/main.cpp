@@ -409,11 +409,11 @@ int main(int argc, char** argv) {
   ch.option("--steps", k.steps,
             "training steps of each task (the schedule's length); 100000 take minutes, days at "
             "the largest sizes: a run over a minute prints its estimate on stderr first")
-      .range(1, 100000);
+      .range(1, training::kMaxSteps);
   ch.option("--stop-at", k.stop_at,
             "stop after this step of the schedule (--save, then --load "
             "to go on exactly)")
-      .range(0, 100000);
+      .range(0, training::kMaxSteps);
   ch.option("--lr", k.lr, "Adam's peak learning rate").range(1e-6, 1.0);
   ch.option("--layers", k.layers, "layers (reversal: encoder and decoder each)").range(1, 8);
   ch.option("--heads", k.heads, "heads per attention (must divide d_model)").range(1, 16);

@@ -195,6 +195,14 @@ int Chapter::run(int argc, char** argv, const std::function<void()>& lesson) {
   dump_ = cli_->dumper(source());
   try {
     lesson();
+    // The lesson's text must have reached its reader before the dump replaces an earlier one:
+    // a run that ends with a write error (exit 1) leaves the folder as it was.
+    out_.flush();
+    std::cout.flush();
+    if (!out_ || !std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      dump_.abandon();
+      return output_checked(0);
+    }
     dump_.finish();
   } catch (const OutputLost&) {
     dump_.abandon();  // the run failed: its dump must not look finished

@@ -76,6 +76,7 @@ struct Manifest {
   std::map<std::string, std::string> options;
   std::map<std::string, SavedTensor> tensors;  ///< the arrays with a state_dict key, by key
   std::vector<std::string> keys;               ///< those keys, in the manifest's order
+  std::set<std::string> other_files;           ///< the files of the arrays without a key
   nlohmann::json training;                     ///< "training", or null when it was not saved
 };
 
@@ -132,7 +133,10 @@ Manifest read_manifest(const fs::path& dir, const std::string& chapter) {
         !a["shape"].is_array() || !a.contains("dtype") || !a["dtype"].is_string()) {
       malformed("an array without its file, shape or dtype");
     }
-    if (!a.contains("state_dict_key")) continue;  // an extra array (eval_src, ...): not a weight
+    if (!a.contains("state_dict_key")) {  // an extra array (eval_src, a moment): not a weight
+      out.other_files.insert(a["file"].get<std::string>());
+      continue;
+    }
     if (!a["state_dict_key"].is_string()) malformed("a state_dict_key that is not a string");
     const std::string key = a["state_dict_key"].get<std::string>();
     SavedTensor t{
@@ -305,6 +309,7 @@ namespace {
 
 // The training state of a checkpoint whose weights fit `layout`, every number checked.
 TrainingState read_training_state(const fs::path& dir, const nlohmann::json& j,
+                                  const std::set<std::string>& listed,
                                   const std::vector<StateDictTensor>& layout,
                                   const std::vector<attn::Parameter<float>>& params) {
   const std::string where = (dir / kDumpManifest).string() + ": the training state ";
@@ -343,6 +348,7 @@ TrainingState read_training_state(const fs::path& dir, const nlohmann::json& j,
     t.batches.spare = std::bit_cast<double>(*bits);
   }
   std::vector<std::vector<float>> moments[2];  // per layout tensor: exp_avg, exp_avg_sq
+  std::set<std::string> used;                  // the moment files named so far
   const char* names[2] = {"exp_avg", "exp_avg_sq"};
   for (int k = 0; k < 2; ++k) {
     if (!j.contains(names[k]) || !j[names[k]].is_object())
@@ -353,6 +359,12 @@ TrainingState read_training_state(const fs::path& dir, const nlohmann::json& j,
       if (!file.is_string() || !is_plain_npy_name(file.get<std::string>())) {
         bad("names no .npy file in the folder for the " + std::string(names[k]) + " of " +
             tensor.key);
+      }
+      // One of the manifest's arrays that is no weight, and no other moment's file.
+      if (!listed.contains(file.get<std::string>()) ||
+          !used.insert(file.get<std::string>()).second) {
+        bad("names " + file.get<std::string>() + " for the " + std::string(names[k]) + " of " +
+            tensor.key + ", which is not an array of its own in the manifest's list");
       }
       moments[k].push_back(read_tensor(
           dir, std::string(names[k]) + " of " + tensor.key,
@@ -432,7 +444,9 @@ std::optional<TrainingState> load_checkpoint(const fs::path& dir, const std::str
 
   // 4. The training state, if it was saved: read and checked as the weights are.
   std::optional<TrainingState> training;
-  if (!m.training.is_null()) training = read_training_state(dir, m.training, layout, params);
+  if (!m.training.is_null()) {
+    training = read_training_state(dir, m.training, m.other_files, layout, params);
+  }
 
   // 5. Only now into the model: the blocks of a key are consecutive runs of its C-order elements.
   for (std::size_t i = 0; i < layout.size(); ++i) {

@@ -5,6 +5,8 @@
 #include "course/numbers.hpp"
 #include "course/print.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -91,15 +93,25 @@ class NewFolders {
     }
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) return dir.string() + " is not a folder";
-    // The probe is a temporary that is never committed: created beside a unique name with
-    // O_EXCL | O_NOFOLLOW (a planted link is not followed) and removed on the way out.
+    // The probe is a temporary that is never committed: created with O_EXCL | O_NOFOLLOW (a
+    // planted link is not followed) and removed on the way out. It lies as deep as a dump's
+    // arrays will, in a folder like the dump's hidden one and under a name as long as the
+    // longest array's temporary, so that a path too long for the system fails here, not
+    // after the work.
+    const fs::path deep = dir / (".writing-probe-" + std::to_string(::getpid()));
+    if (!fs::create_directory(deep, ec)) {
+      return "cannot write into folder " + dir.string() + " (cannot create " +
+             deep.filename().string() + ": " + (ec ? ec.message() : "it exists") + ")";
+    }
+    std::string problem;
     try {
-      AtomicFile probe(dir / ".attn_write_probe");
+      AtomicFile probe(deep / (std::string(100, 'p') + ".npy"));
       probe.write("probe");
     } catch (const WriteError& e) {
-      return "cannot write into folder " + dir.string() + " (" + e.what() + ")";
+      problem = "cannot write into folder " + dir.string() + " (" + e.what() + ")";
     }
-    return {};
+    fs::remove(deep, ec);
+    return problem;
   }
 
  private:
@@ -153,7 +165,7 @@ std::vector<std::string> nearest_options(const CLI::App& app, std::string_view t
   if (name.empty()) return {};
   const std::size_t allowed = name.size() <= 4 ? 1 : name.size() <= 8 ? 2 : 3;
   std::vector<std::string> nearest;
-  std::size_t best = allowed + 1;
+  std::size_t best = allowed;  // the farthest a suggestion may be; then the nearest so far
   for (const CLI::Option* opt : app.get_options()) {
     for (const std::string& known : opt->get_lnames()) {
       const std::size_t d = edit_distance(name, known);
@@ -408,6 +420,18 @@ std::optional<int> ChapterCli::parse(int argc, char** argv) {
       locks_.emplace_back(dir, FolderLock::Mode::write);
     } catch (const std::exception& e) {
       return usage_error(flag + ": " + e.what());
+    }
+  }
+  // A folder the run reads is held for reading until the run ends: no other run replaces it
+  // between the check above (the chapter's rules) and the lesson's reading it.
+  for (const FolderOption& f : folders_) {
+    if (f.use != FolderUse::read || f.value->empty()) continue;
+    try {
+      locks_.emplace_back(*f.value, FolderLock::Mode::read);
+    } catch (const FolderBusy& e) {
+      return usage_error(f.flag + ": " + e.what());
+    } catch (const std::invalid_argument&) {
+      // not a folder to open: the chapter's own check names that problem
     }
   }
   if (!opts_.dump_dir.empty()) {

@@ -130,7 +130,8 @@ class ChapterCli {
   /// A folder option the chapter reads or writes (`--load DIR`, `--save DIR`): an option, not a
   /// knob. parse() treats a folder the run writes as it treats --dump's: made (with the folders
   /// above it) and proved writable, and locked for writing for the rest of the run
-  /// (FolderLock), so that a bad, read-only or busy folder is a usage error before any work.
+  /// (FolderLock), so that a bad, read-only or busy folder is a usage error before any work; a
+  /// folder the run reads is locked for reading for the rest of the run (busy: a usage error).
   /// It also refuses folders that overlap: --dump's may not be, contain or lie inside another
   /// folder option's, and a folder the run writes may not lie inside one it reads or writes.
   /// (The same folder to read and to write is fine: a checkpoint is read before it is
@@ -165,7 +166,7 @@ class ChapterCli {
     FolderUse use;
   };
   std::vector<FolderOption> folders_;  ///< add_folder()
-  std::vector<FolderLock> locks_;      ///< the folders the run writes, locked until it ends
+  std::vector<FolderLock> locks_;      ///< the folders the run writes or reads, until it ends
 
   /// The problem with the folders of this command line overlapping, or "".
   std::string overlapping_folders() const;

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,6 +35,10 @@ bool is_dump_file_name(const std::string& name) {
          name.find('\0') == std::string::npos;  // JSON's \u0000 would cut the name short
 }
 
+// What the course writes into its manifests and journals, and looks for before it trusts them.
+constexpr const char* kWrittenBy = "Attention, Step by Step: course::Dumper";
+constexpr const char* kJournalMark = " was moving a finished dump into this folder and was killed";
+
 // The files an earlier run lists in `dir`: manifest.json's arrays and INCOMPLETE.txt's lines.
 // Sets `problem` when a listing exists but is not the course's, or is not a file that can be
 // read (a FIFO in its place would block the reader for good).
@@ -46,8 +51,12 @@ std::set<std::string> files_of_earlier_run(const fs::path& dir, std::string& pro
       const nlohmann::json m =
           nlohmann::json::parse(read_regular_file(dir / kDumpManifest, kMaxListing), nullptr,
                                 /*allow_exceptions=*/false);
-      if (!m.is_object() || !m.contains("arrays") || !m["arrays"].is_array()) {
-        problem = (dir / kDumpManifest).string() + " is not a dump manifest of the course";
+      // The course's own mark: a manifest another program wrote may list files that are
+      // not the course's to remove.
+      if (!m.is_object() || !m.contains("written_by") || m["written_by"] != kWrittenBy ||
+          !m.contains("arrays") || !m["arrays"].is_array()) {
+        problem = (dir / kDumpManifest).string() +
+                  " is not a dump manifest of the course: choose another folder";
         return files;
       }
       for (const auto& a : m["arrays"]) {
@@ -57,6 +66,13 @@ std::set<std::string> files_of_earlier_run(const fs::path& dir, std::string& pro
     }
     if (fs::exists(fs::symlink_status(dir / kDumpJournal, ec))) {
       std::istringstream in(read_regular_file(dir / kDumpJournal, kMaxListing));
+      std::string first;
+      std::getline(in, first);
+      if (!first.starts_with("# ") || !first.ends_with(kJournalMark)) {
+        problem = (dir / kDumpJournal).string() +
+                  " is not the journal of a dump of the course: choose another folder";
+        return files;
+      }
       for (std::string line; std::getline(in, line);) {
         if (!line.empty() && line[0] != '#') files.insert(line);
       }
@@ -238,7 +254,7 @@ void Dumper::finish() {
   // every value, so strings are escaped as JSON requires.
   const auto js = [](const auto& v) { return nlohmann::json(v).dump(); };
   std::string text = "{\n";
-  text += "  \"written_by\": " + js("Attention, Step by Step: course::Dumper") + ",\n";
+  text += "  \"written_by\": " + js(kWrittenBy) + ",\n";
   text += "  \"chapter\": " + js(source_.chapter) + ",\n";
   text += "  \"seed\": " + js(source_.seed) + ",\n";
   text += "  \"options\": {";
@@ -280,17 +296,14 @@ void Dumper::publish() {
   // every array in the folder is listed somewhere, and the next run can clear it.
   std::set<std::string> mine;
   for (const Entry& e : written_) mine.insert(file_of(e.name));
-  std::string journal =
-      "# " + source_.chapter +
-      " was moving a finished dump into this folder and was killed (kill -9?).\n"
-      "# The files listed below (some may be gone already) are removed by the next run with\n"
-      "# --dump here.\n";
+  std::string journal = "# " + source_.chapter + kJournalMark +
+                        "\n# (kill -9, or the disk failed). The files listed below (some may be "
+                        "gone already)\n# are removed by the next run with --dump here.\n";
   for (const std::string& f : earlier_) journal += f + "\n";
   for (const std::string& f : mine) journal += f + "\n";
   write_file_atomically(staging_ / kDumpJournal, journal);
-  // Every move below is a rename within one folder, which needs no space and cannot fail for
-  // a full disk; a folder standing where a file goes would make it fail, so it is refused here,
-  // while the earlier dump is still whole.
+  // A folder standing where a file goes would make its move fail: refused here, while the
+  // earlier dump is still whole.
   std::error_code ec;
   for (const std::string& f : mine) {
     if (fs::is_directory(fs::symlink_status(dir_ / f, ec))) {
@@ -298,15 +311,45 @@ void Dumper::publish() {
     }
   }
   const interrupt::HoldSignals hold;  // Ctrl-C waits the few milliseconds this takes
+  const auto fail = [&](const std::string& what, int err) {
+    throw WriteError(what + ": " + std::strerror(err));
+  };
+  // 1. Every name the new dump adds to the folder is made now, as a second link to its staged
+  //    file (or, where the file system has no links, an empty file): a new name can need room
+  //    in the folder, which a full disk refuses. The journal comes first, so that a kill -9
+  //    from here on leaves every name listed. Any failure is undone, and the earlier dump is
+  //    whole again.
+  std::vector<std::string> added;
+  const auto undo = [&] {
+    for (const std::string& f : added) fs::remove(dir_ / f, ec);
+  };
+  const auto add = [&](const std::string& name) {
+    if (fs::exists(fs::symlink_status(dir_ / name, ec))) return;  // replaced in place below
+    if (::link((staging_ / name).c_str(), (dir_ / name).c_str()) != 0) {
+      const int err = errno;
+      const bool no_links = err == EPERM || err == EOPNOTSUPP || err == EXDEV || err == EMLINK;
+      const int fd = no_links ? ::open((dir_ / name).c_str(),
+                                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666)
+                              : -1;
+      if (fd < 0) {
+        const int why = no_links ? errno : err;
+        undo();
+        fail("cannot write " + (dir_ / name).string(), why);
+      }
+      ::close(fd);
+    }
+    added.push_back(name);
+  };
+  add(kDumpJournal);
+  for (const std::string& f : mine) add(f);
+  add(kDumpManifest);
+  // 2. Only renames onto names that exist, and removals: nothing that needs room.
   const auto move = [&](const std::string& name) {
     if (std::rename((staging_ / name).c_str(), (dir_ / name).c_str()) != 0) {
-      const int err = errno;
-      throw WriteError("cannot move " + (staging_ / name).string() + " to " +
-                       (dir_ / name).string() + ": " + std::strerror(err));
+      fail("cannot move " + (staging_ / name).string() + " to " + (dir_ / name).string(), errno);
     }
   };
-  move(kDumpJournal);
-  fs::remove(dir_ / kDumpManifest, ec);
+  move(kDumpJournal);  // from here to its removal, readers see an unfinished folder
   for (const std::string& f : earlier_) {
     // A plain file or link inside the folder, never a folder, whatever a manifest says; one
     // this run writes again is replaced by the rename below instead.

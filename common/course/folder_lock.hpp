@@ -12,6 +12,10 @@
 /// one writer; a second writer, or a reader while a writer holds it, is refused at once
 /// (FolderBusy): the course never waits for another run, which may be paused for good.
 ///
+/// A writer also holds every folder above its own for reading, up to the root: a run writing
+/// `s` and a run writing `s/reversal` exclude each other whichever starts first, while runs
+/// writing two folders side by side (`s/a`, `s/b`) do not.
+///
 /// Within one process the locks are counted, not stacked: a run that holds a folder for
 /// writing may lock it again, for writing or for reading (chapter 09 loads a checkpoint from the
 /// folder it will save into), and the folder stays locked until the last FolderLock on it ends.
@@ -24,6 +28,7 @@
 
 #include <filesystem>
 #include <stdexcept>
+#include <vector>
 
 namespace course {
 
@@ -43,9 +48,10 @@ class FolderLock {
 
   /// No folder: a lock that holds nothing.
   FolderLock() = default;
-  /// Locks the existing folder `dir` in `mode`, without waiting. Throws FolderBusy when another
-  /// process holds it in a mode that excludes this one, std::invalid_argument when `dir` is not
-  /// an existing folder.
+  /// Locks the existing folder `dir` in `mode` (for writing: the folders above it too, for
+  /// reading), without waiting. Throws FolderBusy when another process holds one of them in a
+  /// mode that excludes this one, std::invalid_argument when `dir` is not an existing folder
+  /// this process may open.
   FolderLock(const std::filesystem::path& dir, Mode mode);
   ~FolderLock();
   FolderLock(FolderLock&& other) noexcept;
@@ -58,7 +64,8 @@ class FolderLock {
 
  private:
   void release() noexcept;
-  int entry_ = -1;  ///< index into the process's table of locked folders
+  int entry_ = -1;          ///< index into the process's table of locked folders
+  std::vector<int> above_;  ///< a writer's: the folders above it, held for reading
 };
 
 }  // namespace course

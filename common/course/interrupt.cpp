@@ -19,7 +19,7 @@ namespace course::interrupt {
 
 namespace {
 
-constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXFSZ};
 constexpr int kSlots = 16;
 
 // The registry the handler reads. A slot's path is written completely before `used` is set,

@@ -1,7 +1,8 @@
 /// @file
 /// An interrupted chapter leaves nothing half-made behind.
 ///
-/// Ctrl-C (SIGINT), `kill` (SIGTERM) or a closed terminal (SIGHUP) can arrive at any moment,
+/// Ctrl-C (SIGINT), `kill` (SIGTERM), a closed terminal (SIGHUP), Ctrl-\ (SIGQUIT) or a file
+/// size limit (SIGXFSZ, from `ulimit -f`) can arrive at any moment,
 /// also while gnuplot renders a figure or a dump is being written. Once install() has run
 /// (course::Chapter::run does it), such a signal:
 ///   1. stops the child process of the moment (gnuplot), so it does not run on, orphaned;
@@ -24,7 +25,8 @@
 
 namespace course::interrupt {
 
-/// Installs the handler for SIGINT, SIGTERM and SIGHUP. Safe to call more than once.
+/// Installs the handler for SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGXFSZ (a signal the caller
+/// ignores stays ignored). Safe to call more than once.
 void install();
 
 /// Makes a write to a closed pipe fail with EPIPE instead of ending the program by SIGPIPE, so
@@ -76,7 +78,7 @@ class StopOnSignal {
   StopOnSignal& operator=(const StopOnSignal&) = delete;
 };
 
-/// Holds SIGINT, SIGTERM and SIGHUP back while it lives (they are delivered when it ends), so
+/// Holds those signals back while it lives (they are delivered when it ends), so
 /// that starting a child and registering it cannot be split by a signal.
 class HoldSignals {
  public:

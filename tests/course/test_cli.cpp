@@ -374,6 +374,9 @@ TEST(CliUnknownOption, NamesTheNearestKnownOption) {
       // Far from every option: no guess.
       {{"--no-such-option"}, "unknown option --no-such-option"},
       {{"--x", "1"}, "unknown option --x"},
+      // One edit past the limit (one in 4 letters, two in 5 to 8): no guess.
+      {{"--sxxd", "5"}, "unknown option --sxxd"},
+      {{"--bogus"}, "unknown option --bogus"},
       {{"--hedas", "2", "--colour"},
        "unknown option --hedas; did you mean --heads? (also unknown: --colour)"},
       // A stray value, with no option before it.

@@ -241,6 +241,24 @@ TEST(Dumper, ARunKilledBeforeItFinishedLeavesOnlyItsHiddenFolderForTheNextRun) {
   fs::remove_all(dir);
 }
 
+TEST(Dumper, AManifestOrJournalAnotherProgramWroteIsNotTrusted) {
+  // Their lists name files that are not the course's to remove: the folder is refused instead.
+  const fs::path dir = attn_test::scratch("dump", "foreign_lists");
+  std::ofstream(dir / "results.npy") << "a learner's data";
+  std::ofstream(dir / "manifest.json") << R"({"tool": "x", "arrays": [{"file": "results.npy"}]})";
+  EXPECT_TRUE(attn_test::contains(course::check_dump_folder(dir),
+                                  "manifest.json is not a dump manifest of the course"));
+  fs::remove(dir / "manifest.json");
+  std::ofstream(dir / "INCOMPLETE.txt") << "my notes\nresults.npy\n";
+  EXPECT_TRUE(attn_test::contains(course::check_dump_folder(dir),
+                                  "INCOMPLETE.txt is not the journal of a dump of the course"));
+  course::Dumper dump(dir, source());
+  EXPECT_THROW(dump("w", Matrix(Matrix::Zero(1, 1))), course::WriteError);
+  dump.abandon();
+  EXPECT_EQ(listing(dir), (std::vector<std::string>{"INCOMPLETE.txt", "results.npy"}));
+  fs::remove_all(dir);
+}
+
 TEST(Dumper, ALinkPlantedUnderTheHiddenFolderNameIsNeverFollowed) {
   const fs::path dir = attn_test::scratch("dump", "planted_link");
   fs::create_directories(dir / "d");
@@ -259,7 +277,9 @@ TEST(Dumper, AJournalOfARunKilledWhileMovingIsClearedByTheNextRun) {
   // Only a kill -9 in the milliseconds finish() moves files can leave INCOMPLETE.txt: it lists
   // both runs' files, and the next run removes every one of them.
   const fs::path dir = attn_test::scratch("dump", "journal");
-  std::ofstream(dir / "INCOMPLETE.txt") << "# killed\nold.npy\nnew.npy\n";
+  std::ofstream(dir / "INCOMPLETE.txt")
+      << "# 00_test was moving a finished dump into this folder and was killed\n# (kill -9)\n"
+         "old.npy\nnew.npy\n";
   std::ofstream(dir / "old.npy") << "x";
   std::ofstream(dir / "new.npy") << "x";
   EXPECT_EQ(course::check_dump_folder(dir), "");
@@ -378,7 +398,8 @@ TEST(Dumper, ADoctoredManifestCannotSendTheCleanUpElsewhere) {
   // JSON's \u0000 becomes a NUL inside the name, which the system call would cut short:
   // "notes.txt\0.npy" would be notes.txt, "\0.npy" the dump folder itself.
   std::ofstream(dir / "d" / "manifest.json")
-      << R"({"arrays": [{"file": "../keep.npy"}, {"file": "/etc/passwd.npy"},)"
+      << R"({"written_by": "Attention, Step by Step: course::Dumper",)"
+      << R"( "arrays": [{"file": "../keep.npy"}, {"file": "/etc/passwd.npy"},)"
       << R"( {"file": "notes.txt\u0000.npy"}, {"file": "\u0000.npy"}, {"file": "sub.npy"}]})";
   course::Dumper dump(dir / "d", source());
   dump("x", Matrix(Matrix::Zero(1, 1)));

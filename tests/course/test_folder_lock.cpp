@@ -73,6 +73,21 @@ TEST_F(FolderLockTest, AReaderOfItsOwnProcessBecomesAWriter) {
   EXPECT_EQ(try_lock(dir_, Mode::read), 1) << "the folder is now held for writing";
 }
 
+TEST_F(FolderLockTest, WritersOfAFolderAndOfOneInsideItExcludeEachOther) {
+  fs::create_directories(dir_ / "s" / "reversal");
+  fs::create_directories(dir_ / "s" / "induction");
+  {
+    const course::FolderLock outer(dir_ / "s", Mode::write);
+    EXPECT_EQ(try_lock(dir_ / "s" / "reversal", Mode::write), 1) << "inside a folder being written";
+  }
+  {
+    const course::FolderLock inner(dir_ / "s" / "reversal", Mode::write);
+    EXPECT_EQ(try_lock(dir_ / "s", Mode::write), 1) << "around a folder being written";
+    EXPECT_EQ(try_lock(dir_ / "s" / "induction", Mode::write), 0) << "beside it: fine";
+    EXPECT_EQ(try_lock(dir_ / "s", Mode::read), 0) << "reading the folder above: fine";
+  }
+}
+
 TEST_F(FolderLockTest, TheSameFolderUnderAnotherNameIsTheSameFolder) {
   fs::create_directories(dir_ / "sub");
   fs::create_directory_symlink(dir_ / "sub", dir_ / "link");
@@ -105,7 +120,8 @@ TEST_F(FolderLockTest, ARunKilledWhileItHoldsTheLockReleasesIt) {
 TEST_F(FolderLockTest, AMissingFolderIsNamed) {
   const std::string message =
       attn_test::message_of([&] { course::FolderLock lock(dir_ / "nothing", Mode::read); });
-  EXPECT_NE(message.find("FolderLock: " + (dir_ / "nothing").string()), std::string::npos)
+  EXPECT_NE(message.find("cannot open the folder " + (dir_ / "nothing").string() + " to lock it"),
+            std::string::npos)
       << message;
 }
 
