@@ -194,4 +194,14 @@ TEST(RandomMatrix, RejectsRangesAndParametersThatAreNotFinite) {
   EXPECT_TRUE(attn::random_normal(rng, 1, 3, 1.5, 0.0).isConstant(1.5f, 0.0f));  // stddev 0: mean
 }
 
+TEST(RandomShapes, MatricesTheMachineCannotHoldAreRefusedBeforeDrawing) {
+  attn::Rng rng(5);
+  const attn::Index n = attn::Index{1} << 20;
+  const std::string m = attn_test::message_of([&] { attn::random_normal(rng, n, n); });
+  EXPECT_EQ(m.rfind("random_normal: [1048576 x 1048576] needs 4.0 TiB for the matrix", 0), 0u) << m;
+  const std::string u =
+      attn_test::message_of([&] { attn::random_uniform(rng, n, n * n * n, 0.0, 1.0); });
+  EXPECT_NE(u.find("(more elements than an Index can count)"), std::string::npos) << u;
+}
+
 }  // namespace test_random
