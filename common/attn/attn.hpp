@@ -16,7 +16,8 @@
 /// has no cycle:
 ///
 /// - `core/`: the tensors (matrix.hpp, batch.hpp), the random numbers every initialisation
-///   draws (random.hpp), the thread count (threads.hpp). Every chapter.
+///   draws (random.hpp), the thread count (threads.hpp), and what memory a tensor occupies and
+///   the machine has (memory.hpp: the overlap and size checks below). Every chapter.
 /// - `ops/`: functions without parameters: softmax and its statistics, masks, attention with
 ///   its backward, the notes' column form, the online softmax, cross-entropy (loss.hpp).
 ///   Chapters 02-05, 09, 10.
@@ -32,7 +33,6 @@
 ///   and the gradient check (gradient_check.hpp). Chapter 09.
 ///
 /// A `detail/` folder holds its folder's internal headers, for the library's .cpp files only:
-/// `ops/detail/aliasing.hpp` (the overlap checks of the `_into` functions),
 /// `kernels/detail/tile_kernel.hpp` (one tile's arithmetic), `models/detail/sequence_shards.hpp`
 /// (a batch's sequences on every core, the same bits for any thread count). Everything public
 /// is in namespace attn, whatever its folder; an include names the folder
@@ -139,11 +139,28 @@
 ///
 /// ## Aliasing
 ///
-/// Outputs never share memory with inputs. The `_into` functions, which write into buffers
-/// the caller keeps, throw std::invalid_argument when an output overlaps an input
-/// (`attention_into(r.out, r.out, r.out, r)`) rather than return a silently wrong answer;
-/// every other function returns fresh matrices. Inputs may alias each other freely (Q, K and V
-/// are the same matrix in self-attention).
+/// Outputs never share memory with inputs, nor with each other. The `_into` functions, which
+/// write into buffers the caller keeps, throw std::invalid_argument naming the two when an
+/// output overlaps an input (`attention_into(r.out, r.out, r.out, r)`) or another output (dQ
+/// and dK as one matrix, lse in a column of out) rather than return a silently wrong answer;
+/// every other function returns fresh matrices. A gradient holder is an output too: every
+/// backward pass and loss that accumulates into `grads` (and the optimiser's step, the gradient
+/// check) refuses one that shares memory with the model (`attention_only_loss(model, batch,
+/// &model)`) or with an input view (x, dy, d_out), through check_grads_like (parameters.hpp).
+/// The overlap is exact (core/memory.hpp): column blocks of one matrix side by side share no
+/// element and are accepted, as multi-head attention writes its heads. Inputs may alias each
+/// other freely (Q, K and V are the same matrix in self-attention).
+///
+/// ## Sizes
+///
+/// A function that allocates from sizes its caller chose (every `_init`, the masks,
+/// random_normal, Batch, the positional tables, count_tiles and tile_map, attention's
+/// [n_q x n_k] weights) counts the elements first with every product checked
+/// (core/memory.hpp's ElementCount), and throws std::invalid_argument naming the sizes, before
+/// allocating anything, when the count overflows Index or its bytes exceed the machine's
+/// physical memory: "attention_only_init: d_model 1099511627776 (...) needs ... of parameters;
+/// this machine has 23.4 GiB". Waiting for std::bad_alloc would not do: with Linux's
+/// overcommit a huge allocation may succeed and the process be killed when it touches it.
 ///
 /// ## Masks cannot dangle
 ///

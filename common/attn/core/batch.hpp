@@ -23,6 +23,7 @@
 #pragma once
 
 #include "attn/core/matrix.hpp"
+#include "attn/core/memory.hpp"
 
 #include <cstddef>
 #include <limits>
@@ -38,7 +39,8 @@ class BatchOf {
 
   BatchOf() = default;
   /// B matrices of [rows x cols], every element zero (false for masks). Throws
-  /// std::invalid_argument for a negative dimension or a size that overflows Index.
+  /// std::invalid_argument for a negative dimension, a size that overflows Index, or one that
+  /// needs more bytes than the machine's physical memory (memory.hpp), before allocating.
   BatchOf(Index batch, Index rows, Index cols) : batch_(batch), rows_(rows) {
     require(batch >= 0 && rows >= 0 && cols >= 0, "BatchOf",
             [&] { return "negative shape " + dims_str(batch, rows, cols); });
@@ -50,6 +52,8 @@ class BatchOf {
               return "the shape " + dims_str(batch, rows, cols) +
                      " has more elements than an Index can count (B * rows * cols overflows)";
             });
+    require_fits_in_memory("BatchOf", ElementCount(batch * rows, cols), sizeof(T), "for the batch",
+                           [&] { return "the shape " + dims_str(batch, rows, cols); });
     data_ = Storage::Zero(batch * rows, cols);  // [B*rows x cols]
   }
   /// One matrix as a batch of one: [1, rows, cols].

@@ -1,6 +1,8 @@
 // random.cpp: SplitMix64 seeding, xoshiro256** stream, 53-bit uniforms, polar-method normals.
 #include "attn/core/random.hpp"
 
+#include "attn/core/memory.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -126,6 +128,8 @@ double Rng::normal(double mean, double stddev) {
 Matrix random_normal(Rng& rng, Index rows, Index cols, double mean, double stddev) {
   require(rows >= 0 && cols >= 0, "random_normal",
           [&] { return "negative shape " + shape_str(rows, cols); });
+  require_fits_in_memory("random_normal", ElementCount(rows, cols), sizeof(float), "for the matrix",
+                         [&] { return shape_str(rows, cols); });
   check_normal(mean, stddev, "random_normal");
   Matrix m(rows, cols);  // m [rows x cols]
   // Row-major storage, so data() order is row by row: the documented fill order.
@@ -136,6 +140,8 @@ Matrix random_normal(Rng& rng, Index rows, Index cols, double mean, double stdde
 Matrix random_uniform(Rng& rng, Index rows, Index cols, double lo, double hi) {
   require(rows >= 0 && cols >= 0, "random_uniform",
           [&] { return "negative shape " + shape_str(rows, cols); });
+  require_fits_in_memory("random_uniform", ElementCount(rows, cols), sizeof(float),
+                         "for the matrix", [&] { return shape_str(rows, cols); });
   check_range(lo, hi, "random_uniform");
   Matrix m(rows, cols);  // m [rows x cols]
   for (Index i = 0; i < m.size(); ++i) m.data()[i] = static_cast<float>(rng.uniform(lo, hi));

@@ -66,12 +66,13 @@ class Rng {
 
 /// A [rows x cols] matrix of N(mean, stddev^2) samples, filled row by row (row-major order),
 /// each drawn in double and rounded once to float. Throws std::invalid_argument for a negative
-/// shape, or unless mean and stddev are finite and stddev >= 0.
+/// shape, a shape whose floats the machine cannot hold or an Index cannot count (memory.hpp),
+/// or unless mean and stddev are finite and stddev >= 0.
 Matrix random_normal(Rng& rng, Index rows, Index cols, double mean = 0.0, double stddev = 1.0);
 
 /// A [rows x cols] matrix of U[lo, hi) samples, filled row by row. Throws
-/// std::invalid_argument for a negative shape, or unless lo <= hi and lo, hi and hi - lo are
-/// finite (random_uniform(-inf, inf) would be NaN everywhere).
+/// std::invalid_argument for a negative shape, one the machine cannot hold, or unless lo <= hi and
+/// lo, hi and hi - lo are finite (random_uniform(-inf, inf) would be NaN everywhere).
 Matrix random_uniform(Rng& rng, Index rows, Index cols, double lo, double hi);
 
 }  // namespace attn

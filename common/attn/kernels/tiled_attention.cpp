@@ -3,9 +3,9 @@
 // register kernel of tile_kernel.hpp, the backward's other four products on Eigen's GEMM.
 #include "attn/kernels/tiled_attention.hpp"
 
+#include "attn/core/memory.hpp"
 #include "attn/core/threads.hpp"
 #include "attn/kernels/detail/tile_kernel.hpp"
-#include "attn/ops/detail/aliasing.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -22,9 +22,6 @@
 namespace attn {
 
 namespace {
-
-using detail::memory_of;
-using detail::reject_alias;
 
 template <Real T>
 constexpr T kInf = std::numeric_limits<T>::infinity();
@@ -91,11 +88,13 @@ Tiling make_tiling(Index n_q, Index n_k, const TiledAttentionOptions& opts, cons
   Tiling t{n_q, n_k, opts.query_tile, opts.key_tile, 0, 0, {}};
   t.bq = std::min(t.bq, std::max<Index>(n_q, 1));  // a tile larger than n is one tile of n
   t.bk = std::min(t.bk, std::max<Index>(n_k, 1));
-  t.tq = (n_q + t.bq - 1) / t.bq;
-  t.tk = (n_k + t.bk - 1) / t.bk;
+  // ceil(n / b) without n + b - 1, which overflows for n near Index's largest value.
+  t.tq = n_q / t.bq + (n_q % t.bq != 0 ? 1 : 0);
+  t.tk = n_k / t.bk + (n_k % t.bk != 0 ? 1 : 0);
   if (!opts.key_tile_order.empty()) {
-    std::vector<char> seen(static_cast<std::size_t>(t.tk), 0);
+    // The length first: `seen` is then no larger than the order the caller holds.
     bool ok = static_cast<Index>(opts.key_tile_order.size()) == t.tk;
+    std::vector<char> seen(ok ? static_cast<std::size_t>(t.tk) : 0, 0);
     for (Index j : opts.key_tile_order) {
       ok = ok && j >= 0 && j < t.tk && !seen[static_cast<std::size_t>(j)];
       if (ok) seen[static_cast<std::size_t>(j)] = 1;
@@ -427,12 +426,10 @@ void checked_forward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V,
            " entries, but Q is " + shape_str(Q) + " and V " + shape_str(V) +
            ": out must be [n_q x d_v] and lse [n_q]";
   });
-  for (const auto& [name, o] :
-       {std::pair{"out", memory_of(out)}, std::pair{"lse", memory_of(lse)}}) {
-    reject_alias(where, name, o, "Q", memory_of(Q));
-    reject_alias(where, name, o, "K", memory_of(K));
-    reject_alias(where, name, o, "V", memory_of(V));
-  }
+  // Each query tile writes its rows of out, then its entries of lse: lse over out would be
+  // written over rows already finished.
+  require_apart(where, {{"out", memory_of(out)}, {"lse", memory_of(lse)}},
+                {{"Q", memory_of(Q)}, {"K", memory_of(K)}, {"V", memory_of(V)}});
   const Tiling t = make_tiling(Q.rows(), K.rows(), opts, where);
   const T scale = scale_of<T>(opts, K.cols(), where);
   const Masking masking{opts.causal, opts.allowed ? &*opts.allowed : nullptr};
@@ -518,15 +515,15 @@ void checked_backward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V
             return "dQ, dK and dV are " + shape_str(dQ) + ", " + shape_str(dK) + " and " +
                    shape_str(dV) + ": they must have the shapes of Q, K and V";
           });
-  for (const auto& [name, o] : {std::pair{"dQ", memory_of(dQ)}, std::pair{"dK", memory_of(dK)},
-                                std::pair{"dV", memory_of(dV)}}) {
-    for (const auto& [input, in] :
-         {std::pair{"Q", memory_of(Q)}, std::pair{"K", memory_of(K)}, std::pair{"V", memory_of(V)},
-          std::pair{"out", memory_of(out)}, std::pair{"lse", memory_of(lse)},
-          std::pair{"d_out", memory_of(d_out)}}) {
-      reject_alias(where, name, o, input, in);
-    }
-  }
+  // Pass 1 writes dV and dK tile by tile, pass 2 dQ: outputs that overlap overwrite each other
+  // (dQ over dK lost dK entirely), and an output over an input is read after it was written.
+  require_apart(where, {{"dQ", memory_of(dQ)}, {"dK", memory_of(dK)}, {"dV", memory_of(dV)}},
+                {{"Q", memory_of(Q)},
+                 {"K", memory_of(K)},
+                 {"V", memory_of(V)},
+                 {"out", memory_of(out)},
+                 {"lse", memory_of(lse)},
+                 {"d_out", memory_of(d_out)}});
   const Tiling t = make_tiling(n_q, n_k, opts, where);
   const T scale = scale_of<T>(opts, d_k, where);
   const Masking masking{opts.causal, opts.allowed ? &*opts.allowed : nullptr};
@@ -607,16 +604,27 @@ void checked_backward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V
   }
 }
 
+// out [n_q x d_v] and L [n_q], allocated by tiled_attention() before the checks of the call:
+// Q [n x 1] and V [1 x n] fit in memory where out [n x n] does not.
+template <Real T>
+void require_output_fits(const ViewOf<T>& Q, const ViewOf<T>& V) {
+  require_fits_in_memory("tiled_attention", ElementCount(Q.rows(), V.cols()).add(1, Q.rows()),
+                         sizeof(T), "for the output",
+                         [&] { return "Q " + shape_str(Q) + " and V " + shape_str(V); });
+}
+
 }  // namespace
 
 TiledAttentionResult tiled_attention(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
                                      const TiledAttentionOptions& opts) {
+  require_output_fits<float>(Q, V);
   TiledAttentionResult r{Matrix(Q.rows(), V.cols()), Vector(Q.rows())};
   tiled_attention_into(Q, K, V, r.out, r.lse, opts);
   return r;
 }
 TiledAttentionResultD tiled_attention(const MatrixViewD& Q, const MatrixViewD& K,
                                       const MatrixViewD& V, const TiledAttentionOptions& opts) {
+  require_output_fits<double>(Q, V);
   TiledAttentionResultD r{MatrixD(Q.rows(), V.cols()), VectorD(Q.rows())};
   tiled_attention_into(Q, K, V, r.out, r.lse, opts);
   return r;
@@ -700,6 +708,14 @@ TileMap checked_tile_map(Index n_q, Index n_k, const TiledAttentionOptions& opts
     });
   }
   const Tiling t = make_tiling(n_q, n_k, opts, where);
+  // The map holds T_q T_k kinds, and each is classified: sizes no matrix could have (n = 2^31
+  // in tiles of 128 is 2^48 tiles) are refused here, named, before the map is allocated.
+  require_fits_in_memory(
+      where, ElementCount(t.tq, t.tk), sizeof(TileKind), "for the tile map", [&] {
+        return "n_q " + std::to_string(n_q) + " and n_k " + std::to_string(n_k) + " in tiles of " +
+               std::to_string(t.bq) + " x " + std::to_string(t.bk) + " (" + std::to_string(t.tq) +
+               " x " + std::to_string(t.tk) + " tiles)";
+      });
   const Masking masking{opts.causal, opts.allowed ? &*opts.allowed : nullptr};
   TileMap map{t.tq, t.tk, {}};
   map.kinds.reserve(static_cast<std::size_t>(t.tq * t.tk));

@@ -106,7 +106,7 @@ using TiledAttentionResultD = TiledAttentionResultOf<double>;
 /// out = softmax(mask(Q K^T * scale)) V and L, tile by tile. Throws std::invalid_argument naming
 /// the shapes: Q [n_q x d_k], K [n_k x d_k], V [n_k x d_v], allowed [n_q x n_k], n_q >= 1,
 /// n_k >= 1, d_k >= 1, d_v >= 1; tile sizes < 1; a key_tile_order that is not a permutation of
-/// the key tiles; a scale that is not finite.
+/// the key tiles; a scale that is not finite; an output [n_q x d_v] the machine cannot hold.
 TiledAttentionResult tiled_attention(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
                                      const TiledAttentionOptions& opts = {});
 TiledAttentionResultD tiled_attention(const MatrixViewD& Q, const MatrixViewD& K,
@@ -115,7 +115,9 @@ TiledAttentionResultD tiled_attention(const MatrixViewD& Q, const MatrixViewD& K
 /// The same, into caller-kept storage: `out` [n_q x d_v] (may be a column block of a bigger
 /// matrix: multi-head attention passes a head's columns of the concatenation) and `lse` [n_q]
 /// (a column of an [n_q x H] matrix, say). Throws std::invalid_argument, before writing, when
-/// they have other shapes or when out or lse shares memory with Q, K or V.
+/// they have other shapes, when out or lse shares memory with Q, K or V, or when out and lse
+/// share memory with each other (lse in a column of out: each would overwrite the other).
+/// A column of the same matrix beside out's columns shares nothing and is accepted.
 void tiled_attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
                           Eigen::Ref<Matrix> out, LseRef<float> lse,
                           const TiledAttentionOptions& opts = {});
@@ -138,7 +140,9 @@ AttentionGradsD tiled_attention_backward(const MatrixViewD& Q, const MatrixViewD
 /// The same, written (not accumulated) into dQ, dK, dV of Q's, K's and V's shapes, which may be
 /// column blocks of bigger matrices (multi-head attention passes each head's columns); `out`
 /// and `lse` are the forward's, possibly column blocks too. Throws std::invalid_argument,
-/// before writing, on a shape mismatch or when an output shares memory with an input.
+/// before writing, on a shape mismatch, when an output shares memory with an input, or when
+/// two outputs share memory ("tiled_attention_backward: dQ and dK share memory: ..."; as one
+/// matrix, pass 2 wrote dQ over the dK of pass 1).
 void tiled_attention_backward_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
                                    const MatrixView& out, const LseView<float>& lse,
                                    const MatrixView& d_out, Eigen::Ref<Matrix> dQ,
@@ -177,7 +181,10 @@ struct TileMap {
 
 /// The tile map of a call on n_q queries and n_k keys with these options (tile sizes, causal,
 /// allowed). Throws std::invalid_argument as tiled_attention() for n < 1, tile sizes < 1 or a
-/// mask of another shape.
+/// mask of another shape; and, before allocating, for sizes whose T_q x T_k map the machine
+/// cannot hold or an Index cannot count ("count_tiles: n_q 2147483648 and n_k 2147483648 in
+/// tiles of 128 x 128 (16777216 x 16777216 tiles) needs 256.0 TiB for the tile map; ..."),
+/// n = Index's largest value included.
 TileMap tile_map(Index n_q, Index n_k, const TiledAttentionOptions& opts = {});
 /// tile_map(n_q, n_k, opts).counts(): chapter 10 prints it, the benchmarks count work with it.
 TileCounts count_tiles(Index n_q, Index n_k, const TiledAttentionOptions& opts = {});

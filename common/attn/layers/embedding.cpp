@@ -1,6 +1,8 @@
 // embedding.cpp: the table of token vectors and the lookup by id.
 #include "attn/layers/embedding.hpp"
 
+#include "attn/core/memory.hpp"
+
 #include <string>
 
 namespace attn {
@@ -10,6 +12,9 @@ Matrix embedding_init(Rng& rng, Index vocab, Index d_model) {
     return "vocab " + std::to_string(vocab) + " and d_model " + std::to_string(d_model) +
            " must both be at least 1";
   });
+  require_fits_in_memory(
+      "embedding_init", ElementCount(vocab, d_model), sizeof(float), "of parameters",
+      [&] { return "vocab " + std::to_string(vocab) + " and d_model " + std::to_string(d_model); });
   return random_normal(rng, vocab, d_model);  // [vocab x d_model]
 }
 
@@ -58,6 +63,8 @@ void embedding_backward(std::span<const int> ids, const InView<T>& dy, MatrixOf<
                    " ids and d_table is " + shape_str(d_table) + ": dy must be [n x d_model]";
           });
   check_ids(ids, d_table.rows(), "embedding_backward");
+  // A row of d_table is added to while later rows of dy are still to be read.
+  require_apart("embedding_backward", {{"d_table", memory_of(d_table)}}, {{"dy", memory_of(dy)}});
   for (std::size_t i = 0; i < ids.size(); ++i) d_table.row(ids[i]) += dy.row(static_cast<Index>(i));
 }
 

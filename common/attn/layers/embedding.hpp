@@ -14,7 +14,9 @@
 namespace attn {
 
 /// nn.Embedding's default initialisation: every entry ~ N(0, 1), filled row by row.
-/// The distribution is PyTorch's; the numbers are attn::Rng's.
+/// The distribution is PyTorch's; the numbers are attn::Rng's. Throws
+/// std::invalid_argument, before drawing anything, for sizes whose parameters need more memory
+/// than the machine has or more elements than an Index can count (core/memory.hpp).
 Matrix embedding_init(Rng& rng, Index vocab, Index d_model);
 
 /// Looks every id up: ids [B x n] -> [B, n, d_model]. Throws std::invalid_argument naming the
@@ -29,7 +31,9 @@ MatrixOf<T> embedding_forward(const MatrixOf<T>& table, std::span<const int> ids
 /// Its backward pass: row i of dy [n x d_model] is added to row ids[i] of d_table
 /// [vocab x d_model] (a scatter-add, nn.Embedding's backward). A token that occurs twice
 /// collects both rows; a token that does not occur gets nothing. Accumulates (+=), so a table
-/// shared with the output layer (tied weights) sums both uses.
+/// shared with the output layer (tied weights) sums both uses. Throws std::invalid_argument for
+/// a shape or an id that does not fit, or when dy views d_table's memory (a row added to would
+/// be read later as dy).
 template <Real T>
 void embedding_backward(std::span<const int> ids, const InView<T>& dy, MatrixOf<T>& d_table);
 

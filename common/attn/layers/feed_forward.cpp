@@ -1,6 +1,7 @@
 // feed_forward.cpp: Linear -> ReLU -> Linear, one token at a time (all at once, as rows).
 #include "attn/layers/feed_forward.hpp"
 
+#include "attn/core/memory.hpp"
 #include "attn/layers/parameters.hpp"
 
 #include <string>
@@ -11,6 +12,11 @@ FeedForward ffn_init(Rng& rng, Index d_model, Index d_ff) {
   // Checked here, so the error names ffn_init and its own sizes, not linear_init's.
   require_at_least_one(d_model, "ffn_init", "d_model");
   require_at_least_one(d_ff, "ffn_init", "d_ff");
+  // linear1 [d_ff x d_model] and linear2 [d_model x d_ff], with their biases.
+  require_fits_in_memory(
+      "ffn_init", ElementCount(d_ff, d_model, 2).add(1, d_ff).add(1, d_model), sizeof(float),
+      "of parameters",
+      [&] { return "d_model " + std::to_string(d_model) + " and d_ff " + std::to_string(d_ff); });
   FeedForward ff;
   ff.linear1 = linear_init(rng, d_model, d_ff);  // [d_ff x d_model]
   ff.linear2 = linear_init(rng, d_ff, d_model);  // [d_model x d_ff]
@@ -50,7 +56,7 @@ MatrixOf<T> ffn_backward(const FeedForwardOf<T>& ff, const InView<T>& x,
                          const FeedForwardCacheOf<T>& cache, const InView<T>& dy,
                          FeedForwardOf<T>& grads) {
   check_ffn(ff, "ffn_backward");
-  check_grads_like(ff, grads, "ffn_backward");
+  check_grads_like(ff, grads, "ffn_backward", {{"x", memory_of(x)}, {"dy", memory_of(dy)}});
   require(x.cols() == ff.d_model() && dy.rows() == x.rows() && dy.cols() == ff.d_model(),
           "ffn_backward", [&] {
             return "x is " + shape_str(x) + " and dy " + shape_str(dy) +

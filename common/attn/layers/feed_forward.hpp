@@ -40,7 +40,8 @@ struct FeedForwardCacheOf {
 using FeedForwardCache = FeedForwardCacheOf<float>;
 
 /// Both layers as nn.Linear initialises them (U(-1/sqrt(fan_in), 1/sqrt(fan_in))). Throws
-/// std::invalid_argument unless d_model and d_ff are at least 1.
+/// std::invalid_argument unless d_model and d_ff are at least 1 and the machine can hold the
+/// two layers (core/memory.hpp), before drawing anything.
 FeedForward ffn_init(Rng& rng, Index d_model, Index d_ff);
 
 /// ReLU(x W_1^T + b_1) W_2^T + b_2 for every row of x [n x d_model], filling `cache` when
@@ -52,7 +53,9 @@ MatrixOf<T> ffn_forward(const FeedForwardOf<T>& ff, const InView<T>& x,
 /// The backward pass, given dy [n x d_model] and the forward's cache: back through linear2
 /// (d_hidden = dy W_2), through the ReLU (d_pre = d_hidden where pre_activation > 0, else 0:
 /// PyTorch's threshold_backward, which gives 0 at exactly 0), through linear1. Returns dx
-/// [n x d_model] and accumulates both layers' gradients into grads.
+/// [n x d_model] and accumulates both layers' gradients into grads. Throws
+/// std::invalid_argument (check_grads_like) unless grads is shaped like ff and shares no memory
+/// with it, x or dy.
 template <Real T>
 MatrixOf<T> ffn_backward(const FeedForwardOf<T>& ff, const InView<T>& x,
                          const FeedForwardCacheOf<T>& cache, const InView<T>& dy,

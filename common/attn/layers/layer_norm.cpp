@@ -1,6 +1,8 @@
 // layer_norm.cpp: PyTorch's LayerNorm, row by row, statistics in double.
 #include "attn/layers/layer_norm.hpp"
 
+#include "attn/core/memory.hpp"
+
 #include <cmath>
 #include <string>
 
@@ -9,6 +11,8 @@ namespace attn {
 LayerNorm layer_norm_init(Index d) {
   require(d >= 1, "layer_norm_init",
           [&] { return "d is " + std::to_string(d) + ": it must be at least 1"; });
+  require_fits_in_memory("layer_norm_init", ElementCount(1, d, 2), sizeof(float), "of parameters",
+                         [&] { return "d " + std::to_string(d); });
   return {RowVector::Ones(d), RowVector::Zero(d), 1e-5f};
 }
 
@@ -70,6 +74,13 @@ MatrixOf<T> layer_norm_backward(const LayerNormOf<T>& norm, const InView<T>& x,
     return "grads are " + shape_str(grads.gamma) + " and " + shape_str(grads.beta) +
            ": start them from zeros_like(norm), [1 x " + std::to_string(d) + "] each";
   });
+  // Row by row, grads are accumulated while gamma, x and dy are still read for later rows.
+  require_apart("layer_norm_backward",
+                {{"grads.gamma", memory_of(grads.gamma)}, {"grads.beta", memory_of(grads.beta)}},
+                {{"the layer's gamma", memory_of(norm.gamma)},
+                 {"the layer's beta", memory_of(norm.beta)},
+                 {"x", memory_of(x)},
+                 {"dy", memory_of(dy)}});
   MatrixOf<T> dx(n, d);                                                 // [n x d]
   const Eigen::RowVectorXd gamma = norm.gamma.template cast<double>();  // [1 x d]
   Eigen::RowVectorXd xhat(d), dyr(d), g(d);                             // [1 x d] each

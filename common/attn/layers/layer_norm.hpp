@@ -41,7 +41,8 @@ struct LayerNormCache {
   VectorD rstd;  ///< [n], row r's 1 / sqrt(var + eps), the biased variance
 };
 
-/// nn.LayerNorm(d)'s initial state: gamma = 1, beta = 0, eps = 1e-5.
+/// nn.LayerNorm(d)'s initial state: gamma = 1, beta = 0, eps = 1e-5. Throws
+/// std::invalid_argument for d < 1, or a d whose two [1 x d] tensors the machine cannot hold.
 LayerNorm layer_norm_init(Index d);
 
 /// Normalises each row of x [n x d] -> [n x d], and fills `cache` when given. Throws
@@ -60,7 +61,8 @@ MatrixOf<T> layer_norm_forward(const LayerNormOf<T>& norm, const InView<T>& x,
 ///
 /// The first line is the derivative through the mean (the - mean(g) term) and through the
 /// variance (the xhat term) of the row; it is PyTorch's layer_norm_backward. Computed in
-/// double, like the forward, and rounded once.
+/// double, like the forward, and rounded once. Throws std::invalid_argument naming the shapes,
+/// or, before any row, when grads shares memory with the norm, x or dy.
 template <Real T>
 MatrixOf<T> layer_norm_backward(const LayerNormOf<T>& norm, const InView<T>& x,
                                 const LayerNormCache& cache, const InView<T>& dy,

@@ -1,6 +1,8 @@
 // linear.cpp: y = x W^T + b with PyTorch's [out x in] weight.
 #include "attn/layers/linear.hpp"
 
+#include "attn/core/memory.hpp"
+
 #include <cmath>
 #include <string>
 
@@ -11,6 +13,12 @@ Linear linear_init(Rng& rng, Index in_features, Index out_features, bool bias) {
     return "in_features " + std::to_string(in_features) + " and out_features " +
            std::to_string(out_features) + " must both be at least 1";
   });
+  require_fits_in_memory("linear_init",
+                         ElementCount(out_features, in_features).add(1, bias ? out_features : 0),
+                         sizeof(float), "of parameters", [&] {
+                           return "in_features " + std::to_string(in_features) +
+                                  " and out_features " + std::to_string(out_features);
+                         });
   const double k = 1.0 / std::sqrt(static_cast<double>(in_features));
   Linear layer;
   layer.weight = random_uniform(rng, out_features, in_features, -k, k);  // [out x in]
@@ -60,6 +68,14 @@ MatrixOf<T> linear_backward(const LinearOf<T>& layer, const InView<T>& x, const 
                    " but the layer is " + shape_str(layer.weight) + " and " +
                    shape_str(layer.bias) + ": start them from zeros_like(layer)";
           });
+  // grads.weight is written before dx reads the weight, and read with x and dy: the gradients
+  // must be memory of their own (zeros_like(layer)), not the layer's or an input's.
+  require_apart("linear_backward",
+                {{"grads.weight", memory_of(grads.weight)}, {"grads.bias", memory_of(grads.bias)}},
+                {{"the layer's weight", memory_of(layer.weight)},
+                 {"the layer's bias", memory_of(layer.bias)},
+                 {"x", memory_of(x)},
+                 {"dy", memory_of(dy)}});
   grads.weight.noalias() += dy.transpose() * x;            // [out x in]
   if (layer.has_bias()) grads.bias += dy.colwise().sum();  // [1 x out]
   MatrixOf<T> dx(x.rows(), layer.in_features());           // [n x in]

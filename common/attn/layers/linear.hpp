@@ -30,7 +30,9 @@ using Linear = LinearOf<float>;
 using LinearD = LinearOf<double>;
 
 /// nn.Linear's default initialisation: weight and bias ~ U(-1/sqrt(in), 1/sqrt(in)), filled
-/// row by row in that order. (kaiming_uniform_ with a = sqrt(5) works out to that bound.)
+/// row by row in that order. (kaiming_uniform_ with a = sqrt(5) works out to that bound.) Throws
+/// std::invalid_argument, before drawing anything, for sizes whose parameters need more memory
+/// than the machine has or more elements than an Index can count (core/memory.hpp).
 Linear linear_init(Rng& rng, Index in_features, Index out_features, bool bias = true);
 
 /// y = x W^T + b: x [n x in] -> [n x out]. Throws std::invalid_argument naming the shapes.
@@ -45,7 +47,9 @@ MatrixOf<T> linear_forward(const LinearOf<T>& layer, const InView<T>& x);
 ///     db += sum_rows dy [1 x out]   into grads.bias (when the layer has a bias)
 ///
 /// grads has the layer's shapes (zeros_like(layer) before the first call); accumulating lets a
-/// layer used on several sequences, or shared, sum its contributions (attn.hpp).
+/// layer used on several sequences, or shared, sum its contributions (attn.hpp). Throws
+/// std::invalid_argument naming the shapes, or, before accumulating anything, when grads shares
+/// memory with the layer (`linear_backward(l, x, dy, l)`), x or dy.
 template <Real T>
 MatrixOf<T> linear_backward(const LinearOf<T>& layer, const InView<T>& x, const InView<T>& dy,
                             LinearOf<T>& grads);

@@ -1,6 +1,7 @@
 // multi_head.cpp: H heads as column blocks of three projections, one W_O.
 #include "attn/layers/multi_head.hpp"
 
+#include "attn/core/memory.hpp"
 #include "attn/core/threads.hpp"
 #include "attn/kernels/tiled_attention.hpp"
 #include "attn/layers/parameters.hpp"
@@ -66,6 +67,11 @@ void check_multi_head(const MultiHeadAttentionOf<T>& mha, const char* where) {
 
 MultiHeadAttention multi_head_init(Rng& rng, Index d_model, Index heads, bool bias) {
   check_head_sizes(d_model, heads, "multi_head_init");
+  // Four [E x E] projections and four biases [E] (3 * d_model below needs this first: it
+  // overflows Index for a d_model near its largest value).
+  require_fits_in_memory(
+      "multi_head_init", ElementCount(d_model, d_model, 4).add(1, bias ? d_model : 0, 4),
+      sizeof(float), "of parameters", [&] { return "d_model " + std::to_string(d_model); });
   // xavier_uniform_ on the stacked [3E x E] in_proj_weight: fan_in E, fan_out 3E.
   const double bound = std::sqrt(6.0 / static_cast<double>(4 * d_model));
   const Matrix in_proj = random_uniform(rng, 3 * d_model, d_model, -bound, bound);  // [3E x E]
@@ -173,7 +179,11 @@ MultiHeadInputGradsOf<T> multi_head_backward(const MultiHeadAttentionOf<T>& mha,
                                              const InView<T>& d_out,
                                              MultiHeadAttentionOf<T>& grads) {
   check_multi_head(mha, "multi_head_backward");
-  check_grads_like(mha, grads, "multi_head_backward");
+  check_grads_like(mha, grads, "multi_head_backward",
+                   {{"query", memory_of(query)},
+                    {"key", memory_of(key)},
+                    {"value", memory_of(value)},
+                    {"d_out", memory_of(d_out)}});
   const Index E = mha.d_model(), H = mha.heads, d_k = mha.d_k();
   const Index n_q = query.rows(), n_k = key.rows();
   const bool plain = !cache.weights.empty();

@@ -57,7 +57,8 @@ using MultiHeadAttentionD = MultiHeadAttentionOf<double>;
 /// nn.MultiheadAttention's initialisation: the stacked [3 d_model x d_model] input projection
 /// ~ xavier_uniform (bound sqrt(6 / (4 d_model))), its bias 0; out_proj's weight as nn.Linear
 /// (bound 1/sqrt(d_model)), its bias 0. Throws std::invalid_argument unless d_model >= 1,
-/// heads >= 1 and heads divides d_model (check_head_sizes).
+/// heads >= 1 and heads divides d_model (check_head_sizes), and, before drawing anything, for a
+/// d_model whose four [d_model x d_model] projections the machine cannot hold (core/memory.hpp).
 MultiHeadAttention multi_head_init(Rng& rng, Index d_model, Index heads, bool bias = true);
 
 /// Loads nn.MultiheadAttention's parameters: in_proj_weight [3E x E] (rows: W_Q, W_K, W_V in
@@ -155,7 +156,9 @@ struct MultiHeadInputGradsOf {
 ///
 /// Splitting into heads and concatenating were views of columns, so their backward is writing
 /// each head's gradient into its own columns: nothing to add up. Parameter gradients are
-/// accumulated into grads (zeros_like(mha) before the first call).
+/// accumulated into grads (zeros_like(mha) before the first call). Throws
+/// std::invalid_argument (check_grads_like) unless grads is shaped like mha and shares no
+/// memory with it (`multi_head_backward(mha, ..., mha)`), query, key, value or d_out.
 template <Real T>
 MultiHeadInputGradsOf<T> multi_head_backward(const MultiHeadAttentionOf<T>& mha,
                                              const InView<T>& query, const InView<T>& key,

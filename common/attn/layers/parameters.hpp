@@ -19,6 +19,7 @@
 #pragma once
 
 #include "attn/core/matrix.hpp"
+#include "attn/core/memory.hpp"
 #include "attn/layers/feed_forward.hpp"
 #include "attn/layers/layer_norm.hpp"
 #include "attn/layers/linear.hpp"
@@ -27,6 +28,7 @@
 #include "attn/layers/transformer.hpp"
 
 #include <concepts>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -156,31 +158,59 @@ auto parameters(L& layer, const std::string& prefix = "") {
 }
 
 /// Throws std::invalid_argument from `where` unless `grads` has the structure and every
-/// tensor shape of `layer`, as zeros_like(layer) makes it, naming the first key that differs.
-/// A composite backward pass checks this before it accumulates anything, so a mismatch leaves
-/// every gradient untouched instead of failing halfway with a sub-layer's name.
+/// tensor shape of `layer`, as zeros_like(layer) makes it, naming the first key that differs;
+/// and unless its tensors have memory of their own: a gradient that shares memory with a
+/// parameter of `layer` (the layer passed as its own gradient holder) or with one of `inputs`
+/// (the backward pass's input views: x, dy, d_out) would be added into what the backward pass
+/// is still reading. A composite backward pass checks this before it accumulates anything, so
+/// a mismatch leaves every gradient untouched instead of failing halfway with a sub-layer's name.
 template <typename L>
-void check_grads_like(const L& layer, const L& grads, const char* where) {
-  std::vector<std::pair<std::string, std::pair<Index, Index>>> shapes;
+void check_grads_like(const L& layer, const L& grads, const char* where,
+                      std::initializer_list<NamedMemory> inputs = {}) {
+  struct Tensor {
+    std::string key;
+    std::pair<Index, Index> shape;
+    MemoryRange memory;
+  };
+  std::vector<Tensor> tensors;
   for_each_parameter(layer, "", [&](const std::string& key, const auto& t, Index) {
-    shapes.push_back({key, {t.rows(), t.cols()}});
+    tensors.push_back({key, {t.rows(), t.cols()}, memory_of(t)});
   });
   std::size_t i = 0;
   for_each_parameter(grads, "", [&](const std::string& key, const auto& t, Index) {
-    const bool known = i < shapes.size() && shapes[i].first == key;
-    require(known && shapes[i].second == std::pair{t.rows(), t.cols()}, where, [&] {
+    const bool known = i < tensors.size() && tensors[i].key == key;
+    require(known && tensors[i].shape == std::pair{t.rows(), t.cols()}, where, [&] {
       if (!known)
         return "the gradients hold " + key +
                " where the layer has none: start them "
                "from zeros_like(layer)";
       return "the gradient of " + key + " is " + shape_str(t.rows(), t.cols()) +
-             " but the parameter is " + shape_str(shapes[i].second.first, shapes[i].second.second) +
+             " but the parameter is " + shape_str(tensors[i].shape.first, tensors[i].shape.second) +
              ": start the gradients from zeros_like(layer)";
     });
+    // A layer owns its tensors (Eigen matrices, one allocation each), so a gradient can share
+    // memory with a parameter only by being the same tensor: the gradients are the layer itself
+    // (`linear_backward(l, x, dy, l)`), and gradient i is then parameter i. Compared position by
+    // position, with nothing allocated: this runs in every backward pass of every layer of a
+    // training step. (Lists of views, which may point anywhere, are compared in full by
+    // first_overlap, as Adam::step does.)
+    const MemoryRange memory = memory_of(t);
+    require(!overlap(memory, tensors[i].memory), where, [&] {
+      return "the gradient of " + key + " shares memory with the layer's " + key +
+             ": the gradients need memory of their own (zeros_like(layer)), or the backward "
+             "pass adds them into the parameters it is still reading";
+    });
+    for (const NamedMemory& in : inputs) {
+      require(!overlap(memory, in.memory), where, [&] {
+        return "the gradient of " + key + " shares memory with " + std::string(in.name) +
+               ": an output must not alias an input (it would be written while still being "
+               "read); pass gradients of their own (zeros_like(layer))";
+      });
+    }
     ++i;
   });
-  require(i == shapes.size(), where, [&] {
-    return "the gradients lack " + shapes[i].first + ": start them from zeros_like(layer)";
+  require(i == tensors.size(), where, [&] {
+    return "the gradients lack " + tensors[i].key + ": start them from zeros_like(layer)";
   });
 }
 

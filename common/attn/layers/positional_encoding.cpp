@@ -2,6 +2,8 @@
 // rotations that shift it.
 #include "attn/layers/positional_encoding.hpp"
 
+#include "attn/core/memory.hpp"
+
 #include <cmath>
 #include <cstddef>
 #include <string>
@@ -39,6 +41,11 @@ MatrixD sinusoidal_encoding_d(Index positions, Index d_model) {
     return "positions " + std::to_string(positions) + " must be >= 0 and d_model " +
            std::to_string(d_model) + " >= 1";
   });
+  require_fits_in_memory("sinusoidal_encoding", ElementCount(positions, d_model), sizeof(double),
+                         "for the table", [&] {
+                           return "positions " + std::to_string(positions) + " and d_model " +
+                                  std::to_string(d_model);
+                         });
   const VectorD omega = column_frequencies(d_model);  // [d_model]
   MatrixD pe(positions, d_model);                     // [positions x d_model]
   for (Index pos = 0; pos < positions; ++pos) {
@@ -50,6 +57,12 @@ MatrixD sinusoidal_encoding_d(Index positions, Index d_model) {
 MatrixD sinusoidal_encoding_at(const std::vector<Index>& positions, Index d_model) {
   require(d_model >= 1, "sinusoidal_encoding_at",
           [&] { return "d_model must be >= 1, got " + std::to_string(d_model); });
+  require_fits_in_memory("sinusoidal_encoding_at",
+                         ElementCount(static_cast<Index>(positions.size()), d_model),
+                         sizeof(double), "for the table", [&] {
+                           return std::to_string(positions.size()) + " positions and d_model " +
+                                  std::to_string(d_model);
+                         });
   const VectorD omega = column_frequencies(d_model);          // [d_model]
   MatrixD pe(static_cast<Index>(positions.size()), d_model);  // [n x d_model]
   for (Index r = 0; r < pe.rows(); ++r) {
@@ -65,6 +78,9 @@ Matrix sinusoidal_encoding(Index positions, Index d_model) {
 VectorD sinusoidal_frequencies(Index d_model) {
   require(d_model >= 1, "sinusoidal_frequencies",
           [&] { return "d_model must be >= 1, got " + std::to_string(d_model); });
+  require_fits_in_memory("sinusoidal_frequencies", ElementCount(1, d_model / 2 + d_model % 2),
+                         sizeof(double), "for the frequencies",
+                         [&] { return "d_model " + std::to_string(d_model); });
   VectorD omega((d_model + 1) / 2);  // [ceil(d_model / 2)]
   for (Index i = 0; i < omega.size(); ++i) omega(i) = column_frequency(2 * i, d_model);
   return omega;
@@ -74,6 +90,8 @@ MatrixD relative_rotation(Index k, Index d_model) {
   require(d_model >= 2 && d_model % 2 == 0, "relative_rotation", [&] {
     return "d_model must be even and >= 2 (sin/cos pairs), got " + std::to_string(d_model);
   });
+  require_fits_in_memory("relative_rotation", ElementCount(d_model, d_model), sizeof(double),
+                         "for the rotation", [&] { return "d_model " + std::to_string(d_model); });
   const MatrixD pe_k = sinusoidal_encoding_at({k}, d_model);  // PE(k) [1 x d_model]
   MatrixD R = MatrixD::Zero(d_model, d_model);                // [d_model x d_model], block-diagonal
   for (Index c = 0; c < d_model; c += 2) {

@@ -28,7 +28,8 @@ namespace attn {
 /// PE for positions 0 .. positions-1: [positions x d_model]. Angles are computed in double and
 /// each value rounded once to float, so every entry is the float nearest the true value (to
 /// the C library's sin/cos). An odd d_model ends with a lone sin column. Throws for
-/// positions < 0 or d_model < 1.
+/// positions < 0 or d_model < 1, and, before allocating, for a table the machine cannot hold
+/// (as every function here: core/memory.hpp).
 Matrix sinusoidal_encoding(Index positions, Index d_model);
 
 /// The same table in double, before the rounding: sinusoidal_encoding() is exactly this cast

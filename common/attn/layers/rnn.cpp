@@ -1,6 +1,7 @@
 // rnn.cpp: the Elman recurrence, its four shapes, and the Jacobian d a<t> / d x<1>.
 #include "attn/layers/rnn.hpp"
 
+#include "attn/core/memory.hpp"
 #include "attn/layers/parameters.hpp"
 #include "attn/ops/softmax.hpp"
 
@@ -97,6 +98,13 @@ RnnCell rnn_init(Rng& rng, Index input_size, Index hidden_size) {
     return "input size " + int_str(input_size) + " and hidden size " + int_str(hidden_size) +
            " must both be at least 1";
   });
+  // weight_ih [H x I], weight_hh [H x H], two biases [H].
+  require_fits_in_memory(
+      "rnn_init",
+      ElementCount(hidden_size, input_size).add(hidden_size, hidden_size).add(1, hidden_size, 2),
+      sizeof(float), "of parameters", [&] {
+        return "input size " + int_str(input_size) + " and hidden size " + int_str(hidden_size);
+      });
   const double k = 1.0 / std::sqrt(static_cast<double>(hidden_size));
   RnnCell cell;
   cell.weight_ih = random_uniform(rng, hidden_size, input_size, -k, k);   // [H x I]

@@ -48,7 +48,9 @@ using RnnCellD = RnnCellOf<double>;
 
 /// PyTorch's default initialisation: every parameter of nn.RNN drawn from U(-k, k) with
 /// k = 1/sqrt(H), in the order of RNN.parameters() (weight_ih, weight_hh, bias_ih, bias_hh),
-/// each filled row by row. The distribution is PyTorch's; the numbers are attn::Rng's.
+/// each filled row by row. The distribution is PyTorch's; the numbers are attn::Rng's. Throws
+/// std::invalid_argument for sizes < 1, or, before drawing anything, for sizes whose parameters
+/// the machine cannot hold (core/memory.hpp).
 RnnCell rnn_init(Rng& rng, Index input_size, Index hidden_size);
 
 /// Throws std::invalid_argument unless the four parameters agree on I and H.

@@ -1,6 +1,7 @@
 // transformer.cpp: encoder and decoder layers as residual sub-layers, post- or pre-norm.
 #include "attn/layers/transformer.hpp"
 
+#include "attn/core/memory.hpp"
 #include "attn/layers/parameters.hpp"
 
 #include <string>
@@ -105,16 +106,25 @@ void check_batch(const std::optional<BatchMaskView>& masks, Index B, const char*
 
 // The sizes of a fresh layer, checked before the sub-layers' inits would check them under
 // their own names.
-void check_layer_sizes(Index d_model, Index heads, Index d_ff, const char* where) {
+// `attentions` multi-head attentions (four [E x E] projections and four biases [E] each), the
+// FFN ([d_ff x E], [E x d_ff] and their biases) and `norms` LayerNorms (2E each), refused
+// before the first is drawn when the machine cannot hold them.
+void check_layer_sizes(Index d_model, Index heads, Index d_ff, Index attentions, Index norms,
+                       const char* where) {
   check_head_sizes(d_model, heads, where);
   require_at_least_one(d_ff, where, "d_ff");
+  ElementCount count(d_model, d_model, 4 * attentions);
+  count.add(1, d_model, 4 * attentions + 2 * norms + 1).add(d_ff, d_model, 2).add(1, d_ff);
+  require_fits_in_memory(where, count, sizeof(float), "of parameters", [&] {
+    return "d_model " + std::to_string(d_model) + " and d_ff " + std::to_string(d_ff);
+  });
 }
 
 }  // namespace
 
 EncoderLayer encoder_layer_init(Rng& rng, Index d_model, Index heads, Index d_ff,
                                 NormPlacement norm) {
-  check_layer_sizes(d_model, heads, d_ff, "encoder_layer_init");
+  check_layer_sizes(d_model, heads, d_ff, 1, 2, "encoder_layer_init");
   EncoderLayer layer;
   layer.self_attn = multi_head_init(rng, d_model, heads);
   layer.ff = ffn_init(rng, d_model, d_ff);
@@ -125,7 +135,7 @@ EncoderLayer encoder_layer_init(Rng& rng, Index d_model, Index heads, Index d_ff
 
 DecoderLayer decoder_layer_init(Rng& rng, Index d_model, Index heads, Index d_ff,
                                 NormPlacement norm) {
-  check_layer_sizes(d_model, heads, d_ff, "decoder_layer_init");
+  check_layer_sizes(d_model, heads, d_ff, 2, 3, "decoder_layer_init");
   DecoderLayer layer;
   layer.self_attn = multi_head_init(rng, d_model, heads);
   layer.multihead_attn = multi_head_init(rng, d_model, heads);
@@ -196,7 +206,7 @@ MatrixOf<T> encoder_layer_backward(const EncoderLayerOf<T>& layer,
             return "d_out is " + shape_str(d_out) + " but the layer's output was " +
                    shape_str(cache.sublayer2.output) + ": they must have one shape";
           });
-  check_grads_like(layer, grads, "encoder_layer_backward");
+  check_grads_like(layer, grads, "encoder_layer_backward", {{"d_out", memory_of(d_out)}});
   const MatrixOf<T> d_y = d_out;  // [n x d_model]
   // ---- feed-forward, then Add & Norm, in reverse ------------------------------------------------
   const MatrixOf<T> d_h = residual_backward(
@@ -229,7 +239,8 @@ DecoderLayerInputGradsOf<T> decoder_layer_backward(const DecoderLayerOf<T>& laye
                    " but the forward made " + shape_str(cache.sublayer3.output) + " from " +
                    std::to_string(cache.multihead_attn.K.rows()) + " memory rows";
           });
-  check_grads_like(layer, grads, "decoder_layer_backward");
+  check_grads_like(layer, grads, "decoder_layer_backward",
+                   {{"memory", memory_of(memory)}, {"d_out", memory_of(d_out)}});
   const MatrixOf<T> d_y = d_out;  // [n_t x d_model]
   DecoderLayerInputGradsOf<T> result;
   // ---- feed-forward -----------------------------------------------------------------------------

@@ -27,6 +27,7 @@
 
 #include "attn/core/batch.hpp"
 #include "attn/core/matrix.hpp"
+#include "attn/core/memory.hpp"
 #include "attn/core/random.hpp"
 #include "attn/layers/feed_forward.hpp"
 #include "attn/layers/layer_norm.hpp"
@@ -72,7 +73,8 @@ using DecoderLayerD = DecoderLayerOf<double>;
 
 /// Fresh layers, initialised as PyTorch initialises them (multi_head_init, ffn_init,
 /// layer_norm_init). Throws std::invalid_argument, naming the function and the size, unless
-/// d_model, heads and d_ff are at least 1 and heads divides d_model.
+/// d_model, heads and d_ff are at least 1 and heads divides d_model, and, before drawing
+/// anything, when the machine cannot hold the layer's parameters (core/memory.hpp).
 EncoderLayer encoder_layer_init(Rng& rng, Index d_model, Index heads, Index d_ff,
                                 NormPlacement norm = NormPlacement::post);
 DecoderLayer decoder_layer_init(Rng& rng, Index d_model, Index heads, Index d_ff,
@@ -126,6 +128,8 @@ template <typename LayerCache>
 class StackCache {
  public:
   StackCache() = default;
+  /// batch x layers empty caches. Throws std::invalid_argument for a negative count, or one
+  /// whose product overflows or whose caches the machine cannot hold.
   StackCache(Index batch, Index layers)
       : batch_(batch), layers_(layers), caches_(count(batch, layers)) {}
 
@@ -168,6 +172,9 @@ class StackCache {
               return "batch " + std::to_string(batch) + " x layers " + std::to_string(layers) +
                      " is not a number of caches";
             });
+    require_fits_in_memory(
+        "StackCache", ElementCount(batch, layers), sizeof(LayerCache), "for the caches",
+        [&] { return "batch " + std::to_string(batch) + " x layers " + std::to_string(layers); });
     return static_cast<std::size_t>(batch * layers);
   }
   std::size_t slot(Index b, Index layer) const {
@@ -227,6 +234,8 @@ MatrixOf<T> decoder_layer_forward(const DecoderLayerOf<T>& layer, const InView<T
 ///
 /// the residual's "+ x" passing d_out (or d_sum) straight through. In self-attention x is the
 /// query, the key and the value, so f' is the sum of multi_head_backward's three gradients.
+/// Throws std::invalid_argument (check_grads_like), before accumulating anything, unless grads
+/// is shaped like the layer and shares no memory with it or d_out (decoder: or memory).
 template <Real T>
 MatrixOf<T> encoder_layer_backward(const EncoderLayerOf<T>& layer,
                                    const EncoderLayerCacheOf<T>& cache, const InView<T>& d_out,

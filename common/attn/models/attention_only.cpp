@@ -1,6 +1,7 @@
 // attention_only.cpp: the attention-only decoder, one sequence at a time, forward and backward.
 #include "attn/models/attention_only.hpp"
 
+#include "attn/core/memory.hpp"
 #include "attn/layers/embedding.hpp"
 #include "attn/models/detail/batched_loss.hpp"
 #include "attn/ops/masks.hpp"
@@ -28,6 +29,18 @@ AttentionOnly attention_only_init(Rng& rng, const AttentionOnlyConfig& c) {
   const double std_dev = c.embedding_std.value_or(1.0 / std::sqrt(static_cast<double>(c.d_model)));
   require(std::isfinite(std_dev) && std_dev > 0.0, "attention_only_init", [&] {
     return "embedding_std is " + std::to_string(std_dev) + ": it must be finite and > 0";
+  });
+  // Every tensor the loop below draws, counted before the first is: tok_embed and unembed
+  // [V x E], pos_embed [T x E], per layer four [E x E] projections, four biases and a norm
+  // ([E] each, six), the final norm [E] twice and unembed's bias [V].
+  ElementCount count(c.vocab, c.d_model, 2);
+  count.add(c.context, c.d_model)
+      .add(ElementCount(c.d_model, c.d_model, 4).add(1, c.d_model, 6), c.layers)
+      .add(1, c.d_model, 2)
+      .add(1, c.vocab);
+  require_fits_in_memory("attention_only_init", count, sizeof(float), "of parameters", [&] {
+    return "d_model " + std::to_string(c.d_model) + " (vocab " + std::to_string(c.vocab) +
+           ", layers " + std::to_string(c.layers) + ", context " + std::to_string(c.context) + ")";
   });
   AttentionOnly m;
   m.tok_embed = random_normal(rng, c.vocab, c.d_model, 0.0, std_dev);  // [V x E]
@@ -102,6 +115,7 @@ void attention_only_backward(const AttentionOnlyOf<T>& model, std::span<const in
                " layers: pass the cache of this "
                "sequence's forward, d_logits [n x V] and grads = zeros_like(model)";
       });
+  check_grads_like(model, grads, "attention_only_backward", {{"d_logits", memory_of(d_logits)}});
   // ---- logits = LN_final(x) W^T + b -------------------------------------------------------------
   MatrixOf<T> d_x = linear_backward(model.unembed, c.normed, d_logits, grads.unembed);  // [n x E]
   d_x = layer_norm_backward(model.norm, c.norm_in, c.norm, d_x, grads.norm);

@@ -108,7 +108,10 @@ using AttentionOnlyD = AttentionOnlyOf<double>;
 /// layer_norm_init, every attention as multi_head_init (nn.MultiheadAttention's), unembed as
 /// linear_init (nn.Linear's), drawn in that order. Throws std::invalid_argument naming the
 /// size that does not fit: vocab >= 1, d_model, heads, layers, context >= 1, heads dividing
-/// d_model, embedding_std finite and > 0.
+/// d_model, embedding_std finite and > 0; and, before drawing anything, sizes whose parameters
+/// need more memory than the machine has or more elements than an Index can count:
+/// "attention_only_init: d_model 1099511627776 (vocab 7, layers 2, context 6) needs ... of
+/// parameters; this machine has 23.4 GiB" (core/memory.hpp).
 AttentionOnly attention_only_init(Rng& rng, const AttentionOnlyConfig& config);
 
 /// What one layer's forward computed, for its backward and for the figures.
@@ -144,7 +147,9 @@ MatrixOf<T> attention_only_forward(const AttentionOnlyOf<T>& model, std::span<co
 
 /// The backward pass of one sequence from its forward's cache, given d_logits [n x V]:
 /// accumulates every parameter's gradient into grads (zeros_like(model) before the first
-/// sequence). pos_embed's rows n..T-1 were not read, and get nothing.
+/// sequence). pos_embed's rows n..T-1 were not read, and get nothing. Throws
+/// std::invalid_argument, before accumulating anything, for shapes that do not fit or when
+/// grads shares memory with the model or d_logits (check_grads_like).
 template <Real T>
 void attention_only_backward(const AttentionOnlyOf<T>& model, std::span<const int> ids,
                              const AttentionOnlyCacheOf<T>& cache, const InView<T>& d_logits,
@@ -176,7 +181,8 @@ using AttentionOnlyStepD = AttentionOnlyStepOf<double>;
 /// The sequences run side by side on `threads` OpenMP threads (0: default_threads()), their
 /// gradients summed in an order the batch fixes (sequence_shards.hpp): the same bits for any
 /// number of threads. Throws std::invalid_argument unless inputs and targets have one shape,
-/// grads is shaped like the model and threads >= 0; *grads is untouched when it throws.
+/// grads is shaped like the model and has memory of its own (`attention_only_loss(model, batch,
+/// &model)` is refused) and threads >= 0; *grads is untouched when it throws.
 template <Real T>
 AttentionOnlyStepOf<T> attention_only_loss(const AttentionOnlyOf<T>& model,
                                            const AttentionOnlyBatch& batch,

@@ -1,6 +1,7 @@
 // seq2seq.cpp: the encoder-decoder model, one sequence pair at a time, forward and backward.
 #include "attn/models/seq2seq.hpp"
 
+#include "attn/core/memory.hpp"
 #include "attn/layers/embedding.hpp"
 #include "attn/layers/positional_encoding.hpp"
 #include "attn/models/detail/batched_loss.hpp"
@@ -62,6 +63,23 @@ Seq2Seq seq2seq_init(Rng& rng, const Seq2SeqConfig& c) {
   });
   require(std::isfinite(c.embedding_std) && c.embedding_std > 0.0, "seq2seq_init", [&] {
     return "embedding_std is " + std::to_string(c.embedding_std) + ": it must be finite and > 0";
+  });
+  // Every tensor drawn below, counted before the first is: the two embeddings and the generator
+  // [V x E] (and its bias [V]), the positions [max_len x E], per encoder layer one attention
+  // (four [E x E] and four [E]), the FFN ([d_ff x E] twice, [d_ff] and [E]) and two norms
+  // (2E each), per decoder layer two attentions and three norms, and the two final norms.
+  const ElementCount ffn = ElementCount(c.d_ff, c.d_model, 2).add(1, c.d_ff).add(1, c.d_model);
+  const ElementCount attention = ElementCount(c.d_model, c.d_model, 4).add(1, c.d_model, 4);
+  ElementCount count(c.vocab, c.d_model, 3);
+  count.add(1, c.vocab)
+      .add(c.max_len, c.d_model)
+      .add(ElementCount(attention).add(ffn).add(1, c.d_model, 4), c.layers)
+      .add(ElementCount(attention, 2).add(ffn).add(1, c.d_model, 6), c.layers)
+      .add(1, c.d_model, 4);
+  require_fits_in_memory("seq2seq_init", count, sizeof(float), "of parameters", [&] {
+    return "d_model " + std::to_string(c.d_model) + ", d_ff " + std::to_string(c.d_ff) +
+           " and max_len " + std::to_string(c.max_len) + " (vocab " + std::to_string(c.vocab) +
+           ", layers " + std::to_string(c.layers) + ")";
   });
   Seq2Seq m;
   m.src_embed = random_normal(rng, c.vocab, c.d_model, 0.0, c.embedding_std);  // [V x E]
@@ -144,7 +162,7 @@ void seq2seq_backward(const Seq2SeqOf<T>& model, std::span<const int> src,
                    " target tokens and a cache of " + std::to_string(c.decoder_out.rows()) +
                    ": pass the cache of this pair's forward and d_logits [n_t x V]";
           });
-  check_grads_like(model, grads, "seq2seq_backward");
+  check_grads_like(model, grads, "seq2seq_backward", {{"d_logits", memory_of(d_logits)}});
   const T scale = static_cast<T>(std::sqrt(static_cast<double>(model.d_model())));
   // ---- the generator: logits = y W^T + b, W = tgt_embed when tied -------------------------------
   MatrixOf<T>& d_weight = model.tied ? grads.tgt_embed : grads.generator.weight;

@@ -88,7 +88,8 @@ using Seq2SeqD = Seq2SeqOf<double>;
 /// A fresh model as PyTorch would initialise its modules (embeddings N(0, 1), layers as
 /// encoder_layer_init / decoder_layer_init, the generator as nn.Linear). Throws
 /// std::invalid_argument naming the size that does not fit (vocab >= 2, heads dividing d_model,
-/// max_len >= 1, pad_id in the vocabulary, ...).
+/// max_len >= 1, pad_id in the vocabulary, ...), and, before drawing anything, for sizes whose
+/// parameters the machine cannot hold or an Index cannot count (core/memory.hpp).
 Seq2Seq seq2seq_init(Rng& rng, const Seq2SeqConfig& config);
 
 /// Everything one forward pass on a sequence pair computed, for the backward pass and for the
@@ -120,7 +121,9 @@ MatrixOf<T> seq2seq_forward(const Seq2SeqOf<T>& model, std::span<const int> src,
                             NeedWeights need = NeedWeights::no);
 
 /// The backward pass of one pair from its cache, given d_logits [n_t x V]: accumulates every
-/// parameter's gradient into grads (zeros_like(model) before the first pair).
+/// parameter's gradient into grads (zeros_like(model) before the first pair). Throws
+/// std::invalid_argument, before accumulating anything, when grads is not shaped like the model
+/// or shares memory with it or d_logits (check_grads_like).
 template <Real T>
 void seq2seq_backward(const Seq2SeqOf<T>& model, std::span<const int> src,
                       std::span<const int> tgt_in, const Seq2SeqCacheOf<T>& cache,
@@ -149,7 +152,8 @@ using Seq2SeqStep = Seq2SeqStepOf<float>;
 /// The pairs run side by side on `threads` OpenMP threads (0: default_threads()), their
 /// gradients summed in an order the batch fixes (sequence_shards.hpp): the same bits for any
 /// number of threads. Throws std::invalid_argument for a malformed batch, grads not shaped like
-/// the model, or a negative `threads`; *grads is untouched when it throws.
+/// the model or sharing its memory (`&model`), or a negative `threads`; *grads is untouched when
+/// it throws.
 template <Real T>
 Seq2SeqStepOf<T> seq2seq_loss(const Seq2SeqOf<T>& model, const Seq2SeqBatch& batch,
                               double label_smoothing, std::type_identity_t<Seq2SeqOf<T>>* grads,

@@ -1,7 +1,7 @@
 // attention.cpp: softmax(Q K^T / sqrt(d_k)) V with tokens as rows, two GEMMs and a row pass.
 #include "attn/ops/attention.hpp"
 
-#include "attn/ops/detail/aliasing.hpp"
+#include "attn/core/memory.hpp"
 #include "attn/ops/softmax.hpp"
 
 #include <algorithm>
@@ -16,10 +16,6 @@ namespace attn {
 
 namespace {
 
-using detail::Memory;
-using detail::memory_of;
-using detail::reject_alias;
-
 // The weights without the aliasing check: attention_into() has made it, with its own names.
 // Returns the number of queries with no allowed key, whose rows of W are all zeros.
 // The factor on Q K^T: the caller's, or 1/sqrt(d_k) computed in the scalar type of the layer.
@@ -28,6 +24,15 @@ T scale_of(const AttentionOptions& opts, Index d_k) {
   const T scale = opts.scale ? static_cast<T>(*opts.scale) : T(1) / std::sqrt(static_cast<T>(d_k));
   require(std::isfinite(scale), "attention", "the scale is not finite");
   return scale;
+}
+
+// The weights (or their gradient dS) of n_q queries over n_k keys, refused before allocating
+// when the machine cannot hold them.
+template <Real T>
+void require_weights_fit(Index n_q, Index n_k, const char* where) {
+  require_fits_in_memory(where, ElementCount(n_q, n_k), sizeof(T), "for the weights", [&] {
+    return std::to_string(n_q) + " queries over " + std::to_string(n_k) + " keys";
+  });
 }
 
 template <Real T>
@@ -50,6 +55,9 @@ Index weights_into(const ViewOf<T>& Q, const ViewOf<T>& K, MatrixOf<T>& W,
   const T scale = scale_of<T>(opts, d_k);
   require(is_blocking_score(opts.blocked_score), "attention",
           "blocked_score must be negative (-inf or a large negative number)");
+  // The [n_q x n_k] weights are what makes plain attention quadratic (chapter 10): Q and K of a
+  // million tokens fit in memory, their weights do not. Refused before the resize.
+  require_weights_fit<T>(n_q, n_k, "attention");
 
   // ---- scores: W = Q K^T ------------------------------------------------------------------------
   W.resize(n_q, n_k);               // a no-op when the shape is unchanged: the buffer is reused
@@ -109,9 +117,8 @@ void multiply_values(const MatrixOf<T>& W, const ViewOf<T>& V, Out&& out, Index 
 template <Real T>
 Index checked_weights_into(const ViewOf<T>& Q, const ViewOf<T>& K, MatrixOf<T>& W,
                            const AttentionOptions& opts) {
-  const Memory w = memory_of(W);
-  reject_alias("attention_weights_into", "W", w, "Q", memory_of(Q));
-  reject_alias("attention_weights_into", "W", w, "K", memory_of(K));
+  require_apart("attention_weights_into", {{"W", memory_of(W)}},
+                {{"Q", memory_of(Q)}, {"K", memory_of(K)}});
   return weights_into<T>(Q, K, W, opts);
 }
 
@@ -123,9 +130,8 @@ void checked_values_into(const MatrixOf<T>& W, const ViewOf<T>& V, Eigen::Ref<Ma
             return "W is " + shape_str(W) + ", V is " + shape_str(V) + " and out is " +
                    shape_str(out) + ": out must be [rows(W) x cols(V)] and V [cols(W) x d_v]";
           });
-  const Memory o = memory_of(out);
-  reject_alias("weighted_values_into", "out", o, "W", memory_of(W));
-  reject_alias("weighted_values_into", "out", o, "V", memory_of(V));
+  require_apart("weighted_values_into", {{"out", memory_of(out)}},
+                {{"W", memory_of(W)}, {"V", memory_of(V)}});
   multiply_values<T>(W, V, out, empty_rows);
 }
 
@@ -136,13 +142,13 @@ void checked_attention_into(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf
     return "K is " + shape_str(K) + " but V is " + shape_str(V) +
            ": every key needs a value (same number of rows)";
   });
-  const Memory q = memory_of(Q), k = memory_of(K), v = memory_of(V);
-  for (const auto& [name, out] : {std::pair{"result.weights", memory_of(result.weights)},
-                                  std::pair{"result.out", memory_of(result.out)}}) {
-    reject_alias("attention_into", name, out, "Q", q);
-    reject_alias("attention_into", name, out, "K", k);
-    reject_alias("attention_into", name, out, "V", v);
-  }
+  // result.out and result.weights are two matrices of their own: only the inputs can alias them.
+  require_apart(
+      "attention_into",
+      {{"result.weights", memory_of(result.weights)}, {"result.out", memory_of(result.out)}},
+      {{"Q", memory_of(Q)}, {"K", memory_of(K)}, {"V", memory_of(V)}});
+  require_fits_in_memory("attention", ElementCount(Q.rows(), V.cols()), sizeof(T), "for the output",
+                         [&] { return "Q " + shape_str(Q) + " and V " + shape_str(V); });
   const Index empty_rows = weights_into<T>(Q, K, result.weights, opts);  // [n_q x n_k]
   result.out.resize(Q.rows(), V.cols());
   multiply_values<T>(result.weights, V, result.out, empty_rows);  // [n_q x d_v]
@@ -169,15 +175,17 @@ void checked_backward_into(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<
             return "dQ, dK and dV are " + shape_str(dQ) + ", " + shape_str(dK) + " and " +
                    shape_str(dV) + ": they must have the shapes of Q, K and V";
           });
-  for (const auto& [name, out] : {std::pair{"dQ", memory_of(dQ)}, std::pair{"dK", memory_of(dK)},
-                                  std::pair{"dV", memory_of(dV)}}) {
-    for (const auto& [input, in] :
-         {std::pair{"Q", memory_of(Q)}, std::pair{"K", memory_of(K)}, std::pair{"V", memory_of(V)},
-          std::pair{"the weights", memory_of(P)}, std::pair{"d_out", memory_of(d_out)}}) {
-      reject_alias("attention_backward", name, out, input, in);
-    }
-  }
+  // dV is written before dS is computed from P and d_out, dQ before dK reads Q: any overlap
+  // among the outputs, or of an output with an input, gives a silently wrong gradient.
+  require_apart("attention_backward",
+                {{"dQ", memory_of(dQ)}, {"dK", memory_of(dK)}, {"dV", memory_of(dV)}},
+                {{"Q", memory_of(Q)},
+                 {"K", memory_of(K)},
+                 {"V", memory_of(V)},
+                 {"the weights", memory_of(P)},
+                 {"d_out", memory_of(d_out)}});
   const T scale = scale_of<T>(opts, d_k);
+  require_weights_fit<T>(n_q, n_k, "attention_backward");  // dS, [n_q x n_k]
   // dV = P^T dO: value j received P(i, j) of every query i's output.
   dV.noalias() = P.transpose() * d_out;  // [n_k x d_v] = [n_k x n_q] [n_q x d_v]
   // dP = dO V^T, then through the softmax row by row: dS = P * (dP - rowsum(P * dP)).

@@ -51,10 +51,17 @@
 /// element), attention_weights_into() with weighted_values_into() (multi-head attention, each
 /// head), and without a mask the column form (column_attention.hpp).
 ///
-/// Outputs never alias inputs: attention_into(), attention_weights_into() and
-/// weighted_values_into() throw std::invalid_argument when an output's memory overlaps an
-/// input (the weights would be written over a Q still being read, or a resize would free it),
-/// before writing anything.
+/// Outputs never alias inputs, nor each other: attention_into(), attention_weights_into(),
+/// weighted_values_into() and attention_backward_into() throw std::invalid_argument when an
+/// output's memory overlaps an input (the weights would be written over a Q still being read,
+/// or a resize would free it) or another output (dQ and dK as one matrix: one overwrites the
+/// other), before writing anything. Column blocks side by side in one matrix share no element
+/// and are accepted (core/memory.hpp compares them exactly).
+///
+/// The [n_q x n_k] weights are what makes this path quadratic: every entry point refuses,
+/// before allocating, weights (or an output) of more bytes than the machine's physical memory,
+/// naming the sizes ("attention: 4194304 queries over 4194304 keys needs 64.0 TiB for the
+/// weights; this machine has 23.4 GiB"). The tiled path (tiled_attention.hpp) needs no weights.
 ///
 /// The cache (attn.hpp): AttentionResult keeps the weights, which is all the backward pass
 /// needs besides Q, K, V and the scale; there is no separate cache type.
@@ -93,7 +100,8 @@ using AttentionResultD = AttentionResultOf<double>;
 
 /// out = softmax(mask(Q K^T * scale)) V. Throws std::invalid_argument naming the shapes when
 /// they do not fit: Q [n_q x d_k], K [n_k x d_k], V [n_k x d_v], allowed [n_q x n_k],
-/// n_k >= 1, d_k >= 1; and for a scale that is not finite.
+/// n_k >= 1, d_k >= 1; for a scale that is not finite; and for weights or an output the
+/// machine cannot hold (above).
 AttentionResult attention(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
                           const AttentionOptions& opts = {});
 AttentionResultD attention(const MatrixViewD& Q, const MatrixViewD& K, const MatrixViewD& V,
@@ -168,7 +176,8 @@ AttentionGradsD attention_backward(const MatrixViewD& Q, const MatrixViewD& K, c
 
 /// The same, written (not accumulated) into dQ, dK, dV of Q's, K's and V's shapes, which may
 /// be column blocks of bigger matrices: multi-head attention passes each head's columns.
-/// Throws std::invalid_argument, before writing, when an output shares memory with an input.
+/// Throws std::invalid_argument, before writing, when an output shares memory with an input or
+/// with another output ("attention_backward: dQ and dK share memory: ...").
 void attention_backward_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
                              const Matrix& weights, const MatrixView& d_out, Eigen::Ref<Matrix> dQ,
                              Eigen::Ref<Matrix> dK, Eigen::Ref<Matrix> dV,

@@ -1,6 +1,8 @@
 // masks.cpp: the allowed-entry masks (true = may attend) and their additive form.
 #include "attn/ops/masks.hpp"
 
+#include "attn/core/memory.hpp"
+
 #include <string>
 
 namespace attn {
@@ -10,6 +12,12 @@ namespace {
 void require_size(Index n, const char* where, const char* what) {
   require(n >= 0, where,
           [&] { return std::string(what) + " is " + std::to_string(n) + ": it must be >= 0"; });
+}
+
+// A mask of [n_q x n_k] booleans, refused before it is allocated when it cannot fit.
+void require_mask_fits(Index n_q, Index n_k, const char* where) {
+  require_fits_in_memory(where, ElementCount(n_q, n_k), sizeof(bool), "for the mask",
+                         [&] { return "a mask of " + shape_str(n_q, n_k); });
 }
 
 }  // namespace
@@ -38,11 +46,13 @@ std::string BatchMaskView::shape_str() const {
 AllowedMask full_mask(Index n_q, Index n_k) {
   require_size(n_q, "full_mask", "n_q");
   require_size(n_k, "full_mask", "n_k");
+  require_mask_fits(n_q, n_k, "full_mask");
   return AllowedMask::Constant(n_q, n_k, true);  // [n_q x n_k]
 }
 
 AllowedMask causal_mask(Index n) {
   require_size(n, "causal_mask", "n");
+  require_mask_fits(n, n, "causal_mask");
   AllowedMask m(n, n);  // [n x n]
   for (Index i = 0; i < n; ++i) {
     for (Index j = 0; j < n; ++j) m(i, j) = j <= i;  // the past and the present, not the future
@@ -55,6 +65,7 @@ AllowedMask window_mask(Index n, Index window) {
   require(window >= 0, "window_mask", [&] {
     return "window is " + std::to_string(window) + ": it must be >= 0 (0 keeps only the diagonal)";
   });
+  require_mask_fits(n, n, "window_mask");
   AllowedMask m(n, n);  // [n x n]
   for (Index i = 0; i < n; ++i) {
     for (Index j = 0; j < n; ++j) m(i, j) = (i > j ? i - j : j - i) <= window;
@@ -64,6 +75,7 @@ AllowedMask window_mask(Index n, Index window) {
 
 AllowedMask padding_mask(std::span<const int> ids, Index n_q, int pad_id) {
   require_size(n_q, "padding_mask", "n_q");
+  require_mask_fits(n_q, static_cast<Index>(ids.size()), "padding_mask");
   AllowedMask m(n_q, static_cast<Index>(ids.size()));  // [n_q x n_k]
   for (Index j = 0; j < m.cols(); ++j) {
     m.col(j).setConstant(ids[static_cast<std::size_t>(j)] != pad_id);  // a pad key is blocked
@@ -73,6 +85,9 @@ AllowedMask padding_mask(std::span<const int> ids, Index n_q, int pad_id) {
 
 AllowedBatch padding_masks(const TokenIds& ids, int pad_id) {
   const Index B = ids.rows(), n = ids.cols();
+  // B n^2 booleans from B n ids: a modest batch of long sentences asks for far more than it holds.
+  require_fits_in_memory("padding_masks", ElementCount(n, n, B), sizeof(bool), "for the masks",
+                         [&] { return "ids of " + shape_str(ids) + " (B x n)"; });
   AllowedBatch masks(B, n, n);  // [B, n, n]
   for (Index b = 0; b < B; ++b) {
     masks[b] = padding_mask({ids.row(b).data(), static_cast<std::size_t>(n)}, n, pad_id);
@@ -82,6 +97,7 @@ AllowedBatch padding_masks(const TokenIds& ids, int pad_id) {
 
 AllowedMask padding_mask_from_blocked(std::span<const bool> blocked, Index n_q) {
   require_size(n_q, "padding_mask_from_blocked", "n_q");
+  require_mask_fits(n_q, static_cast<Index>(blocked.size()), "padding_mask_from_blocked");
   AllowedMask m(n_q, static_cast<Index>(blocked.size()));  // [n_q x n_k]
   for (Index j = 0; j < m.cols(); ++j) {
     m.col(j).setConstant(!blocked[static_cast<std::size_t>(j)]);  // PyTorch's True = blocked
@@ -104,6 +120,10 @@ Matrix additive_mask(const AllowedMask& allowed, float fill) {
   require(is_blocking_score(fill), "additive_mask",
           "the fill must be negative (-inf or a large negative number), as attention's "
           "blocked_score");
+  // Four bytes per entry of a mask that holds one.
+  require_fits_in_memory("additive_mask", ElementCount(allowed.rows(), allowed.cols()),
+                         sizeof(float), "for the additive mask",
+                         [&] { return "a mask of " + shape_str(allowed); });
   Matrix m(allowed.rows(), allowed.cols());  // [n_q x n_k]
   for (Index i = 0; i < m.rows(); ++i) {
     for (Index j = 0; j < m.cols(); ++j) m(i, j) = allowed(i, j) ? 0.0f : fill;

@@ -125,6 +125,12 @@ inline constexpr float kBlockedScore = -std::numeric_limits<float>::infinity();
 /// make the row NaN. attention()'s blocked_score and additive_mask()'s fill follow this one rule.
 constexpr bool is_blocking_score(float score) { return score < 0.0f; }  // false for NaN
 
+// Every builder below throws std::invalid_argument for a negative size, and, before allocating,
+// for a mask of more bytes than the machine's physical memory ("causal_mask: a mask of
+// [2147483648 x 2147483648] needs 4.0 EiB for the mask; this machine has 23.4 GiB") or of more
+// entries than an Index can count (core/memory.hpp). padding_masks() checks its B n^2 entries
+// the same way, and additive_mask() its four bytes per entry.
+
 /// Every query may attend to every key: [n_q x n_k] of true.
 AllowedMask full_mask(Index n_q, Index n_k);
 

@@ -3,6 +3,7 @@
 
 #include "attn/models/seq2seq.hpp"
 
+#include "attn/core/memory.hpp"
 #include "attn/core/random.hpp"
 #include "attn/layers/embedding.hpp"
 #include "attn/layers/feed_forward.hpp"
@@ -112,6 +113,8 @@ TensorCheck check_tensor(std::string name, Eigen::Ref<MatrixD> value, const Matr
     return name + " is " + shape_str(value) + " but its analytic gradient is " +
            shape_str(analytic) + ": they must have one shape";
   });
+  require_apart("check_tensor", {{name, memory_of(value)}},
+                {{"its analytic gradient", memory_of(analytic)}});
   const MatrixD numeric = numeric_gradient(value, loss, step);
   return compare_gradients(std::move(name), analytic, numeric);
 }

@@ -169,6 +169,7 @@ TensorCheck compare_gradients(std::string name, const MatrixViewD& analytic,
                               const MatrixViewD& numeric);
 
 /// numeric_gradient of `value`, compared with `analytic` (value's shape, checked first).
+/// Throws std::invalid_argument when they share memory: perturbing value would move analytic.
 TensorCheck check_tensor(std::string name, Eigen::Ref<MatrixD> value, const MatrixViewD& analytic,
                          const LossFunction& loss, double step = kGradientCheckStep);
 
@@ -185,10 +186,16 @@ std::string parameter_name(const Parameter<T>& p, bool stacked) {
 /// backward pass accumulated into zeros_like(layer)), walking parameters() of both in step,
 /// and adds one TensorCheck per tensor to `report`, named by its state_dict key with `prefix`
 /// (and the block of a stacked key). `loss` must read `layer`: it is perturbed in place.
+/// Throws std::invalid_argument (check_grads_like) unless grads has layer's structure and
+/// memory of its own: the layer passed as its own gradients would compare a perturbed tensor
+/// with itself.
 template <typename Layer>
 void check_parameters(GradientReport& report, Layer& layer, const Layer& grads,
                       const LossFunction& loss, double step = kGradientCheckStep,
                       const std::string& prefix = "") {
+  // grads must be a holder of its own: `layer` is perturbed in place, which would move the
+  // analytic gradient it is compared with if they shared memory.
+  check_grads_like(layer, grads, "check_parameters");
   auto values = parameters(layer, prefix);
   const auto analytic = parameters(grads, prefix);
   require(values.size() == analytic.size(), "check_parameters", [&] {

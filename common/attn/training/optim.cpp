@@ -2,11 +2,14 @@
 // computes them (optim.hpp has the formulas and the order of operations).
 #include "attn/training/optim.hpp"
 
+#include "attn/core/memory.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <numbers>
 #include <string>
+#include <vector>
 
 namespace attn {
 
@@ -125,13 +128,6 @@ void AdamOf<T>::step_impl(const std::vector<Parameter<T>>& params,
                      std::to_string(i) + " is " + describe(p) +
                      ": the two lists must have the same keys, shapes and order";
             });
-    const T* pb = p.value.data();
-    const T* gb = g.value.data();
-    const Index n = p.value.size();
-    require(n == 0 || gb + n <= pb || pb + n <= gb, where, [&] {
-      return "gradient " + std::to_string(i) + " " + describe(g) +
-             " is the parameter's own memory: pass attn::parameters(grads), not the model twice";
-    });
     if (!state_.empty()) {
       const auto& s = state_[i];
       require(s.key == p.key && s.first == p.first && s.exp_avg.rows() == p.value.rows() &&
@@ -143,6 +139,24 @@ void AdamOf<T>::step_impl(const std::vector<Parameter<T>>& params,
               });
     }
   }
+
+  // No gradient may share memory with any parameter: not its own (the model passed twice), and
+  // not another's (a gradient list made of a model's views), or the update would move a
+  // gradient it has still to read.
+  std::vector<MemoryRange> param_memory, grad_memory;
+  param_memory.reserve(params.size());
+  grad_memory.reserve(grads.size());
+  for (const auto& p : params) param_memory.push_back(memory_of(p.value));
+  for (const auto& g : grads) grad_memory.push_back(memory_of(g.value));
+  const auto shared = first_overlap(grad_memory, param_memory);
+  require(!shared, where, [&] {
+    const auto [gi, pi] = *shared;
+    const std::string whose =
+        gi == pi ? "the parameter's own memory"
+                 : "memory of parameter " + std::to_string(pi) + " " + describe(params[pi]);
+    return "gradient " + std::to_string(gi) + " " + describe(grads[gi]) + " is " + whose +
+           ": pass attn::parameters(grads), not the model twice";
+  });
 
   if (state_.empty()) {
     state_.reserve(params.size());

@@ -72,8 +72,10 @@
 /// The first step() sizes the state from the parameter list; every step() checks that the
 /// parameters and gradients have the same keys, blocks, shapes and order, and that the list is
 /// the one of the first step, before it changes anything, and throws std::invalid_argument
-/// naming the first key that differs. A gradient list that is the model's own tensors
-/// (attn::parameters(model) passed twice) is refused too.
+/// naming the first key that differs. A gradient that shares memory with any parameter is
+/// refused too: the model's own tensors (attn::parameters(model) passed twice), or another
+/// parameter's (a list of views made by hand), which the update would move while the gradient
+/// is still to be read.
 ///
 /// ## clip_grad_norm (torch.nn.utils.clip_grad_norm_, norm_type = 2)
 ///
@@ -163,7 +165,7 @@ class AdamOf {
   /// grads come from attn::parameters(model) and attn::parameters(grads) (a const gradient
   /// holder is fine). Throws std::invalid_argument, before changing anything, when the two
   /// lists differ in a key, block, shape or length, when the list is not the first step's, or
-  /// when a gradient is the parameter's own memory.
+  /// when a gradient shares memory with any parameter (its own or another's).
   void step(const std::vector<Parameter<T>>& params, const std::vector<Parameter<T>>& grads);
   void step(const std::vector<Parameter<T>>& params, const std::vector<Parameter<const T>>& grads);
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -64,6 +65,17 @@ TEST(Batch, ShapesThatOverflowAreRejected) {
   // Empty dimensions are fine, whatever the others.
   EXPECT_EQ(Batch(0, big, big).data().size(), 0);
   EXPECT_EQ(Batch(big, 0, 3).data().size(), 0);
+}
+
+TEST(Batch, ShapesTheMachineCannotHoldAreRefusedBeforeAllocating) {
+  // 2^60 floats fit in Index but not in any machine: std::bad_alloc before, named now.
+  const Index n = Index{1} << 20;
+  const std::string m = message_of([&] { static_cast<void>(Batch(n, n, n)); });
+  EXPECT_EQ(m.rfind("BatchOf: the shape [1048576, 1048576, 1048576] needs 4.0 EiB for the batch; "
+                    "this machine has ",
+                    0),
+            0u)
+      << m;
 }
 
 }  // namespace test_batch

@@ -232,4 +232,14 @@ TEST(RngState, AStateNoStreamCanBeInIsRefused) {
   EXPECT_EQ(rng.state().words, before.words) << "a refused restore changes nothing";
 }
 
+TEST(RandomShapes, MatricesTheMachineCannotHoldAreRefusedBeforeDrawing) {
+  attn::Rng rng(5);
+  const attn::Index n = attn::Index{1} << 20;
+  const std::string m = attn_test::message_of([&] { attn::random_normal(rng, n, n); });
+  EXPECT_EQ(m.rfind("random_normal: [1048576 x 1048576] needs 4.0 TiB for the matrix", 0), 0u) << m;
+  const std::string u =
+      attn_test::message_of([&] { attn::random_uniform(rng, n, n * n * n, 0.0, 1.0); });
+  EXPECT_NE(u.find("(more elements than an Index can count)"), std::string::npos) << u;
+}
+
 }  // namespace test_random

@@ -1088,6 +1088,88 @@ TEST(TiledErrors, BackwardShapesAndAliasingAreNamedBeforeWriting) {
   EXPECT_TRUE(untouched());
 }
 
+// ---- Outputs that overlap each other (issue 26)
+// --------------------------------------------------
+
+TEST(TiledErrors, OutputsThatShareMemoryAreRefusedBeforeWriting) {
+  // dQ and dK as one matrix returned normally with dK lost (pass 2 wrote dQ over it: off by
+  // 0.71), and lse mapped onto out's first column left out wrong by 3.39. Refused now, naming
+  // the two, before anything is written.
+  const Inputs x = random_inputs(73, 6, 6, 4, 4);  // n_q = n_k, d_k = d_v: every output alike
+  const TiledAttentionOptions o{.query_tile = 2, .key_tile = 4};
+  const auto r = attn::tiled_attention(x.Q, x.K, x.V, o);
+  Matrix shared = Matrix::Constant(6, 4, 7.0f), dV = Matrix::Constant(6, 4, 7.0f);
+  std::string m = message_of([&] {
+    attn::tiled_attention_backward_into(x.Q, x.K, x.V, r.out, r.lse, x.dO, shared, shared, dV, o);
+  });
+  EXPECT_TRUE(names(m, "tiled_attention_backward", {"dQ and dK share memory"})) << m;
+  Matrix tall = Matrix::Constant(9, 4, 7.0f);  // dK its first six rows, dV its last six
+  m = message_of([&] {
+    attn::tiled_attention_backward_into(x.Q, x.K, x.V, r.out, r.lse, x.dO, dV, tall.topRows(6),
+                                        tall.bottomRows(6), o);
+  });
+  EXPECT_TRUE(names(m, "tiled_attention_backward", {"dK and dV share memory"})) << m;
+  EXPECT_TRUE((shared.array() == 7.0f).all() && (dV.array() == 7.0f).all() &&
+              (tall.array() == 7.0f).all());
+
+  Matrix out = Matrix::Constant(6, 4, 7.0f);
+  m = message_of([&] { attn::tiled_attention_into(x.Q, x.K, x.V, out, out.col(0), o); });
+  EXPECT_TRUE(names(m, "tiled_attention", {"out and lse share memory"})) << m;
+  EXPECT_TRUE((out.array() == 7.0f).all());
+}
+
+TEST(TiledErrors, OutputsSideBySideInOneMatrixAreNotRefused) {
+  // dQ and dK as two column blocks of one [n x 8] matrix, L in the column after out: the spans
+  // interleave, no element is shared, and the results are those of separate matrices.
+  const Inputs x = random_inputs(74, 6, 6, 4, 3);
+  const TiledAttentionOptions o{.query_tile = 4, .key_tile = 2};
+  const auto r = attn::tiled_attention(x.Q, x.K, x.V, o);
+  Matrix out_and_lse = Matrix::Constant(6, 4, 7.0f);  // [out | L]
+  attn::tiled_attention_into(x.Q, x.K, x.V, out_and_lse.leftCols(3), out_and_lse.col(3), o);
+  EXPECT_TRUE(identical(out_and_lse.leftCols(3), r.out));
+  EXPECT_TRUE(identical(out_and_lse.col(3), r.lse));
+
+  const attn::AttentionGrads g = attn::tiled_attention_backward(x.Q, x.K, x.V, r, x.dO, o);
+  Matrix dQK = Matrix::Constant(6, 8, 7.0f), dV(6, 3);  // [dQ | dK]
+  attn::tiled_attention_backward_into(x.Q, x.K, x.V, r.out, r.lse, x.dO, dQK.leftCols(4),
+                                      dQK.rightCols(4), dV, o);
+  EXPECT_TRUE(identical(dQK.leftCols(4), g.dQ));
+  EXPECT_TRUE(identical(dQK.rightCols(4), g.dK));
+  EXPECT_TRUE(identical(dV, g.dV));
+}
+
+// ---- Sizes no matrix could have (issue 26) ------------------------------------------------------
+
+TEST(CountTiles, SizesThatOverflowOrCannotFitAreNamed) {
+  constexpr Index kMaxIndex = std::numeric_limits<Index>::max();
+  // n + tile - 1 overflowed (UBSan: signed overflow) and the release build spun for minutes.
+  std::string m =
+      message_of([] { attn::count_tiles(kMaxIndex, kMaxIndex, {.query_tile = 1, .key_tile = 1}); });
+  EXPECT_TRUE(names(m, "count_tiles",
+                    {"n_q 9223372036854775807 and n_k 9223372036854775807 in tiles of 1 x 1",
+                     "(more elements than an Index can count)", "; this machine has "}))
+      << m;
+  // 2^31 queries and keys in tiles of 128: 2^48 tiles, whose map threw std::bad_alloc.
+  m = message_of([] { attn::count_tiles(Index{1} << 31, Index{1} << 31); });
+  EXPECT_TRUE(names(m, "count_tiles",
+                    {"n_q 2147483648 and n_k 2147483648 in tiles of 128 x 128 (16777216 x "
+                     "16777216 tiles) needs 256.0 TiB for the tile map; this machine has "}))
+      << m;
+  m = message_of([] { attn::tile_map(Index{1} << 31, Index{1} << 31); });
+  EXPECT_TRUE(names(m, "tile_map", {"256.0 TiB"})) << m;
+  // A key_tile_order for such sizes is refused for its length, before anything is sized by it.
+  const std::vector<Index> order{0, 1};
+  m = message_of([&] { attn::count_tiles(kMaxIndex, kMaxIndex, {.key_tile_order = order}); });
+  EXPECT_TRUE(names(m, "count_tiles", {"key_tile_order has 2 entries"})) << m;
+  // Large but ordinary sizes still count, in closed form here: n = 2^20 in tiles of 2^10.
+  const attn::TileCounts c = attn::count_tiles(
+      Index{1} << 20, Index{1} << 20, {.causal = true, .query_tile = 1024, .key_tile = 1024});
+  EXPECT_EQ(c.total, Index{1} << 20);
+  EXPECT_EQ(c.mixed, 1024);                          // the diagonal
+  EXPECT_EQ(c.full, 1024 * 1023 / 2);                // below it
+  EXPECT_EQ(c.skipped, c.total - c.mixed - c.full);  // above it
+}
+
 // ---- Column blocks (how multi-head attention passes a head) -------------------------------------
 
 TEST(TiledColumnBlocks, ForwardAndBackwardIntoHeadColumns) {

@@ -1,6 +1,7 @@
 // embedding.hpp: the lookup (a copy, to the bit) and its backward, a scatter-add, against
 // PyTorch's autograd and by hand, and its errors (backward_fixture.hpp says where each expected
 // value comes from).
+#include "attn/core/random.hpp"
 #include "attn/layers/embedding.hpp"
 
 #include "backward_fixture.hpp"
@@ -10,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <span>
+#include <string>
 #include <vector>
 
 namespace test_embedding {
@@ -81,6 +83,22 @@ TEST(EmbeddingBackward, RejectsWrongShapes) {
                     }),
                     "embedding_backward"));  // id 4 of a 4-row table
   EXPECT_TRUE((d_table.array() == 0).all());
+}
+
+TEST(EmbeddingBackward, RejectsADyInsideTheTableItAddsTo) {
+  // dy viewing rows of d_table: a row added to early was read later as part of dy.
+  Matrix d_table = Matrix::Zero(5, 3);
+  const std::vector<int> ids{0, 1};
+  const std::string m =
+      message_of([&] { attn::embedding_backward<float>(ids, d_table.bottomRows(2), d_table); });
+  EXPECT_EQ(m.rfind("embedding_backward: d_table shares memory with dy", 0), 0u) << m;
+  EXPECT_TRUE((d_table.array() == 0.0f).all());
+  attn::Rng rng(35);
+  EXPECT_EQ(message_of([&] { attn::embedding_init(rng, attn::Index{1} << 40, 16); })
+                .rfind("embedding_init: vocab 1099511627776 and d_model 16 needs 64.0 TiB of "
+                       "parameters; this machine has ",
+                       0),
+            0u);
 }
 
 }  // namespace test_embedding

@@ -148,4 +148,23 @@ TEST(LayerNormBackward, RejectsWrongShapes) {
   EXPECT_TRUE(untouched(grads));
 }
 
+TEST(LayerNormBackward, RejectsTheNormAsItsOwnGradients) {
+  // layer_norm_backward(norm, x, cache, dy, norm) accumulated into gamma while later rows still
+  // read it: a wrong dx and a changed norm. Refused now, before any row.
+  attn::Rng rng(34);
+  attn::LayerNorm norm = attn::layer_norm_init(4);
+  const Matrix x = attn::random_normal(rng, 3, 4), dy = attn::random_normal(rng, 3, 4);
+  attn::LayerNormCache cache;
+  attn::layer_norm_forward(norm, x, &cache);
+  const std::string m = message_of([&] { attn::layer_norm_backward(norm, x, cache, dy, norm); });
+  EXPECT_EQ(m.rfind("layer_norm_backward: grads.gamma shares memory with the layer's gamma", 0), 0u)
+      << m;
+  EXPECT_TRUE((norm.gamma.array() == 1.0f).all() && (norm.beta.array() == 0.0f).all());
+  EXPECT_EQ(message_of([] { attn::layer_norm_init(Index{1} << 62); })
+                .rfind("layer_norm_init: d 4611686018427387904 needs 32.0 EiB of parameters (more "
+                       "elements than an Index can count)",
+                       0),
+            0u);
+}
+
 }  // namespace test_layer_norm

@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace test_linear {
 
 using attn_test::Comparison;
@@ -20,6 +22,7 @@ using attn_test::message_of;
 using attn_test::names;
 using attn_test::untouched;
 
+using attn::Index;
 using attn::Matrix;
 using attn::RowVector;
 
@@ -94,6 +97,38 @@ TEST(LinearBackward, RejectsWrongShapes) {
   EXPECT_TRUE(names(message_of([&] { attn::linear_backward(layer, x, dy, empty); }),
                     "linear_backward"));  // grads not from zeros_like at all
   EXPECT_TRUE(untouched(grads));
+}
+
+// ---- The layer as its own gradients, and sizes the machine cannot hold (issue 26) ---------------
+
+TEST(LinearBackward, RejectsGradientsThatShareMemoryWithTheLayerOrTheInputs) {
+  // linear_backward(layer, x, dy, layer) added dy^T x into the weight, then computed dx from
+  // that weight: a wrong dx and a changed layer, returned normally.
+  attn::Rng rng(32);
+  attn::Linear layer = attn::linear_init(rng, 4, 4);
+  const attn::Linear before = layer;
+  const Matrix x = attn::random_normal(rng, 3, 4), dy = attn::random_normal(rng, 3, 4);
+  EXPECT_EQ(message_of([&] { attn::linear_backward(layer, x, dy, layer); }),
+            "linear_backward: grads.weight shares memory with the layer's weight: an output must "
+            "not alias an input (it would be overwritten or reallocated while still being read); "
+            "pass a separate result");
+  attn::Linear grads = attn::zeros_like(layer);
+  EXPECT_TRUE(
+      names(message_of([&] { attn::linear_backward(layer, grads.weight.topRows(3), dy, grads); }),
+            "linear_backward"));  // x inside the gradient it accumulates into
+  EXPECT_TRUE(untouched(grads));
+  EXPECT_EQ(layer.weight, before.weight);
+  EXPECT_EQ(layer.bias, before.bias);
+}
+
+TEST(LinearInit, SizesTheMachineCannotHoldAreNamedBeforeAllocating) {
+  attn::Rng rng(33);
+  const std::string m = message_of([&] { attn::linear_init(rng, Index{1} << 20, Index{1} << 20); });
+  EXPECT_EQ(m.rfind("linear_init: in_features 1048576 and out_features 1048576 needs 4.0 TiB of "
+                    "parameters; this machine has ",
+                    0),
+            0u)
+      << m;
 }
 
 }  // namespace test_linear

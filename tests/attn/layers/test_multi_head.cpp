@@ -479,4 +479,35 @@ TEST(MultiHeadBackward, RejectsWrongShapes) {
       << "multi_head_backward accumulated into other gradients before it threw";
 }
 
+TEST(MultiHeadBackward, RejectsTheLayerAsItsOwnGradientsAndAQueryInsideThem) {
+  attn::Rng rng(36);
+  attn::MultiHeadAttention mha = attn::multi_head_init(rng, 4, 2);
+  const Matrix x = attn::random_normal(rng, 3, 4);
+  const attn::MultiHeadResult r = attn::multi_head_forward(mha, x, x, x);
+  const Matrix dy = attn::random_normal(rng, 3, 4);
+  std::string m = message_of([&] { attn::multi_head_backward(mha, x, x, x, r, dy, mha); });
+  EXPECT_EQ(m.rfind("multi_head_backward: the gradient of in_proj_weight shares memory with the "
+                    "layer's in_proj_weight",
+                    0),
+            0u)
+      << m;
+  attn::MultiHeadAttention grads = attn::zeros_like(mha);
+  m = message_of(
+      [&] { attn::multi_head_backward(mha, x, x, x, r, grads.out_proj.weight.topRows(3), grads); });
+  EXPECT_EQ(
+      m.rfind("multi_head_backward: the gradient of out_proj.weight shares memory with d_out", 0),
+      0u)
+      << m;
+  EXPECT_TRUE((grads.out_proj.weight.array() == 0.0f).all());
+}
+
+TEST(MultiHeadInit, ADModelWhoseProjectionsOverflowIsNamed) {
+  // 3 * d_model overflowed Index (undefined behaviour) before anything was checked.
+  attn::Rng rng(37);
+  const std::string m = message_of([&] { attn::multi_head_init(rng, Index{1} << 62, 1); });
+  EXPECT_EQ(m.rfind("multi_head_init: d_model 4611686018427387904 needs ", 0), 0u) << m;
+  EXPECT_NE(m.find("of parameters (more elements than an Index can count)"), std::string::npos)
+      << m;
+}
+
 }  // namespace test_multi_head

@@ -270,4 +270,26 @@ TEST(PositionalEncodingErrors, BadSizesThrowNamingTheValue) {
   EXPECT_EQ(attn::sinusoidal_encoding(0, 8).rows(), 0);  // an empty table is fine
 }
 
+TEST(PositionalEncoding, TablesTheMachineCannotHoldAreRefusedBeforeAllocating) {
+  const Index n = Index{1} << 20;
+  std::string m;
+  try {
+    attn::sinusoidal_encoding(n, n);
+  } catch (const std::invalid_argument& e) {
+    m = e.what();
+  }
+  EXPECT_EQ(m.rfind("sinusoidal_encoding: positions 1048576 and d_model 1048576 needs 8.0 TiB for "
+                    "the table",
+                    0),
+            0u)
+      << m;
+  m.clear();
+  try {
+    attn::relative_rotation(1, n * n);
+  } catch (const std::invalid_argument& e) {
+    m = e.what();
+  }
+  EXPECT_EQ(m.rfind("relative_rotation: d_model 1099511627776 needs ", 0), 0u) << m;
+}
+
 }  // namespace test_positional_encoding

@@ -576,6 +576,72 @@ TEST(AttentionOnlyBadInput, ThrowsNamingTheFunctionAndTheCulprit) {
             "token, [B x n] both");
 }
 
+// ---- The model as its own gradients, and sizes the machine cannot hold (issue 26) ---------------
+
+TEST(AttentionOnlyBadInput, TheModelAsItsOwnGradientHolderIsRefused) {
+  // attention_only_loss(model, batch, &model) added the gradients into the weights it was still
+  // reading, and returned normally. Refused now, before anything is computed or changed.
+  AttentionOnly m = small_model(3);
+  const AttentionOnly before = m;
+  const attn::AttentionOnlyBatch batch{attn::TokenIds::Constant(2, 5, 1),
+                                       attn::TokenIds::Constant(2, 5, 2), -1};
+  std::string msg = message_of([&] { attn::attention_only_loss(m, batch, &m); });
+  EXPECT_EQ(msg.rfind("attention_only_loss: the gradient of pos_embed shares memory with the "
+                      "layer's pos_embed: the gradients need memory of their own",
+                      0),
+            0u)
+      << msg;
+  const std::vector<int> ids{1, 2, 3};
+  attn::AttentionOnlyCache cache;
+  attn::attention_only_forward(m, ids, &cache);
+  msg = message_of(
+      [&] { attn::attention_only_backward(m, ids, cache, Matrix::Zero(3, kSmall.vocab), m); });
+  EXPECT_EQ(msg.rfind("attention_only_backward: the gradient of pos_embed shares memory", 0), 0u)
+      << msg;
+  // d_logits inside the gradients: written (the unembedding's gradient) before it is read.
+  AttentionOnly grads = attn::zeros_like(m);
+  const auto d_logits = grads.unembed.weight.topRows(3).leftCols(kSmall.vocab);  // [3 x V]
+  msg = message_of([&] { attn::attention_only_backward(m, ids, cache, d_logits, grads); });
+  EXPECT_EQ(msg.rfind("attention_only_backward: the gradient of unembed.weight shares memory "
+                      "with d_logits",
+                      0),
+            0u)
+      << msg;
+  const auto now = attn::parameters(m);
+  const auto then = attn::parameters(before);
+  for (std::size_t i = 0; i < now.size(); ++i) {
+    EXPECT_TRUE(identical(now[i].value, then[i].value)) << now[i].key;
+  }
+}
+
+TEST(AttentionOnlyBadInput, AModelTheMachineCannotHoldIsRefusedBeforeAllocating) {
+  // d_model 2^40 threw std::bad_alloc from inside the first random_normal: refused now, naming
+  // the size and what it needs (4 [E x E] projections per layer alone overflow Index).
+  attn::Rng rng(1);
+  attn::AttentionOnlyConfig c = kSmall;
+  c.d_model = Index{1} << 40;
+  c.heads = 1;
+  std::string msg = message_of([&] { attn::attention_only_init(rng, c); });
+  EXPECT_EQ(msg.rfind("attention_only_init: d_model 1099511627776 (vocab 7, layers 2, context 6) "
+                      "needs ",
+                      0),
+            0u)
+      << msg;
+  EXPECT_NE(msg.find(" of parameters (more elements than an Index can count); this machine has "),
+            std::string::npos)
+      << msg;
+  // A vocabulary of 2^40 with d_model 8 fits in Index: tok_embed and unembed [V x E], 2^44
+  // floats, and unembed's bias [V], 2^40: 68 TiB.
+  c = kSmall;
+  c.vocab = Index{1} << 40;
+  msg = message_of([&] { attn::attention_only_init(rng, c); });
+  EXPECT_EQ(msg.rfind("attention_only_init: d_model 8 (vocab 1099511627776, layers 2, context 6) "
+                      "needs 68.0 TiB of parameters; this machine has ",
+                      0),
+            0u)
+      << msg;
+}
+
 // ---- The gradient check -------------------------------------------------------------------------
 
 // check_all_layers' report for this model (V 7, E 8, 2 heads, 2 layers, T 6, two sequences of 5

@@ -322,4 +322,29 @@ TEST(Seq2SeqTest, BadSizesAndSequencesThrowNamingThem) {
       std::string::npos);
 }
 
+TEST(Seq2SeqTest, TheModelAsItsOwnGradientsAndAModelTooLargeAreRefused) {
+  // seq2seq_loss(model, batch, 0, &model) added the gradients into the weights it was reading.
+  attn::Rng rng(2);
+  attn::Seq2SeqConfig c{.vocab = 6, .d_model = 8, .heads = 2, .d_ff = 16, .layers = 1};
+  Seq2Seq m = attn::seq2seq_init(rng, c);
+  const Seq2Seq before = m;
+  const attn::Seq2SeqBatch batch{attn::TokenIds::Constant(2, 3, 2),
+                                 attn::TokenIds::Constant(2, 3, 1),
+                                 attn::TokenIds::Constant(2, 3, 3)};
+  const std::string msg = message_of([&] { attn::seq2seq_loss(m, batch, 0.0, &m); });
+  EXPECT_EQ(msg.rfind("seq2seq_loss: the gradient of src_embed.weight shares memory with the "
+                      "layer's src_embed.weight",
+                      0),
+            0u)
+      << msg;
+  EXPECT_TRUE(identical(m.src_embed, before.src_embed));
+  // d_model 2^32: its [E x E] projections alone are 2^64 entries, past Index.
+  c.d_model = Index{1} << 32;
+  const std::string big = message_of([&] { attn::seq2seq_init(rng, c); });
+  EXPECT_EQ(big.rfind("seq2seq_init: d_model 4294967296, d_ff 16 and max_len ", 0), 0u) << big;
+  EXPECT_NE(big.find("(more elements than an Index can count); this machine has "),
+            std::string::npos)
+      << big;
+}
+
 }  // namespace test_seq2seq

@@ -501,6 +501,56 @@ TEST(AttentionBackward, IntoRejectsOutputsOverlappingInputs) {
   EXPECT_TRUE(identical(v, V) && identical(q, Q) && identical(d, dy));  // nothing was written
 }
 
+TEST(AttentionBackward, IntoRejectsOutputsOverlappingEachOther) {
+  // dQ and dK as one matrix returned normally: dK was written over dQ, and dQ was lost.
+  // Refused now, naming the two, before anything is written.
+  attn::Rng rng(39);
+  const Matrix Q = attn::random_normal(rng, 4, 3), K = attn::random_normal(rng, 4, 3),
+               V = attn::random_normal(rng, 4, 3), dy = attn::random_normal(rng, 4, 3);
+  const attn::AttentionResult r = attn::attention(Q, K, V);
+  Matrix shared = Matrix::Constant(4, 3, 7.0f), dV = Matrix::Constant(4, 3, 7.0f);
+  EXPECT_EQ(message_of(
+                [&] { attn::attention_backward_into(Q, K, V, r.weights, dy, shared, shared, dV); }),
+            "attention_backward: dQ and dK share memory: each output needs memory of its own "
+            "(one would overwrite the other); pass separate results");
+  EXPECT_TRUE(names(message_of([&] {
+                      attn::attention_backward_into(Q, K, V, r.weights, dy, dV, shared.row(1),
+                                                    shared.bottomRows(3).leftCols(1));
+                    }),
+                    "attention_backward"));
+  EXPECT_TRUE((shared.array() == 7.0f).all() && (dV.array() == 7.0f).all());
+  // Side by side in one matrix, sharing no element, they are what separate matrices get.
+  const attn::AttentionGrads g = attn::attention_backward(Q, K, V, r.weights, dy);
+  Matrix all(4, 9);  // [dQ | dK | dV]
+  attn::attention_backward_into(Q, K, V, r.weights, dy, all.leftCols(3), all.middleCols(3, 3),
+                                all.rightCols(3));
+  EXPECT_TRUE(identical(all.leftCols(3), g.dQ) && identical(all.middleCols(3, 3), g.dK) &&
+              identical(all.rightCols(3), g.dV));
+}
+
+// ---- Sizes the machine cannot hold (issue 26) --------------------------------------------------
+
+TEST(Attention, WeightsTheMachineCannotHoldAreRefusedBeforeAllocating) {
+  // Q, K and V of 2^22 tokens, one feature each, take 16 MiB apiece; their [n x n] weights take
+  // 64 TiB, which attention() asked the allocator for. Refused now, naming the sizes.
+  const Index n = Index{1} << 22;
+  const Matrix Q = Matrix::Zero(n, 1), V = Matrix::Zero(n, 1);
+  const std::string need = "4194304 queries over 4194304 keys needs 64.0 TiB for the weights";
+  std::string m = message_of([&] { attn::attention(Q, Q, V); });
+  EXPECT_EQ(m.rfind("attention: " + need, 0), 0u) << m;
+  Matrix W;
+  m = message_of([&] { attn::attention_weights_into(Q, Q, W); });
+  EXPECT_EQ(m.rfind("attention: " + need, 0), 0u) << m;
+  EXPECT_EQ(W.size(), 0);
+  // Q [n x 1] and V [1 x n]: one key, and an output of n x n values.
+  const Matrix V_wide = Matrix::Zero(1, n);
+  m = message_of([&] { attn::attention(Q, Q.topRows(1), V_wide); });
+  EXPECT_EQ(
+      m.rfind("attention: Q [4194304 x 1] and V [1 x 4194304] needs 64.0 TiB for the output", 0),
+      0u)
+      << m;
+}
+
 // With a finite blocked_score (-1e9), a query whose every key is blocked has uniform weights,
 // but its scores are constants: central differences give it no gradient, and neither may the
 // backward pass (it zeroes dS where the mask blocks).

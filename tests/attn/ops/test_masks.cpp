@@ -14,7 +14,9 @@
 #include <initializer_list>
 #include <limits>
 #include <optional>
+#include <span>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -236,6 +238,37 @@ TEST(MaskView, ElementsOfANamedBatch) {
     EXPECT_TRUE(identical(r.weights[b], one.weights)) << b;
     EXPECT_TRUE(identical(r.out[b], one.out)) << b;
   }
+}
+
+// ---- Sizes the machine cannot hold (issue 26) ---------------------------------------------------
+
+TEST(Masks, SizesTheMachineCannotHoldAreNamedBeforeAllocating) {
+  // Each threw std::bad_alloc (or, for n^2 past Index, asked Eigen for a wrapped size).
+  const Index big = Index{1} << 31;
+  const auto starts = [](const std::string& m, const std::string& prefix) {
+    return m.rfind(prefix, 0) == 0;
+  };
+  std::string m = message_of([&] { attn::causal_mask(big); });
+  EXPECT_TRUE(starts(m, "causal_mask: a mask of [2147483648 x 2147483648] needs 4.0 EiB for the "
+                        "mask; this machine has "))
+      << m;
+  m = message_of([&] { attn::window_mask(Index{1} << 40, 3); });
+  EXPECT_TRUE(starts(m, "window_mask: a mask of [1099511627776 x 1099511627776] needs ")) << m;
+  EXPECT_NE(m.find("(more elements than an Index can count)"), std::string::npos) << m;
+  m = message_of([&] { attn::full_mask(big, Index{1} << 20); });
+  EXPECT_TRUE(starts(m, "full_mask: a mask of [2147483648 x 1048576] needs 2.0 PiB")) << m;
+  const std::vector<int> ids(4, 1);
+  m = message_of([&] { attn::padding_mask(ids, big * big); });
+  EXPECT_TRUE(starts(m, "padding_mask: a mask of [4611686018427387904 x 4] needs ")) << m;
+  const std::vector<char> blocked_bytes(4, 0);
+  const std::span<const bool> blocked(reinterpret_cast<const bool*>(blocked_bytes.data()), 4);
+  m = message_of([&] { attn::padding_mask_from_blocked(blocked, big * big); });
+  EXPECT_TRUE(starts(m, "padding_mask_from_blocked: a mask of [4611686018427387904 x 4]")) << m;
+  // The masks of 2 sentences of 2^20 ids: 8 MiB of ids, 2 TiB of masks.
+  const attn::TokenIds long_ids = attn::TokenIds::Ones(2, Index{1} << 20);
+  m = message_of([&] { attn::padding_masks(long_ids); });
+  EXPECT_TRUE(starts(m, "padding_masks: ids of [2 x 1048576] (B x n) needs 2.0 TiB for the masks"))
+      << m;
 }
 
 }  // namespace test_masks

@@ -503,4 +503,28 @@ TEST(BadArguments, AreNamed) {
             "GradientReport::worst_tensor: the report has no tensors");
 }
 
+// ---- A gradient compared with the very tensor it perturbs (issue 26) ----------------------------
+
+TEST(CheckerRefuses, AnAnalyticGradientThatIsTheValueItself) {
+  // check_tensor(w, w) perturbed the "analytic gradient" as it measured the numeric one, and
+  // check_parameters(layer, layer) did so for every tensor: a report of nonsense, no error.
+  LinearCase c = linear_case();
+  const attn::LossFunction loss = [&] {
+    return sum_product(attn::linear_forward(c.layer, c.x), c.R);
+  };
+  const MatrixD before = c.layer.weight;
+  std::string m = attn_test::message_of(
+      [&] { attn::check_tensor("weight", c.layer.weight, c.layer.weight, loss); });
+  EXPECT_EQ(m.rfind("check_tensor: weight shares memory with its analytic gradient", 0), 0u) << m;
+  attn::GradientReport report{"linear", {}};
+  m = attn_test::message_of([&] { attn::check_parameters(report, c.layer, c.layer, loss); });
+  EXPECT_EQ(m.rfind("check_parameters: the gradient of weight shares memory with the layer's "
+                    "weight",
+                    0),
+            0u)
+      << m;
+  EXPECT_TRUE(report.tensors.empty());
+  EXPECT_TRUE(attn_test::identical(c.layer.weight, before));
+}
+
 }  // namespace test_gradient_check

@@ -775,4 +775,24 @@ TEST(AdamRestore, TheNextStepChecksItsListAgainstTheRestoredState) {
   EXPECT_NE(m.find("an optimiser's state belongs to one model"), std::string::npos) << m;
 }
 
+TEST(OptimAdamBehaviour, AGradientInAnotherParametersMemoryIsRefused) {
+  // Only gradient i against parameter i was compared: a gradient list that viewed another
+  // parameter's memory (same shapes, keys in order) stepped, moving the gradient it still had
+  // to read. Every gradient is compared with every parameter now.
+  attn::Rng rng(41);
+  attn::FeedForward model = attn::ffn_init(rng, 4, 6);  // linear1.weight [6 x 4], linear2 [4 x 6]
+  const attn::FeedForward start = model;
+  attn::FeedForward grads = attn::zeros_like(model);
+  const std::vector<Parameter<float>> g = attn::parameters(grads);
+  const std::vector<Parameter<float>> crossed{
+      g[0], g[1], Parameter<float>(g[2].key, {model.linear1.weight.data(), 4, 6}, 0, false), g[3]};
+  Adam opt;
+  const std::string m = message_of([&] { opt.step(attn::parameters(model), crossed); });
+  EXPECT_EQ(m, "Adam::step: gradient 2 \"linear2.weight\" [4 x 6] is memory of parameter 0 "
+               "\"linear1.weight\" [6 x 4]: pass attn::parameters(grads), not the model twice");
+  EXPECT_TRUE(identical(model.linear1.weight, start.linear1.weight));
+  EXPECT_TRUE(identical(model.linear2.weight, start.linear2.weight));
+  EXPECT_EQ(opt.steps(), 0);
+}
+
 }  // namespace test_optim
