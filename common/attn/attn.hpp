@@ -193,6 +193,7 @@
 #include "attn/ops/loss.hpp"
 #include "attn/ops/masks.hpp"
 #include "attn/ops/online_softmax.hpp"
+#include "attn/ops/rope.hpp"
 #include "attn/ops/softmax.hpp"
 #include "attn/ops/softmax_stats.hpp"
 #include "attn/training/gradient_check.hpp"

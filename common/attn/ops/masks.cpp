@@ -73,6 +73,20 @@ AllowedMask window_mask(Index n, Index window) {
   return m;
 }
 
+AllowedMask sliding_window_mask(Index n, Index window) {
+  require_size(n, "sliding_window_mask", "n");
+  require(window >= 1, "sliding_window_mask", [&] {
+    return "window is " + std::to_string(window) +
+           ": it must be >= 1 (the keys a query reads, counting its own)";
+  });
+  require_mask_fits(n, n, "sliding_window_mask");
+  AllowedMask m(n, n);  // [n x n]
+  for (Index i = 0; i < n; ++i) {
+    for (Index j = 0; j < n; ++j) m(i, j) = j <= i && i - j < window;  // j in (i - window, i]
+  }
+  return m;
+}
+
 AllowedMask padding_mask(std::span<const int> ids, Index n_q, int pad_id) {
   require_size(n_q, "padding_mask", "n_q");
   require_mask_fits(n_q, static_cast<Index>(ids.size()), "padding_mask");

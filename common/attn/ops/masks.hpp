@@ -142,6 +142,13 @@ AllowedMask causal_mask(Index n);
 /// |i - j| <= window. [n x n]; window = 0 leaves only the diagonal. Throws for window < 0.
 AllowedMask window_mask(Index n, Index window);
 
+/// Sliding window (Mistral, Longformer's causal form; chapter 11): query i may attend to the
+/// last `window` keys, counting itself, j in (i - window, i]: at most `window` keys per row,
+/// never a future one. [n x n]. window >= n is causal_mask(n); window = 1 keeps only the
+/// diagonal. Unlike window_mask above (a band on both sides, chapter 05), the count includes
+/// the query's own key. Throws std::invalid_argument for window < 1: a query with no key at all.
+AllowedMask sliding_window_mask(Index n, Index window);
+
 /// Padding mask for one sentence of token ids: every query may attend to key j unless
 /// ids[j] == pad_id. [n_q x n_k] with n_k = ids.size(); all rows alike (it masks keys).
 AllowedMask padding_mask(std::span<const int> ids, Index n_q, int pad_id = 0);
