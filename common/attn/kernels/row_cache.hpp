@@ -35,11 +35,10 @@ class RowCacheOf {
   RowCacheOf(Index capacity, Index width, bool rolling = false) : rolling_(rolling) {
     require_at_least_one(capacity, "RowCache", "capacity");
     require_at_least_one(width, "RowCache", "width");
-    require_fits_in_memory("RowCache", ElementCount(capacity, width), sizeof(T), "for the cache",
-                           [&] {
-                             return "capacity " + std::to_string(capacity) + " and width " +
-                                    std::to_string(width);
-                           });
+    require_fits_in_memory(
+        "RowCache", ElementCount(capacity, width), sizeof(T), "for the cache", [&] {
+          return "capacity " + std::to_string(capacity) + " and width " + std::to_string(width);
+        });
     rows_.setZero(capacity, width);  // [capacity x width]
   }
 

@@ -19,9 +19,8 @@ void require_rope_dim(Index dim, const char* where) {
 }
 
 void require_base(double base, const char* where) {
-  require(std::isfinite(base) && base > 1.0, where, [&] {
-    return "base is " + std::to_string(base) + ": it must be finite and > 1";
-  });
+  require(std::isfinite(base) && base > 1.0, where,
+          [&] { return "base is " + std::to_string(base) + ": it must be finite and > 1"; });
 }
 
 // Checks x [n x heads * dim] against the table and the options, before anything is touched.
@@ -34,9 +33,9 @@ void check_rope(const Eigen::Ref<MatrixOf<T>>& x, const RopeTable& table, const 
           where, "the RoPE table is empty or inconsistent: make it with rope_table()");
   require_at_least_one(opts.heads, where, "heads");
   require(x.cols() == opts.heads * table.dim, where, [&] {
-    return "x is " + shape_str(x) + " but " + std::to_string(opts.heads) + " heads of the table's " +
-           std::to_string(table.dim) + " features make " + std::to_string(opts.heads * table.dim) +
-           " columns";
+    return "x is " + shape_str(x) + " but " + std::to_string(opts.heads) +
+           " heads of the table's " + std::to_string(table.dim) + " features make " +
+           std::to_string(opts.heads * table.dim) + " columns";
   });
   require(opts.first_position >= 0, where, [&] {
     return "first_position is " + std::to_string(opts.first_position) + ": it must be >= 0";
@@ -101,8 +100,8 @@ RopeTable rope_table(Index positions, Index dim, double base) {
     return "positions " + std::to_string(positions) + " and dim " + std::to_string(dim);
   });
   const VectorD theta = rope_frequencies(dim, base);  // [dim/2]
-  RopeTable t{positions, dim, base, MatrixD(positions, dim / 2), MatrixD(positions, dim / 2), {},
-              {}};
+  RopeTable t{positions, dim, base, MatrixD(positions, dim / 2), MatrixD(positions, dim / 2),
+              {},        {}};
   for (Index m = 0; m < positions; ++m) {
     for (Index i = 0; i < dim / 2; ++i) {
       const double angle = static_cast<double>(m) * theta(i);  // one rounded product
@@ -152,11 +151,11 @@ std::vector<Index> rope_layout_permutation(Index dim) {
   return perm;
 }
 
-#define ATTN_INSTANTIATE_ROPE(T)                                                                   \
-  template void rope_inplace<T>(Eigen::Ref<MatrixOf<T>>, const RopeTable&, const RopeOptions&);    \
-  template MatrixOf<T> rope<T>(const InView<T>&, const RopeTable&, const RopeOptions&);            \
-  template void rope_backward_inplace<T>(Eigen::Ref<MatrixOf<T>>, const RopeTable&,                \
-                                         const RopeOptions&);                                      \
+#define ATTN_INSTANTIATE_ROPE(T)                                                                \
+  template void rope_inplace<T>(Eigen::Ref<MatrixOf<T>>, const RopeTable&, const RopeOptions&); \
+  template MatrixOf<T> rope<T>(const InView<T>&, const RopeTable&, const RopeOptions&);         \
+  template void rope_backward_inplace<T>(Eigen::Ref<MatrixOf<T>>, const RopeTable&,             \
+                                         const RopeOptions&);                                   \
   template MatrixOf<T> rope_backward<T>(const InView<T>&, const RopeTable&, const RopeOptions&);
 ATTN_INSTANTIATE_ROPE(float)
 ATTN_INSTANTIATE_ROPE(double)

@@ -61,13 +61,17 @@ struct RopeTable {
   /// The table in the precision of T: cos/sin for float, cos_d/sin_d for double.
   template <Real T>
   const MatrixOf<T>& cos_of() const {
-    if constexpr (std::is_same_v<T, float>) return cos;
-    else return cos_d;
+    if constexpr (std::is_same_v<T, float>)
+      return cos;
+    else
+      return cos_d;
   }
   template <Real T>
   const MatrixOf<T>& sin_of() const {
-    if constexpr (std::is_same_v<T, float>) return sin;
-    else return sin_d;
+    if constexpr (std::is_same_v<T, float>)
+      return sin;
+    else
+      return sin_d;
   }
 };
 
