@@ -28,13 +28,21 @@ constexpr T kInf = std::numeric_limits<T>::infinity();
 
 // ---- The mask, a tile at a time --------------------------------------------------------------
 
-// What the causal flag and the mask make of query rows [q0, q1) against keys [k0, k1).
-// Causal: key j is blocked for query i when j > i.
+// What the causal flag, the window and the mask make of query rows [q0, q1) against keys
+// [k0, k1). Causal: key j is blocked for query i when j > i. Window W >= 1 (only with causal):
+// also when j <= i - W, so query i keeps i - W < j <= i. Both are bounds on j that move with i,
+// so a tile is classified from its corners, and a mixed tile's blocked keys are a prefix (too
+// old) and a suffix (the future) of each query's row, filled without a mask in memory.
 struct Masking {
   bool causal = false;
   const MaskView* allowed = nullptr;
+  Index window = 0;  // 0: no window; else 1 <= window < n_q (masking_of)
 
   bool any() const { return causal || allowed != nullptr; }
+
+  // Keys [first, last) of query i pass causal and the window (before the mask), within n_k.
+  Index first_key(Index i) const { return window > 0 ? std::max<Index>(i - window + 1, 0) : 0; }
+  Index last_key(Index i, Index n_k) const { return causal ? std::min(i + 1, n_k) : n_k; }
 
   // The mask alone over the tile: memchr finds a blocked (0) or an allowed (1) byte a vector at
   // a time, so classifying costs a sliver of the tile's exp and GEMM work.
@@ -55,6 +63,11 @@ struct Masking {
       if (k0 > q1 - 1) return TileKind::skipped;  // every key after every query
       if (k1 - 1 > q0) k = TileKind::mixed;       // the diagonal crosses the tile
     }
+    if (window > 0) {
+      // The newest key is too old even for the first query: every key older than every window.
+      if (k1 - 1 <= q0 - window) return TileKind::skipped;
+      if (k0 <= q1 - 1 - window) k = TileKind::mixed;  // the oldest key too old for the last query
+    }
     if (allowed != nullptr) {
       const TileKind m = mask_kind(q0, q1, k0, k1);
       if (m == TileKind::skipped) return m;
@@ -65,11 +78,21 @@ struct Masking {
 
   // Whether query i may attend to any of the n_k keys.
   bool has_key(Index i, Index n_k) const {
-    const Index last = causal ? std::min(i + 1, n_k) : n_k;  // keys [0, last) pass causal
-    if (allowed == nullptr) return last > 0;
-    return std::memchr(allowed->row(i).data(), 1, static_cast<std::size_t>(last)) != nullptr;
+    const Index first = first_key(i), last = last_key(i, n_k);
+    if (first >= last) return false;  // (a query past n_k + W - 1 when n_q > n_k: none left)
+    if (allowed == nullptr) return true;
+    return std::memchr(allowed->row(i).data() + first, 1, static_cast<std::size_t>(last - first)) !=
+           nullptr;
   }
 };
+
+// The masking of a call on n_q queries. A window of n_q or more blocks nothing causal does not
+// (i - W < 0 <= j for every query i < n_q), so it is dropped here: W >= n_q is the causal call,
+// the same arithmetic and the same bytes, and every bound below stays within [-n_q, n_q].
+Masking masking_of(const TiledAttentionOptions& opts, Index n_q) {
+  return {opts.causal, opts.allowed ? &*opts.allowed : nullptr,
+          opts.window < n_q ? opts.window : Index{0}};
+}
 
 // ---- Arguments ---------------------------------------------------------------------------------
 
@@ -85,6 +108,15 @@ Tiling make_tiling(Index n_q, Index n_k, const TiledAttentionOptions& opts, cons
            std::to_string(opts.key_tile) + ": a tile needs at least one row";
   });
   require(opts.threads >= 0, where, "threads must be 0 (OpenMP's default) or more");
+  require(opts.window >= 0, where, [&] {
+    return "window is " + std::to_string(opts.window) +
+           ": it must be 0 (no window) or the number of keys W >= 1 each query reads";
+  });
+  require(opts.window == 0 || opts.causal, where, [&] {
+    return "window is " + std::to_string(opts.window) +
+           " but causal is false: the sliding window (keys i - W < j <= i) counts back from "
+           "each query's own position and needs causal = true";
+  });
   Tiling t{n_q, n_k, opts.query_tile, opts.key_tile, 0, 0, {}};
   t.bq = std::min(t.bq, std::max<Index>(n_q, 1));  // a tile larger than n is one tile of n
   t.bk = std::min(t.bk, std::max<Index>(n_k, 1));
@@ -241,6 +273,11 @@ void score_tile(const ViewOf<T>& Q, const T* Kt, Index q0, Index bq, Index k0, I
       const Index first_blocked = std::clamp<Index>(i + 1 - k0, 0, bk);
       std::fill(row + first_blocked, row + bk, -kInf<T>);
     }
+    // The window: the keys j <= i - W are a prefix, blocked in one fill.
+    if (masking.window > 0) {
+      const Index first_kept = std::clamp<Index>(masking.first_key(i) - k0, 0, bk);
+      std::fill(row, row + first_kept, -kInf<T>);
+    }
     // A mask: a select per entry, without a branch, which the compiler vectorises.
     if (masking.allowed != nullptr) {
       const bool* allowed = masking.allowed->row(i).data() + k0;
@@ -300,6 +337,11 @@ void mask_transposed(const Masking& masking, Index q0, Index bq, Index k0, Index
     // Causal: the keys after query i, a suffix of its column.
     if (masking.causal) {
       for (Index c = std::clamp<Index>(i + 1 - k0, 0, bk); c < bk; ++c) St[c * wq + r] = -kInf<T>;
+    }
+    // The window: the keys j <= i - W, a prefix of its column.
+    if (masking.window > 0) {
+      const Index first_kept = std::clamp<Index>(masking.first_key(i) - k0, 0, bk);
+      for (Index c = 0; c < first_kept; ++c) St[c * wq + r] = -kInf<T>;
     }
     if (masking.allowed != nullptr) {
       const bool* allowed = masking.allowed->row(i).data() + k0;
@@ -432,7 +474,7 @@ void checked_forward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V,
                 {{"Q", memory_of(Q)}, {"K", memory_of(K)}, {"V", memory_of(V)}});
   const Tiling t = make_tiling(Q.rows(), K.rows(), opts, where);
   const T scale = scale_of<T>(opts, K.cols(), where);
-  const Masking masking{opts.causal, opts.allowed ? &*opts.allowed : nullptr};
+  const Masking masking = masking_of(opts, Q.rows());
 
   // Each query tile is one task, and each output row belongs to exactly one task: the bytes
   // do not depend on the number of threads.
@@ -526,7 +568,7 @@ void checked_backward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V
                  {"d_out", memory_of(d_out)}});
   const Tiling t = make_tiling(n_q, n_k, opts, where);
   const T scale = scale_of<T>(opts, d_k, where);
-  const Masking masking{opts.causal, opts.allowed ? &*opts.allowed : nullptr};
+  const Masking masking = masking_of(opts, n_q);
   auto kind_of = [&](Index q0, Index bq, Index k0, Index bk) {
     return masking.any() ? masking.kind(q0, q0 + bq, k0, k0 + bk) : TileKind::full;
   };
@@ -716,7 +758,7 @@ TileMap checked_tile_map(Index n_q, Index n_k, const TiledAttentionOptions& opts
                std::to_string(t.bq) + " x " + std::to_string(t.bk) + " (" + std::to_string(t.tq) +
                " x " + std::to_string(t.tk) + " tiles)";
       });
-  const Masking masking{opts.causal, opts.allowed ? &*opts.allowed : nullptr};
+  const Masking masking = masking_of(opts, n_q);
   TileMap map{t.tq, t.tk, {}};
   map.kinds.reserve(static_cast<std::size_t>(t.tq * t.tk));
   for (Index i = 0; i < t.tq; ++i) {

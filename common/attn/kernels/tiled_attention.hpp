@@ -21,16 +21,32 @@
 ///
 /// Masks. `causal` blocks key j for query i when j > i (PyTorch's is_causal: the top-left
 /// triangle, also for n_q != n_k) without a mask in memory; `allowed` is any [n_q x n_k]
-/// mask (masks.hpp). Both may be given; a key is then allowed when both allow it. Each
-/// (query tile, key tile) pair is classified once: wholly blocked tiles are skipped (above the
-/// causal diagonal, padded keys), wholly allowed ones run without a mask test, and only mixed
-/// tiles test element by element. Blocked keys get weight exactly 0; a query with no allowed
-/// key gets a zero output row and L = -inf, as attention() gives a zero row. Non-finite scores
-/// follow attention.hpp: a NaN or +inf allowed score, or allowed scores that are all -inf, make
-/// the row NaN. One difference from the plain path: a NaN or an infinity in value row j reaches
-/// the queries whose tiles include key j (0 * inf = NaN in P V_j, as attention() gives every
-/// query), but not those for which j's whole tile is skipped, which never read V_j. There is no
-/// finite blocked_score here: -1e9 is chapter 05's lesson on the plain path.
+/// mask (masks.hpp). Both may be given; a key is then allowed when both allow it.
+///
+/// Sliding window (Mistral's; chapter 11). `window` = W >= 1, with `causal`, also blocks the
+/// keys W or more positions back: query i reads key j iff
+///
+///     i - W < j <= i                                  W keys counting its own, min(i + 1, W)
+///
+/// exactly sliding_window_mask(n, W) of masks.hpp, again without a mask in memory (and combined
+/// with `allowed` as causal is). It keeps causal's top-left alignment for n_q != n_k: query i and
+/// key i are the same position, so with n_q > n_k the queries i >= n_k + W - 1 read no key, and
+/// a chunk of queries that continues a sequence (positions p, p + 1, ...: a decoding step's
+/// bottom-right alignment) needs its mask in `allowed` instead. W >= n_q blocks nothing causal
+/// does not (i - W < 0 <= j): it IS causal, the same tiles and the same bytes. window = 0 (the
+/// default) is no window; W < 0, or W >= 1 without causal, is refused.
+///
+/// Each (query tile, key tile) pair is classified once, from its corners for causal and the
+/// window: wholly blocked tiles are skipped (above the causal diagonal, older than every query's
+/// window, padded keys), wholly allowed ones run without a mask test, and only mixed tiles test
+/// element by element. With a window the computed tiles are a band about W wide along the
+/// diagonal: the work grows as n W instead of causal's n^2 / 2. Blocked keys get weight exactly 0;
+/// a query with no allowed key gets a zero output row and L = -inf, as attention() gives a zero
+/// row. Non-finite scores follow attention.hpp: a NaN or +inf allowed score, or allowed scores that
+/// are all -inf, make the row NaN. One difference from the plain path: a NaN or an infinity in
+/// value row j reaches the queries whose tiles include key j (0 * inf = NaN in P V_j, as
+/// attention() gives every query), but not those for which j's whole tile is skipped, which never
+/// read V_j. There is no finite blocked_score here: -1e9 is chapter 05's lesson on the plain path.
 ///
 /// Threads: OpenMP over query tiles (forward, dQ) and over key tiles (dK, dV). Each output row
 /// is computed by one thread, summing its tiles in a fixed order, so the result is the same
@@ -73,6 +89,9 @@ struct TiledAttentionOptions {
   std::optional<MaskView> allowed{};
   /// Block key j for query i when j > i, without a mask in memory (combined with `allowed`).
   bool causal = false;
+  /// Sliding window W (needs `causal`): query i reads keys i - W < j <= i only, W keys counting
+  /// itself (the file comment). 0: no window; W >= n_q: the same as causal alone.
+  Index window = 0;
   /// Rows of Q per tile (B_q) and rows of K and V per tile (B_k); any value >= 1, larger than
   /// n included (one tile). 128 x 128 was among the fastest of the tile sweep (chapter 10,
   /// benchmarks/bench_efficient.cpp) at d = 64, with and without a causal mask, on the
@@ -105,8 +124,9 @@ using TiledAttentionResultD = TiledAttentionResultOf<double>;
 
 /// out = softmax(mask(Q K^T * scale)) V and L, tile by tile. Throws std::invalid_argument naming
 /// the shapes: Q [n_q x d_k], K [n_k x d_k], V [n_k x d_v], allowed [n_q x n_k], n_q >= 1,
-/// n_k >= 1, d_k >= 1, d_v >= 1; tile sizes < 1; a key_tile_order that is not a permutation of
-/// the key tiles; a scale that is not finite; an output [n_q x d_v] the machine cannot hold.
+/// n_k >= 1, d_k >= 1, d_v >= 1; tile sizes < 1; window < 0, or window >= 1 without causal;
+/// a key_tile_order that is not a permutation of the key tiles; a scale that is not finite; an
+/// output [n_q x d_v] the machine cannot hold.
 TiledAttentionResult tiled_attention(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
                                      const TiledAttentionOptions& opts = {});
 TiledAttentionResultD tiled_attention(const MatrixViewD& Q, const MatrixViewD& K,
@@ -154,7 +174,7 @@ void tiled_attention_backward_into(const MatrixViewD& Q, const MatrixViewD& K, c
                                    Eigen::Ref<MatrixD> dK, Eigen::Ref<MatrixD> dV,
                                    const TiledAttentionOptions& opts = {});
 
-/// What the causal flag and the mask make of one (query tile, key tile) pair.
+/// What the causal flag, the window and the mask make of one (query tile, key tile) pair.
 enum class TileKind : char {
   skipped,  ///< wholly blocked: never computed
   mixed,    ///< partly blocked: tested element by element
@@ -180,11 +200,11 @@ struct TileMap {
 };
 
 /// The tile map of a call on n_q queries and n_k keys with these options (tile sizes, causal,
-/// allowed). Throws std::invalid_argument as tiled_attention() for n < 1, tile sizes < 1 or a
-/// mask of another shape; and, before allocating, for sizes whose T_q x T_k map the machine
-/// cannot hold or an Index cannot count ("count_tiles: n_q 2147483648 and n_k 2147483648 in
-/// tiles of 128 x 128 (16777216 x 16777216 tiles) needs 256.0 TiB for the tile map; ..."),
-/// n = Index's largest value included.
+/// window, allowed). Throws std::invalid_argument as tiled_attention() for n < 1, tile sizes
+/// < 1, a window < 0 or without causal, or a mask of another shape; and, before allocating, for
+/// sizes whose T_q x T_k map the machine cannot hold or an Index cannot count ("count_tiles: n_q
+/// 2147483648 and n_k 2147483648 in tiles of 128 x 128 (16777216 x 16777216 tiles) needs 256.0 TiB
+/// for the tile map; ..."), n = Index's largest value included.
 TileMap tile_map(Index n_q, Index n_k, const TiledAttentionOptions& opts = {});
 /// tile_map(n_q, n_k, opts).counts(): chapter 10 prints it, the benchmarks count work with it.
 TileCounts count_tiles(Index n_q, Index n_k, const TiledAttentionOptions& opts = {});

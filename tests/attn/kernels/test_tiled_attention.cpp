@@ -12,7 +12,11 @@
 //     float; see "The criterion"), exact zeros where nothing is attended, and the double
 //     instantiations against each other;
 //   - the key tiles in any order, bad orders rejected; any thread count, the same bytes;
-//   - the non-finite rules of attention.hpp; count_tiles by hand; bad input named; column blocks.
+//   - the non-finite rules of attention.hpp; count_tiles by hand; bad input named; column blocks;
+//   - the sliding window (chapter 11): sliding_window_mask's boundary; `window` against the plain
+//     path with that mask (the same criteria), the same bytes as the explicit mask in `allowed`,
+//     W >= n_q the causal call itself, its tile map against the mask's, tiles counted by hand,
+//     bad windows named, any thread count the same bytes.
 //
 // Units: u = 2^-24 is float's unit roundoff (a correctly rounded operation is off by at most u
 // relative; u_d = 2^-53 is double's). expf and Eigen's vectorised exp are within 1-2 ulp: 2u.
@@ -1224,6 +1228,485 @@ TEST(TiledColumnBlocks, ForwardAndBackwardIntoHeadColumns) {
   for (Index j = n_k - 3; j < n_k; ++j) {
     EXPECT_TRUE((dKw.row(j).segment(h * d_k, d_k).array() == 0.0f).all()) << j;
     EXPECT_TRUE((dVw.row(j).segment(h * d_v, d_v).array() == 0.0f).all()) << j;
+  }
+}
+
+// ---- Sliding window (chapter 11): the mask, and the tiled kernel's `window` ---------------------
+
+// sliding_window_mask(n, W) (masks.hpp): query i reads keys j with i - W < j <= i.
+TEST(SlidingWindowMask, HandWrittenCase) {
+  // n = 5, W = 2: each query reads itself and the one before it.
+  const AllowedMask expected = attn_test::allowed_from_rows({{1, 0, 0, 0, 0},  //
+                                                             {1, 1, 0, 0, 0},
+                                                             {0, 1, 1, 0, 0},
+                                                             {0, 0, 1, 1, 0},
+                                                             {0, 0, 0, 1, 1}});
+  EXPECT_TRUE(identical(attn::sliding_window_mask(5, 2), expected));
+}
+
+TEST(SlidingWindowMask, EachRowReadsMinOfIPlusOneAndWKeysEndingAtItself) {
+  const Index n = 11;
+  for (Index W : {1, 2, 3, 5, 10, 11, 12, 40}) {
+    const AllowedMask m = attn::sliding_window_mask(n, W);
+    const AllowedMask wider = attn::sliding_window_mask(n, W + 1);
+    for (Index i = 0; i < n; ++i) {
+      EXPECT_EQ(m.row(i).count(), std::min(i + 1, W)) << "W " << W << " row " << i;
+      EXPECT_TRUE(m(i, i)) << "W " << W << " row " << i;  // itself, always
+      if (i + 1 < n) {
+        EXPECT_FALSE(m(i, i + 1)) << "W " << W << " row " << i;  // never the future
+      }
+      // The boundary: key i - W + 1 is the oldest allowed, key i - W the first blocked, and
+      // one more key of window (W + 1) allows exactly that one.
+      if (i - W + 1 >= 0) {
+        EXPECT_TRUE(m(i, i - W + 1)) << "W " << W << " row " << i;
+      }
+      if (i - W >= 0) {
+        EXPECT_FALSE(m(i, i - W)) << "W " << W << " row " << i;
+        EXPECT_TRUE(wider(i, i - W)) << "W + 1 = " << W + 1 << " row " << i;
+      }
+      for (Index j = 0; j < n; ++j) {
+        if (j != i - W) {
+          EXPECT_EQ(wider(i, j), m(i, j)) << "W " << W << " (" << i << ", " << j << ")";
+        }
+      }
+    }
+  }
+}
+
+TEST(SlidingWindowMask, WideIsCausalOneIsTheDiagonalBelowOneThrows) {
+  const Index n = 9;
+  for (Index W : {n, n + 1, 3 * n}) {
+    EXPECT_TRUE(identical(attn::sliding_window_mask(n, W), attn::causal_mask(n))) << W;
+  }
+  const AllowedMask diagonal = AllowedMask::Identity(n, n);
+  EXPECT_TRUE(identical(attn::sliding_window_mask(n, 1), diagonal));
+  for (Index W : {0, -1}) {
+    const std::string m = message_of([&] { attn::sliding_window_mask(n, W); });
+    EXPECT_TRUE(names(m, "sliding_window_mask", {(W == 0 ? "window is 0" : "window is -1")})) << m;
+  }
+}
+
+// The window for any shape, aligned top-left as the causal flag is (the header): key j is
+// allowed for query i iff i - W < j <= i. For n_q == n_k it is sliding_window_mask(n, W).
+AllowedMask sliding(Index n_q, Index n_k, Index W) {
+  if (n_q == n_k) return attn::sliding_window_mask(n_q, W);
+  AllowedMask m(n_q, n_k);  // [n_q x n_k]
+  for (Index i = 0; i < n_q; ++i)
+    for (Index j = 0; j < n_k; ++j) m(i, j) = i - W < j && j <= i;
+  return m;
+}
+
+// A window problem: the tiled call gets causal = true and window = W (and maybe a mask), the
+// plain path and the explicit-mask tiled call get `effective`.
+struct WindowCase {
+  std::string name;
+  Index W = 0;
+  std::optional<AllowedMask> mask;  // combined with the window, as causal combines with it
+  AllowedMask effective;            // [n_q x n_k]
+  Inputs x;
+  Reference r;
+};
+
+std::string window_str(const WindowCase& c) {
+  return c.name + " [" + std::to_string(c.x.Q.rows()) + " x " + std::to_string(c.x.K.rows()) +
+         "], W = " + std::to_string(c.W);
+}
+
+// Square and both non-square shapes; W = 1 (the diagonal), 2, 5 and 13 (multiples of no tile
+// below but 1), 8 (a tile of 4 is smaller, 8 equal, 16 larger), n_q - 1 (the widest that
+// still blocks something), n_q and n_q + 7 (causal). With a padding mask or a random mask too.
+const std::vector<WindowCase>& window_cases() {
+  static const std::vector<WindowCase> all = [] {
+    struct Shape {
+      Index n_q, n_k;
+    };
+    std::vector<WindowCase> v;
+    std::uint64_t seed = 500;
+    for (const Shape& s : {Shape{40, 40}, Shape{19, 23}, Shape{23, 19}}) {
+      attn::Rng mask_rng(seed + 77);
+      const AllowedMask pad = padded_keys(s.n_q, s.n_k, 4);
+      const AllowedMask rnd = random_mask(mask_rng, s.n_q, s.n_k, 0.6);
+      for (Index W :
+           {Index{1}, Index{2}, Index{5}, Index{8}, Index{13}, s.n_q - 1, s.n_q, s.n_q + 7}) {
+        const AllowedMask win = sliding(s.n_q, s.n_k, W);
+        std::vector<std::pair<std::string, std::optional<AllowedMask>>> masks = {
+            {"window", std::nullopt}};
+        if (W == 5) {
+          masks.emplace_back("window and padding (last 4 keys)", pad);
+          masks.emplace_back("window and random mask (60% allowed)", rnd);
+        }
+        for (auto& [name, mask] : masks) {
+          WindowCase c;
+          c.name = name;
+          c.W = W;
+          c.effective = mask ? both(win, *mask) : win;
+          c.mask = std::move(mask);
+          c.x = random_inputs(seed++, s.n_q, s.n_k, 6, 5);
+          c.r = make_reference(c.x, c.effective);
+          v.push_back(std::move(c));
+        }
+      }
+    }
+    return v;
+  }();
+  return all;
+}
+
+TiledAttentionOptions window_options(const WindowCase& c, Index bq, Index bk) {
+  TiledAttentionOptions o{
+      .scale = c.x.scale, .causal = true, .window = c.W, .query_tile = bq, .key_tile = bk};
+  if (c.mask) o.allowed = *c.mask;
+  return o;
+}
+
+// The explicit mask in `allowed`, no flag: the path every other mask takes.
+TiledAttentionOptions explicit_options(const WindowCase& c, Index bq, Index bk) {
+  return {.scale = c.x.scale, .allowed = c.effective, .query_tile = bq, .key_tile = bk};
+}
+
+std::vector<Index> window_tiles(Index n) { return {1, 3, 4, 8, 16, n + 5}; }
+
+// FlashAttention's criterion (the forward section above): the tiled error against the float64
+// plain path with the explicit mask is at most twice the plain float path's, plus fa_atol.
+// Queries that read no key (n_q > n_k: i >= n_k + W - 1, or the padding) are exact zeros with
+// L = -inf, as attention() gives a zero row.
+TEST(TiledWindowForward, WithinTwicePlainErrorOfTheExplicitMask) {
+  int runs = 0, empty_seen = 0;
+  for (const WindowCase& c : window_cases()) {
+    for (Index bq : window_tiles(c.x.Q.rows())) {
+      for (Index bk : window_tiles(c.x.K.rows())) {
+        const auto r = attn::tiled_attention(c.x.Q, c.x.K, c.x.V, window_options(c, bq, bk));
+        EXPECT_TRUE(forward_ok(r.out, c.r)) << window_str(c) << tiles_str(bq, bk);
+        for (Index i : empty_rows(c.effective)) {
+          EXPECT_TRUE(row_is_zero(r.out, i)) << window_str(c) << tiles_str(bq, bk) << " " << i;
+          EXPECT_EQ(r.lse(i), -kInf) << window_str(c) << tiles_str(bq, bk) << " " << i;
+          ++empty_seen;
+        }
+        ++runs;
+      }
+    }
+  }
+  EXPECT_EQ(runs, 3 * 10 * 36);  // 3 shapes, 8 windows + 2 with masks, 6 x 6 tile sizes
+  EXPECT_GT(empty_seen, 0);      // [23 x 19]: queries 19 + W - 1 .. 22 for W <= 4
+}
+
+// The window classifies exactly what the explicit mask's tiles hold (the CountTiles section
+// below shows so tile by tile), and a mixed tile blocks the same entries with -inf, so without
+// a further mask the two calls run the same arithmetic in the same order: the same bytes,
+// forward and backward. (With a mask as well, a tile the window and the mask each only partly
+// block may block nothing jointly and be computed with zero weights, so those are compared
+// through the criterion only.)
+TEST(TiledWindowForward, SameBytesAsTheExplicitMaskInAllowed) {
+  for (const WindowCase& c : window_cases()) {
+    if (c.mask) continue;
+    for (const auto& [bq, bk] : std::vector<std::pair<Index, Index>>{
+             {1, 1}, {3, 4}, {4, 3}, {8, 8}, {16, 4}, {c.x.Q.rows() + 5, c.x.K.rows() + 5}}) {
+      const TiledAttentionOptions ow = window_options(c, bq, bk);
+      const TiledAttentionOptions om = explicit_options(c, bq, bk);
+      const auto rw = attn::tiled_attention(c.x.Q, c.x.K, c.x.V, ow);
+      const auto rm = attn::tiled_attention(c.x.Q, c.x.K, c.x.V, om);
+      EXPECT_TRUE(identical(rw.out, rm.out)) << window_str(c) << tiles_str(bq, bk);
+      EXPECT_TRUE(identical(rw.lse, rm.lse)) << window_str(c) << tiles_str(bq, bk);
+      const auto gw = attn::tiled_attention_backward(c.x.Q, c.x.K, c.x.V, rw, c.x.dO, ow);
+      const auto gm = attn::tiled_attention_backward(c.x.Q, c.x.K, c.x.V, rm, c.x.dO, om);
+      EXPECT_TRUE(identical(gw.dQ, gm.dQ)) << window_str(c) << tiles_str(bq, bk);
+      EXPECT_TRUE(identical(gw.dK, gm.dK)) << window_str(c) << tiles_str(bq, bk);
+      EXPECT_TRUE(identical(gw.dV, gm.dV)) << window_str(c) << tiles_str(bq, bk);
+    }
+  }
+}
+
+// W >= n_q blocks nothing the causal flag does not: the header promises the causal call itself.
+TEST(TiledWindowForward, WindowOfNqOrMoreIsTheCausalCallToTheByte) {
+  const Inputs x = random_inputs(520, 23, 19, 6, 5);
+  const TiledAttentionOptions causal{
+      .scale = x.scale, .causal = true, .query_tile = 4, .key_tile = 3};
+  const auto rc = attn::tiled_attention(x.Q, x.K, x.V, causal);
+  const auto gc = attn::tiled_attention_backward(x.Q, x.K, x.V, rc, x.dO, causal);
+  for (Index W : {Index{23}, Index{24}, std::numeric_limits<Index>::max()}) {
+    TiledAttentionOptions o = causal;
+    o.window = W;
+    const auto r = attn::tiled_attention(x.Q, x.K, x.V, o);
+    const auto g = attn::tiled_attention_backward(x.Q, x.K, x.V, r, x.dO, o);
+    EXPECT_TRUE(identical(r.out, rc.out) && identical(r.lse, rc.lse)) << W;
+    EXPECT_TRUE(identical(g.dQ, gc.dQ) && identical(g.dK, gc.dK) && identical(g.dV, gc.dV)) << W;
+  }
+  // W = n_q - 1 = 22 blocks key 0 for query 22: no longer causal.
+  TiledAttentionOptions o = causal;
+  o.window = 22;
+  EXPECT_FALSE(identical(attn::tiled_attention(x.Q, x.K, x.V, o).out, rc.out));
+}
+
+// The backward's criterion (the "criterion" section): dQ, dK, dV against the float64 plain
+// backward with the explicit mask, at most twice the float baseline plus fa_atol; the queries
+// that read nothing and the keys no query reads get exact zeros. Not for W = 1: there the exact
+// dQ and dK are 0 and both baselines happen to be exactly 0 too, so no relative criterion can
+// apply; WindowOfOneIsEachQueryReadingItself bounds that case by hand.
+TEST(TiledWindowBackward, WithinTwiceTheFloatBaselineErrorOfTheExplicitMask) {
+  int keys_seen = 0;
+  for (const WindowCase& c : window_cases()) {
+    if (c.W == 1) continue;
+    for (Index bq : window_tiles(c.x.Q.rows())) {
+      for (Index bk : window_tiles(c.x.K.rows())) {
+        const TiledAttentionOptions o = window_options(c, bq, bk);
+        const auto r = attn::tiled_attention(c.x.Q, c.x.K, c.x.V, o);
+        const auto g = attn::tiled_attention_backward(c.x.Q, c.x.K, c.x.V, r, c.x.dO, o);
+        EXPECT_TRUE(backward_ok(g, c.r)) << window_str(c) << tiles_str(bq, bk);
+        for (Index i : empty_rows(c.effective)) {
+          EXPECT_TRUE(row_is_zero(g.dQ, i)) << window_str(c) << tiles_str(bq, bk) << " " << i;
+        }
+        for (Index j : unseen_keys(c.effective)) {
+          EXPECT_TRUE(row_is_zero(g.dK, j) && row_is_zero(g.dV, j))
+              << window_str(c) << tiles_str(bq, bk) << " key " << j;
+          ++keys_seen;
+        }
+      }
+    }
+  }
+  EXPECT_GT(keys_seen, 0);  // [19 x 23]: keys 19 .. 22 come after every query; the padding
+}
+
+// The double instantiation against the plain double path with the explicit mask, to 1e-12 of
+// the largest entry: the bound and its reasons are TiledDouble's above.
+TEST(TiledWindowDouble, ForwardAndBackwardAgreeWithPlainDoubleTo1e12) {
+  for (const WindowCase& c : window_cases()) {
+    const MatrixD Q = to_double(c.x.Q), K = to_double(c.x.K), V = to_double(c.x.V);
+    const MatrixD dO = to_double(c.x.dO);
+    for (const auto& [bq, bk] :
+         std::vector<std::pair<Index, Index>>{{1, 1}, {3, 4}, {8, 8}, {16, 3}}) {
+      const TiledAttentionOptions o = window_options(c, bq, bk);
+      const auto r = attn::tiled_attention(Q, K, V, o);
+      EXPECT_LE(attn::max_abs_diff(r.out, c.r.ref.out), 1e-12 * max_abs(c.r.ref.out))
+          << window_str(c) << tiles_str(bq, bk);
+      const auto g = attn::tiled_attention_backward(Q, K, V, r, dO, o);
+      EXPECT_LE(attn::max_abs_diff(g.dV, c.r.ref_g.dV), 1e-12 * max_abs(c.r.ref_g.dV))
+          << window_str(c) << tiles_str(bq, bk);
+      if (c.W == 1) continue;  // dQ = dK = 0 exactly: WindowOfOneIsEachQueryReadingItself
+      EXPECT_LE(attn::max_abs_diff(g.dQ, c.r.ref_g.dQ), 1e-12 * max_abs(c.r.ref_g.dQ))
+          << window_str(c) << tiles_str(bq, bk);
+      EXPECT_LE(attn::max_abs_diff(g.dK, c.r.ref_g.dK), 1e-12 * max_abs(c.r.ref_g.dK))
+          << window_str(c) << tiles_str(bq, bk);
+    }
+  }
+}
+
+// W = 1: each query reads its own key alone, so its one weight is exp(0) = 1 and l = 1:
+// out = V and L_i = s_ii exactly, and the backward's P (recomputed with the forward's bits)
+// is the identity, so dV = dO exactly. The exact dQ and dK are 0 (a softmax over one key does
+// not move), but FlashAttention's dS_ii = dP_ii - D_i subtracts two dot products of the same
+// d_v products, dO_i . V_i (a GEMM) and dO_i . out_i (a dot), summed in different orders:
+// each is within gamma_{d_v} a_i of the exact, a_i = sum_c |dO_ic V_ic|, so |dS_ii| <= 2
+// gamma_{d_v} a_i, and the subtraction, the product by K_ic (dK: Q_ic) and the scale add three
+// roundings: |dQ_ic| <= 2 gamma_{d_v + 3} a_i scale |K_ic|. In float and in double (u_d).
+template <typename M>
+void expect_window_of_one(const M& Q, const M& K, const M& V, const M& dO, double scale, double u) {
+  const Index n = Q.rows();
+  const double dv3 = static_cast<double>(V.cols() + 3);
+  const double g = dv3 * u / (1 - dv3 * u);  // gamma_{d_v + 3}
+  for (const auto& [bq, bk] :
+       std::vector<std::pair<Index, Index>>{{1, 1}, {3, 4}, {8, 8}, {n + 5, 3}}) {
+    const TiledAttentionOptions o{.scale = static_cast<float>(scale),
+                                  .causal = true,
+                                  .window = 1,
+                                  .query_tile = bq,
+                                  .key_tile = bk};
+    const auto r = attn::tiled_attention(Q, K, V, o);
+    EXPECT_TRUE(identical(r.out, V)) << tiles_str(bq, bk);
+    const auto gr = attn::tiled_attention_backward(Q, K, V, r, dO, o);
+    EXPECT_TRUE(identical(gr.dV, dO)) << tiles_str(bq, bk);
+    for (Index i = 0; i < n; ++i) {
+      // L_i = m + log 1 = s_ii, the kernel's score: a d_k-term dot product and the scale, within
+      // gamma_{d_k + 1} sum_c scale |Q_ic K_ic| of the exact (written (d_k + 2) u, 1.01 for
+      // gamma's denominator).
+      const double s =
+          scale * Q.row(i).template cast<double>().dot(K.row(i).template cast<double>());
+      const double abs_s = scale * Q.row(i).template cast<double>().cwiseAbs().dot(
+                                       K.row(i).template cast<double>().cwiseAbs());
+      const double gk = static_cast<double>(Q.cols() + 2) * u;
+      EXPECT_NEAR(r.lse(i), s, 1.01 * gk * abs_s) << tiles_str(bq, bk) << " row " << i;
+      const double a = dO.row(i).template cast<double>().cwiseAbs().dot(
+          V.row(i).template cast<double>().cwiseAbs());
+      for (Index c = 0; c < Q.cols(); ++c) {
+        EXPECT_LE(std::abs(static_cast<double>(gr.dQ(i, c))),
+                  2 * g * a * scale * std::abs(static_cast<double>(K(i, c))))
+            << tiles_str(bq, bk) << " dQ(" << i << ", " << c << ")";
+        EXPECT_LE(std::abs(static_cast<double>(gr.dK(i, c))),
+                  2 * g * a * scale * std::abs(static_cast<double>(Q(i, c))))
+            << tiles_str(bq, bk) << " dK(" << i << ", " << c << ")";
+      }
+    }
+  }
+}
+
+TEST(TiledWindowBackward, WindowOfOneIsEachQueryReadingItself) {
+  const Inputs x = random_inputs(530, 40, 40, 6, 5);
+  expect_window_of_one(x.Q, x.K, x.V, x.dO, x.scale, kU);
+  expect_window_of_one(to_double(x.Q), to_double(x.K), to_double(x.V), to_double(x.dO), x.scale,
+                       0x1p-53);
+}
+
+// ---- The window's tiles -------------------------------------------------------------------------
+
+// Every tile's kind from the window's corners equals the kind read off the explicit mask entry
+// by entry (the classification of any `allowed`): skipped, mixed and full exactly where the
+// mask is wholly blocked, partly, wholly allowed.
+TEST(TiledWindowTiles, MapEqualsTheExplicitMasksMap) {
+  int maps = 0;
+  for (const auto& [n_q, n_k] :
+       std::vector<std::pair<Index, Index>>{{40, 40}, {19, 23}, {23, 19}}) {
+    for (Index W : {Index{1}, Index{2}, Index{3}, Index{5}, Index{8}, Index{13}, n_q - 1}) {
+      const AllowedMask win = sliding(n_q, n_k, W);
+      for (Index bq : {1, 2, 3, 4, 5, 8, 16, 64}) {
+        for (Index bk : {1, 2, 3, 4, 5, 8, 16, 64}) {
+          const attn::TileMap mw = attn::tile_map(
+              n_q, n_k, {.causal = true, .window = W, .query_tile = bq, .key_tile = bk});
+          const attn::TileMap mm =
+              attn::tile_map(n_q, n_k, {.allowed = win, .query_tile = bq, .key_tile = bk});
+          ASSERT_EQ(mw.kinds.size(), mm.kinds.size());
+          for (Index i = 0; i < mw.query_tiles; ++i)
+            for (Index j = 0; j < mw.key_tiles; ++j)
+              EXPECT_EQ(mw(i, j), mm(i, j))
+                  << "[" << n_q << " x " << n_k << "], W = " << W << tiles_str(bq, bk) << ", tile ("
+                  << i << ", " << j << ")";
+          ++maps;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(maps, 3 * 7 * 64);
+}
+
+TEST(TiledWindowTiles, HandCountedCases) {
+  // n = 10, tiles of 4 (rows/keys [0-3], [4-7], [8-9]), W = 3: query i reads i-2 .. i.
+  //   query tile [0-3]: keys [0-3] mixed (causal diagonal; query 3 does not read key 0),
+  //     [4-7] and [8-9] skipped (the future);
+  //   query tile [4-7]: keys [0-3] mixed (query 4 reads 2, 3; query 7 none of them), [4-7]
+  //     mixed (diagonal), [8-9] skipped;
+  //   query tile [8-9]: keys [0-3] skipped (query 8's oldest key is 6), [4-7] mixed (8 reads
+  //     6, 7; not 4), [8-9] mixed (diagonal).
+  //   9 pairs: 4 skipped, 5 mixed, 0 full.
+  expect_counts(
+      attn::count_tiles(10, 10, {.causal = true, .window = 3, .query_tile = 4, .key_tile = 4}), 9,
+      4, 5, 0, "n = 10, 4 x 4, W = 3");
+  // n = 12, tiles of 2 (T = 6), W = 5. Query tile a (rows 2a, 2a + 1) and key tile b:
+  //   b > a: the future, skipped (15);
+  //   b = a: the diagonal, mixed (6);
+  //   a - b = 1: keys 2a - 2, 2a - 1, within 5 of rows 2a and 2a + 1: full (5);
+  //   a - b = 2: keys 2a - 4, 2a - 3: row 2a + 1 reads 2a - 3 .. 2a + 1, not 2a - 4: mixed (4);
+  //   a - b = 3: keys 2a - 6, 2a - 5: row 2a reads from 2a - 4: skipped (3), and beyond (3).
+  //   36 pairs: 21 skipped, 10 mixed, 5 full.
+  expect_counts(
+      attn::count_tiles(12, 12, {.causal = true, .window = 5, .query_tile = 2, .key_tile = 2}), 36,
+      21, 10, 5, "n = 12, 2 x 2, W = 5");
+  // Chapter 11's prefill: n = 4096, W = 1024, 128 x 128 tiles, T = 32; query tile a (rows
+  // 128a .. 128a + 127), key tile b, d = a - b.
+  //   d < 0: the future, skipped: 32 * 31 / 2 = 496;
+  //   d = 0: the diagonal, mixed: 32;
+  //   1 <= d <= 7: every key j <= 128a - 1 (not the future) and j >= 128a - 896 > i - 1024
+  //     for the last row i = 128a + 127: full, sum_{d=1..7} (32 - d) = 224 - 28 = 196;
+  //   d = 8: keys 128a - 1024 + c read by row 128a + r iff c > r: mixed, 32 - 8 = 24;
+  //   d >= 9: the newest key 128a - 1025 is older than row 128a's oldest, 128a - 1023:
+  //     skipped, sum_{d=9..31} (32 - d) = 23 * 24 / 2 = 276.
+  //   1024 pairs: 772 skipped, 56 mixed, 196 full; causal alone: 496, 32, 496.
+  const attn::TileCounts w1024 =
+      attn::count_tiles(4096, 4096, {.causal = true, .window = 1024});  // default 128 x 128
+  expect_counts(w1024, 1024, 772, 56, 196, "n = 4096, 128 x 128, W = 1024");
+  expect_counts(attn::count_tiles(4096, 4096, {.causal = true}), 1024, 496, 32, 496,
+                "n = 4096, 128 x 128, causal");
+  // W = 128 = the tile: only the diagonal and the tile before it are read, all mixed:
+  // 32 + 31 = 63 mixed, no full, 961 skipped.
+  expect_counts(attn::count_tiles(4096, 4096, {.causal = true, .window = 128}), 1024, 961, 63, 0,
+                "n = 4096, 128 x 128, W = 128");
+}
+
+// The smaller the window, the more tiles are skipped and the fewer computed: the work of the
+// prefill follows W, from causal's (W = n) down to the diagonal band. The tile is the
+// resolution: below 128 only the diagonal's neighbour can still drop out, at W = 1.
+TEST(TiledWindowTiles, SkippedWorkGrowsAsTheWindowShrinks) {
+  const Index n = 4096;
+  const attn::TileCounts causal = attn::count_tiles(n, n, {.causal = true});
+  attn::TileCounts wider = causal;
+  for (Index W : {4096, 2048, 1024, 512, 256, 128, 1}) {
+    const attn::TileCounts c = attn::count_tiles(n, n, {.causal = true, .window = W});
+    if (W == n) {
+      EXPECT_EQ(c.skipped, causal.skipped);
+      EXPECT_EQ(c.full, causal.full);
+    } else {
+      EXPECT_GT(c.skipped, wider.skipped) << "W = " << W;
+      EXPECT_LT(c.mixed + c.full, wider.mixed + wider.full) << "W = " << W;
+    }
+    wider = c;
+  }
+  EXPECT_EQ(wider.mixed + wider.full, 32) << "W = 1: the diagonal tiles alone";
+  // W = 64 and 2 still reach into the previous key tile (row 128a reads key 128a - 1).
+  for (Index W : {64, 2}) {
+    const attn::TileCounts c = attn::count_tiles(n, n, {.causal = true, .window = W});
+    EXPECT_EQ(c.mixed, 63) << "W = " << W;
+  }
+}
+
+TEST(TiledWindowErrors, WindowWithoutCausalOrNegativeIsNamed) {
+  const Inputs x = random_inputs(540, 5, 6, 4, 3);
+  const auto fwd = attn::tiled_attention(x.Q, x.K, x.V);
+  Matrix dQ = Matrix::Zero(5, 4), dK = Matrix::Zero(6, 4), dV = Matrix::Zero(6, 3);
+  for (const TiledAttentionOptions& o :
+       {TiledAttentionOptions{.window = 3}, TiledAttentionOptions{.causal = true, .window = -1},
+        TiledAttentionOptions{.window = -2}}) {
+    const std::vector<std::string> want =
+        o.window < 0 ? std::vector<std::string>{"window is " + std::to_string(o.window), ">= 1"}
+                     : std::vector<std::string>{"window is 3 but causal is false", "causal = true"};
+    auto says = [&](const std::string& m, const char* function) {
+      bool ok = names(m, function, {});
+      for (const std::string& w : want) ok = ok && m.find(w) != std::string::npos;
+      return ok;
+    };
+    std::string m = message_of([&] { attn::tiled_attention(x.Q, x.K, x.V, o); });
+    EXPECT_TRUE(says(m, "tiled_attention")) << m;
+    m = message_of([&] {
+      attn::tiled_attention_backward_into(x.Q, x.K, x.V, fwd.out, fwd.lse, x.dO, dQ, dK, dV, o);
+    });
+    EXPECT_TRUE(says(m, "tiled_attention_backward")) << m;
+    m = message_of([&] { attn::count_tiles(5, 6, o); });
+    EXPECT_TRUE(says(m, "count_tiles")) << m;
+    m = message_of([&] { attn::tile_map(5, 6, o); });
+    EXPECT_TRUE(says(m, "tile_map")) << m;
+  }
+  EXPECT_TRUE(dQ.isZero(0) && dK.isZero(0) && dV.isZero(0));  // refused before writing
+  // window = 0 without causal is the default, and W >= 1 with causal is accepted.
+  EXPECT_NO_THROW(attn::tiled_attention(x.Q, x.K, x.V, {.window = 0}));
+  EXPECT_NO_THROW(attn::tiled_attention(x.Q, x.K, x.V, {.causal = true, .window = 1}));
+}
+
+// TiledThreads' promise with a window: each output row is one thread's, summed in a fixed
+// order, so 1, 2 and 3 threads give the same bytes (tiles of 32 x 48 against W = 50: every
+// kind of tile, and the key tiles of a query tile that a window skips differ per query tile).
+TEST(TiledWindowThreads, OneTwoAndThreeThreadsGiveTheSameBytes) {
+  const Index n = 300;
+  const Inputs x = random_inputs(550, n, n, 16, 16);
+  const AllowedMask pad = padded_keys(n, n, 20);
+  for (const AllowedMask* mask : {static_cast<const AllowedMask*>(nullptr), &pad}) {
+    auto run = [&](int threads) {
+      TiledAttentionOptions o{.scale = x.scale,
+                              .causal = true,
+                              .window = 50,
+                              .query_tile = 32,
+                              .key_tile = 48,
+                              .threads = threads};
+      if (mask) o.allowed = *mask;
+      auto r = attn::tiled_attention(x.Q, x.K, x.V, o);
+      auto g = attn::tiled_attention_backward(x.Q, x.K, x.V, r, x.dO, o);
+      return std::pair{std::move(r), std::move(g)};
+    };
+    const char* what = mask ? "window and padding" : "window";
+    const auto [r1, g1] = run(1);
+    for (int threads : {2, 3}) {
+      const auto [r, g] = run(threads);
+      EXPECT_TRUE(identical(r.out, r1.out)) << what << ", " << threads << " threads";
+      EXPECT_TRUE(identical(r.lse, r1.lse)) << what << ", " << threads << " threads";
+      EXPECT_TRUE(identical(g.dQ, g1.dQ)) << what << ", " << threads << " threads";
+      EXPECT_TRUE(identical(g.dK, g1.dK)) << what << ", " << threads << " threads";
+      EXPECT_TRUE(identical(g.dV, g1.dV)) << what << ", " << threads << " threads";
+    }
   }
 }
 
