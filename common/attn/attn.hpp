@@ -179,6 +179,7 @@
 #include "attn/kernels/tiled_attention.hpp"
 #include "attn/layers/embedding.hpp"
 #include "attn/layers/feed_forward.hpp"
+#include "attn/layers/latent_attention.hpp"
 #include "attn/layers/layer_norm.hpp"
 #include "attn/layers/linear.hpp"
 #include "attn/layers/multi_head.hpp"
