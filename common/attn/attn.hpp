@@ -188,6 +188,7 @@
 #include "attn/layers/rnn.hpp"
 #include "attn/layers/transformer.hpp"
 #include "attn/models/attention_only.hpp"
+#include "attn/models/language_model.hpp"
 #include "attn/models/seq2seq.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/ops/column_attention.hpp"

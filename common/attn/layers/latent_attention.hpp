@@ -136,7 +136,7 @@ struct LatentAttentionSizes {
 
 /// Fresh parameters: every projection as nn.Linear initialises it (linear_init: U(-1/sqrt(in),
 /// 1/sqrt(in)), weight then bias), drawn in the struct's order q_proj, kv_down, k_up, v_up,
-/// k_rope, out_proj. (DeepSeek-V2 draws N(0, 0.006^2); the course keeps PyTorch's default.)
+/// k_rope, out_proj.
 /// Throws std::invalid_argument unless every size is >= 1 (each named) and d_rope is even,
 /// and, before drawing anything, for parameters the machine cannot hold (core/memory.hpp).
 LatentAttention latent_attention_init(Rng& rng, const LatentAttentionSizes& sizes,
