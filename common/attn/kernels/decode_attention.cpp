@@ -21,44 +21,46 @@ namespace {
 
 namespace ep = Eigen::internal;
 
-// ---- The row kernel
-// -------------------------------------------------------------------------------
+// ---- The row kernel ----------------------------------------------------------------------------
 
-// dot(a, b) over d features in fixed lanes: lane i sums the products i, i + L, i + 2L, ... of
-// the whole 64-byte blocks (L = 16 floats or 8 doubles), the lanes are added pairwise in one
-// fixed order, then the last d mod L products in order. The bits depend on the d numbers of
-// a and b alone, not on their addresses (unaligned loads; no peeling for alignment), so key j
-// scores the same in a ring slot as in row j of K. (-ffp-contract=off, CMakeLists.txt: no
-// multiply and add is fused behind the code's back.)
+template <Real T>
+using PacketOf = typename ep::packet_traits<T>::type;
+template <Real T>
+constexpr Index kWidth = ep::packet_traits<T>::size;  // lanes: 16 floats with AVX-512, 8 AVX2
+
+// dot(a, b) over d features: packet k of the sum takes the products of features k, k + L, ...
+// (L = 2 packets, fused multiply-adds), the two packets are added, reduced to one number by
+// Eigen's predux (a fixed order of its lanes), and the last d mod L products are added in
+// order. The bits depend on the d numbers of a and b alone, not on their addresses (unaligned
+// loads, no peeling for alignment), so key j scores the same in a ring slot as in row j of K.
+// Two accumulators hide the latency of the multiply-adds; more buy nothing at d_k = 64.
 template <Real T>
 T dot(const T* a, const T* b, Index d) {
-  using Packet = typename ep::packet_traits<T>::type;
-  constexpr Index kWidth = ep::packet_traits<T>::size;
-  constexpr Index kLanes = 64 / static_cast<Index>(sizeof(T));
-  constexpr Index kPackets = kLanes / kWidth;
-  static_assert(kLanes % kWidth == 0, "a block is a whole number of packets");
-  Packet sums[kPackets];
-  for (Packet& s : sums) s = ep::pset1<Packet>(T(0));
+  using P = PacketOf<T>;
+  constexpr Index w = kWidth<T>;
+  P s0 = ep::pset1<P>(T(0)), s1 = ep::pset1<P>(T(0));
   Index f = 0;
-  for (; f + kLanes <= d; f += kLanes) {
-    for (Index k = 0; k < kPackets; ++k) {
-      const Index at = f + k * kWidth;
-      sums[k] = ep::padd(sums[k], ep::pmul(ep::ploadu<Packet>(a + at), ep::ploadu<Packet>(b + at)));
-    }
+  for (; f + 2 * w <= d; f += 2 * w) {
+    s0 = ep::pmadd(ep::ploadu<P>(a + f), ep::ploadu<P>(b + f), s0);
+    s1 = ep::pmadd(ep::ploadu<P>(a + f + w), ep::ploadu<P>(b + f + w), s1);
   }
-  // Lane i to lane i + L/2, then i + L/4, ...: packets first, then the lanes of the last one,
-  // the same order whatever the packet width (as softmax.cpp's sums).
-  for (Index half = kPackets / 2; half > 0; half /= 2) {
-    for (Index k = 0; k < half; ++k) sums[k] = ep::padd(sums[k], sums[k + half]);
-  }
-  alignas(64) T lanes[kWidth];
-  ep::pstore(lanes, sums[0]);
-  for (Index half = kWidth / 2; half > 0; half /= 2) {
-    for (Index i = 0; i < half; ++i) lanes[i] += lanes[i + half];
-  }
-  T s = lanes[0];
+  T s = ep::predux(ep::padd(s0, s1));
   for (; f < d; ++f) s += a[f] * b[f];
   return s;
+}
+
+// acc += p v over d features: the same operation in every lane, a packet at a time, then the
+// last d mod w features one by one. Each acc[f] is updated by itself, so the order of the
+// keys is the order of its sum.
+template <Real T>
+void axpy(T p, const T* v, T* acc, Index d) {
+  using P = PacketOf<T>;
+  constexpr Index w = kWidth<T>;
+  const P pp = ep::pset1<P>(p);
+  Index f = 0;
+  for (; f + w <= d; f += w)
+    ep::pstoreu(acc + f, ep::pmadd(pp, ep::ploadu<P>(v + f), ep::ploadu<P>(acc + f)));
+  for (; f < d; ++f) acc[f] += p * v[f];
 }
 
 // Rows of keys and values in position order, contiguous within the block: `rows` keys at
@@ -76,9 +78,9 @@ struct Heads {
   Index h = 0, g = 0, d_k = 0;
 };
 
-// Per-thread scratch, kept between calls: the scores of a group's heads [h/g x n] and their
-// outputs' accumulators [h/g x d_k]. Grown, never shrunk: no allocation once a thread has seen
-// the longest row.
+// Per-thread scratch, kept between calls: every head's scores [h x n] and its output's
+// accumulator [h x d_k]. Grown, never shrunk: no allocation once a thread has seen the longest
+// row.
 template <Real T>
 struct RowScratch {
   std::vector<T> scores, acc;
@@ -98,54 +100,47 @@ void grow(V& v, std::size_t n) {
 // One query row q [h d_k] against the keys of `older` then `newer` (position order; newer may
 // be empty), into out [h d_k]. The one function both the decode step and the reference call,
 // and never inlined into either, so that both run the same machine code (the header's "bit for
-// bit"). The heads of a group share their kv head: each key and value row is read once per
-// group, and each query head's arithmetic is the same as if it were alone.
+// bit"). Keys are the outer loop: each row of K and of V (all g heads, contiguous) is read
+// once, in order, as the cache streams from memory; each query head's arithmetic is its own
+// and the same whatever the other heads do.
 template <Real T>
 [[gnu::noinline]] void attend_row(const T* q, const KeyBlock<T>& older, const KeyBlock<T>& newer,
                                   const Heads& heads, T scale, T* out) {
-  const Index n = older.rows + newer.rows;
-  const Index group = heads.h / heads.g;  // query heads per kv head
-  const Index d = heads.d_k;
+  const Index n = older.rows + newer.rows, h = heads.h, d = heads.d_k;
+  const Index group = h / heads.g;  // query heads per kv head: head a reads kv head a / group
   RowScratch<T>& w = row_scratch<T>();
-  grow(w.scores, static_cast<std::size_t>(group * n));
-  grow(w.acc, static_cast<std::size_t>(group * d));
+  grow(w.scores, static_cast<std::size_t>(h * n));
+  grow(w.acc, static_cast<std::size_t>(h * d));
+  T* scores = w.scores.data();  // [h x n]: head a's scores in row a
+  T* acc = w.acc.data();        // [h x d]
 
-  for (Index kv = 0; kv < heads.g; ++kv) {
-    const Index first_head = kv * group;
-    // Scores: s[a][j] = dot(q_a, k_j) * scale, key by key in position order.
-    Index j = 0;
-    for (const KeyBlock<T>* block : {&older, &newer}) {
-      for (Index r = 0; r < block->rows; ++r, ++j) {
-        const T* k = block->k + r * block->k_stride + kv * d;
-        for (Index a = 0; a < group; ++a) {
-          w.scores[static_cast<std::size_t>(a * n + j)] =
-              dot(q + (first_head + a) * d, k, d) * scale;
-        }
-      }
+  // Scores: s[a][j] = dot(q_a, k_j) * scale, key by key in position order.
+  Index j = 0;
+  for (const KeyBlock<T>* block : {&older, &newer}) {
+    for (Index r = 0; r < block->rows; ++r, ++j) {
+      const T* k = block->k + r * block->k_stride;  // [g d]
+      for (Index a = 0; a < h; ++a)
+        scores[a * n + j] = dot(q + a * d, k + a / group * d, d) * scale;
     }
-    // Weights: each head's row of scores softmaxed in place. A query always reads at least its
-    // own key, so scores that are all -inf came from the inputs: NaN, as attention() says.
-    for (Index a = 0; a < group; ++a) {
-      T* s = w.scores.data() + a * n;
-      if (!softmax_inplace(std::span<T>(s, static_cast<std::size_t>(n)))) [[unlikely]] {
-        std::fill(s, s + n, std::numeric_limits<T>::quiet_NaN());
-      }
-    }
-    // Outputs: acc_a += p_aj v_j, one key at a time in position order.
-    std::fill(w.acc.begin(), w.acc.begin() + group * d, T(0));
-    j = 0;
-    for (const KeyBlock<T>* block : {&older, &newer}) {
-      for (Index r = 0; r < block->rows; ++r, ++j) {
-        const T* v = block->v + r * block->v_stride + kv * d;
-        for (Index a = 0; a < group; ++a) {
-          const T p = w.scores[static_cast<std::size_t>(a * n + j)];
-          T* acc = w.acc.data() + a * d;
-          for (Index f = 0; f < d; ++f) acc[f] += p * v[f];
-        }
-      }
-    }
-    std::copy(w.acc.begin(), w.acc.begin() + group * d, out + first_head * d);
   }
+  // Weights: each head's row of scores softmaxed in place. A query always reads at least its
+  // own key, so scores that are all -inf came from the inputs: NaN, as attention() says.
+  for (Index a = 0; a < h; ++a) {
+    T* s = scores + a * n;
+    if (!softmax_inplace(std::span<T>(s, static_cast<std::size_t>(n)))) [[unlikely]] {
+      std::fill(s, s + n, std::numeric_limits<T>::quiet_NaN());
+    }
+  }
+  // Outputs: acc_a += p_aj v_j, one key at a time in position order.
+  std::fill(acc, acc + h * d, T(0));
+  j = 0;
+  for (const KeyBlock<T>* block : {&older, &newer}) {
+    for (Index r = 0; r < block->rows; ++r, ++j) {
+      const T* v = block->v + r * block->v_stride;  // [g d]
+      for (Index a = 0; a < h; ++a) axpy(scores[a * n + j], v + a / group * d, acc + a * d, d);
+    }
+  }
+  std::copy(acc, acc + h * d, out);
 }
 
 // ---- Checks shared by both entry points --------------------------------------------------------

@@ -127,11 +127,12 @@ TYPED_TEST_SUITE(DecodeBitwise, Reals);
 // ---- Cached == uncached, to the last bit
 // ------------------------------------------------------------
 
-// d = 20: one 64-byte block of floats (two of doubles) and a tail of 4 in every dot product.
+// d = 36: whole packets and a tail of 4 in every dot product and every row of values, for
+// packets of 4, 8 or 16 lanes (the kernel takes 2 packets at a time: 32 floats with AVX-512).
 // W = 5 and n = 3W + 2 = 17: the ring wraps three times and its seam moves through every slot.
 TYPED_TEST(DecodeBitwise, TokenByTokenEqualsTheReferenceForMhaGqaMqaWithAndWithoutAWindow) {
   using T = TypeParam;
-  constexpr Index kW = 5, kN = 3 * kW + 2, kH = 4, kD = 20;
+  constexpr Index kW = 5, kN = 3 * kW + 2, kH = 4, kD = 36;
   for (const Index g : {kH, Index{2}, Index{1}}) {  // MHA, GQA, MQA
     for (const Index window : {Index{0}, kW}) {
       SCOPED_TRACE("g = " + std::to_string(g) + ", window = " + std::to_string(window));
