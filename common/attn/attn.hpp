@@ -21,8 +21,9 @@
 /// - `ops/`: functions without parameters: softmax and its statistics, masks, attention with
 ///   its backward, the notes' column form, the online softmax, cross-entropy (loss.hpp).
 ///   Chapters 02-05, 09, 10.
-/// - `kernels/`: the tiled, memory-lean attention with its backward (tiled_attention.hpp).
-///   Chapter 10.
+/// - `kernels/`: the tiled, memory-lean attention with its backward (tiled_attention.hpp);
+///   the KV cache and the decode step of generation (row_cache.hpp, decode_attention.hpp).
+///   Chapters 10 and 11.
 /// - `layers/`: layers with parameters, each with its backward pass beside its forward:
 ///   linear, layer norm, feed-forward, embedding, positional encoding, multi-head attention,
 ///   the encoder and decoder layers (transformer.hpp), the RNN; parameters.hpp walks any of
@@ -176,6 +177,7 @@
 #include "attn/core/matrix.hpp"
 #include "attn/core/random.hpp"
 #include "attn/core/threads.hpp"
+#include "attn/kernels/decode_attention.hpp"
 #include "attn/kernels/tiled_attention.hpp"
 #include "attn/layers/embedding.hpp"
 #include "attn/layers/feed_forward.hpp"
@@ -213,7 +215,8 @@
 /// Functions without parameters: softmax, masks, attention and its backward, cross-entropy.
 
 /// @dir common/attn/kernels
-/// The tiled attention of chapter 10, which never holds an n x n matrix.
+/// The tiled attention of chapter 10, which never holds an n x n matrix, and chapter 11's KV
+/// cache with its decode step.
 
 /// @dir common/attn/layers
 /// Layers with parameters, each forward beside its backward, and the walk over their tensors.
