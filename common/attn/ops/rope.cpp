@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <string>
 
 namespace attn {
@@ -27,22 +28,34 @@ void require_base(double base, const char* where) {
 template <Real T>
 void check_rope(const Eigen::Ref<MatrixOf<T>>& x, const RopeTable& table, const RopeOptions& opts,
                 const char* where) {
-  require(table.dim >= 2 && table.cos_d.rows() == table.positions &&
-              table.cos_d.cols() == table.dim / 2 && table.cos.rows() == table.positions &&
-              table.sin_d.rows() == table.positions && table.sin.rows() == table.positions,
+  // All four matrices: the fields are public, and rotate() reads cos_of<T>() and sin_of<T>().
+  const auto fits = [&](const auto& m) {
+    return m.rows() == table.positions && m.cols() == table.dim / 2;
+  };
+  require(table.dim >= 2 && table.dim % 2 == 0 && fits(table.cos_d) && fits(table.sin_d) &&
+              fits(table.cos) && fits(table.sin),
           where, "the RoPE table is empty or inconsistent: make it with rope_table()");
   require_at_least_one(opts.heads, where, "heads");
-  require(x.cols() == opts.heads * table.dim, where, [&] {
+  // Divided rather than heads * dim, which overflows (undefined) for an absurd heads.
+  constexpr Index kMaxIndex = std::numeric_limits<Index>::max();
+  require(x.cols() % table.dim == 0 && x.cols() / table.dim == opts.heads, where, [&] {
     return "x is " + shape_str(x) + " but " + std::to_string(opts.heads) +
            " heads of the table's " + std::to_string(table.dim) + " features make " +
-           std::to_string(opts.heads * table.dim) + " columns";
+           (opts.heads <= kMaxIndex / table.dim
+                ? std::to_string(opts.heads * table.dim)
+                : std::string("more than ") + std::to_string(kMaxIndex)) +
+           " columns";
   });
   require(opts.first_position >= 0, where, [&] {
     return "first_position is " + std::to_string(opts.first_position) + ": it must be >= 0";
   });
   require(opts.first_position <= table.positions - x.rows(), where, [&] {
-    return "positions " + std::to_string(opts.first_position) + " .. " +
-           std::to_string(opts.first_position + x.rows() - 1) + " are beyond the RoPE table of " +
+    // The rows' positions, without adding to a first_position so large that it would overflow.
+    const std::string rows = opts.first_position <= kMaxIndex - x.rows()
+                                 ? std::to_string(opts.first_position) + " .. " +
+                                       std::to_string(opts.first_position + x.rows() - 1)
+                                 : "from " + std::to_string(opts.first_position) + " on";
+    return "positions " + rows + " are beyond the RoPE table of " +
            std::to_string(table.positions) + " positions (0 .. " +
            std::to_string(table.positions - 1) + ")";
   });
