@@ -7,6 +7,7 @@
 #include "attn/core/random.hpp"
 #include "attn/layers/embedding.hpp"
 #include "attn/layers/feed_forward.hpp"
+#include "attn/layers/grouped_query.hpp"
 #include "attn/layers/layer_norm.hpp"
 #include "attn/layers/linear.hpp"
 #include "attn/layers/multi_head.hpp"
@@ -16,6 +17,7 @@
 #include "attn/ops/attention.hpp"
 #include "attn/ops/loss.hpp"
 #include "attn/ops/masks.hpp"
+#include "attn/ops/rope.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -458,6 +460,27 @@ GradientReport check_attention_only(Rng& rng, double h) {
   return report;
 }
 
+// Grouped-query self-attention as chapter 12 trains it: 4 query heads over 2 kv heads (d_k = 2,
+// groups of 2, so each kv head's gradient is a sum of two), RoPE on Q and K, causal with a
+// sliding window of 3 (on 5 tokens the last two queries lose keys to it), biases on every
+// projection (with RoPE even the key bias has a gradient: the rotation differs per position).
+GradientReport check_grouped_query(Rng& rng, double h) {
+  GroupedQueryAttentionD gqa = cast<double>(grouped_query_init(rng, kModel, 4, 2, true));
+  perturb_vectors(rng, gqa);
+  MatrixD x = normal(rng, kN, kModel);        // [n x 8]
+  const MatrixD R = normal(rng, kN, kModel);  // [n x 8]
+  const RopeTable rope = rope_table(kN, gqa.d_k());
+  const GroupedQueryOptions opts{.causal = true, .window = 3, .rope = &rope};
+  const LossFunction loss = [&] { return dot(grouped_query_forward(gqa, x, opts).out, R); };
+  const GroupedQueryResultD cache = grouped_query_forward(gqa, x, opts);
+  GroupedQueryAttentionD grads = zeros_like(gqa);
+  const MatrixD dx = grouped_query_backward(gqa, x, cache, R, grads);
+  GradientReport report{"grouped-query self-attention, RoPE, window 3", {}};
+  report.add(check_tensor("x", x, dx, loss, h));
+  check_parameters(report, gqa, grads, loss, h);
+  return report;
+}
+
 }  // namespace
 
 std::vector<GradientReport> check_all_layers(std::uint64_t seed, double step) {
@@ -479,6 +502,7 @@ std::vector<GradientReport> check_all_layers(std::uint64_t seed, double step) {
   reports.push_back(check_model(rng, step, NormPlacement::post, false));
   reports.push_back(check_model(rng, step, NormPlacement::pre, true));
   reports.push_back(check_attention_only(rng, step));
+  reports.push_back(check_grouped_query(rng, step));
   return reports;
 }
 

@@ -41,12 +41,13 @@
 /// the worst relative error is
 ///
 ///     h       1e-2    1e-3   1e-4   3e-5   1e-5   1e-6   1e-7   1e-8   1e-10
-///     worst   1.3e-1  6e-7   6e-9   6e-9   2e-8   2e-7   8e-7   8e-6   2e-3
+///     worst   1.3e-1  8e-7   8e-9   6e-9   2e-8   2e-7   8e-7   8e-6   2e-3
 ///
 /// the truncation error falling as h^2 down to h ~ 3e-5, then the rounding error rising as 1/h:
 /// the V of every finite-difference plot (tests/attn/training/test_gradient_check.cpp checks both
 /// slopes). At 1e-2 a step reaches the ReLU margin below and crosses kinks (the FFN, and the
-/// post-norm encoder and decoder layers of this seed; every other layer gives <= 6e-5, truncation).
+/// post-norm encoder and decoder layers of this seed; every other layer gives <= 8e-5, truncation;
+/// at 1e-3 and 1e-4 the worst is grouped-query attention's, its RoPE'd scores the most curved).
 /// At h = kGradientCheckStep = 1e-5 the 2e-8 is the attention key bias, a gradient of exactly 0
 /// measured as noise (below); every tensor with a gradient far from zero is within about 2e-9 (4e-8
 /// for one whose scale sits just above the floor). 1e-5 rather than the flat bottom at 3e-5 to
@@ -101,7 +102,8 @@
 /// where `loss` is a std::function<double()> that runs the forward on the current values
 /// (layer_d and x, captured by reference) and returns L. check_all_layers(seed) does this for
 /// every layer of the course on small random cases (n = 4 to 6, d_model = 8, 2 heads,
-/// d_ff = 16: 4694 entries, two forwards each, about 20 ms in a release build).
+/// d_ff = 16: 4694 entries in the single layers of chapter 09 and 256 in grouped-query
+/// attention, two forwards each, about 20 ms in a release build).
 #pragma once
 
 #include "attn/core/matrix.hpp"
@@ -219,9 +221,13 @@ void check_parameters(GradientReport& report, Layer& layer, const Layer& grads,
 /// padding and a query that may attend to nothing (n_q != n_k, d_v != d_k); multi-head
 /// self-attention (causal); multi-head cross-attention (padding, separate key and value);
 /// encoder layer post- and pre-norm (padding); decoder layer post- and pre-norm (causal
-/// self-attention, padded memory); softmax cross-entropy (an ignored id, label smoothing 0.1).
+/// self-attention, padded memory); softmax cross-entropy (an ignored id, label smoothing 0.1);
+/// the whole encoder-decoder (post-norm; pre-norm and tied); the attention-only decoder;
+/// grouped-query self-attention (chapter 11: 4 query heads over 2 kv heads, RoPE, causal with a
+/// sliding window of 3), last so that adding it left every earlier case's draws as they were.
 ///
-/// Sizes: n = 5 (4 queries over 6 keys for cross-attention), d_model = 8, 2 heads, d_ff = 16,
+/// Sizes: n = 5 (4 queries over 6 keys for cross-attention), d_model = 8, 2 heads (4 over 2 kv
+/// heads for grouped-query attention), d_ff = 16,
 /// a vocabulary of 7. The layers come from the float *_init functions and cast<double>; every
 /// bias, LayerNorm gamma and beta is then moved by N(0, 0.2^2), so that no bias is 0 and no gamma
 /// 1 (a gradient missing a factor gamma would pass at gamma = 1). Inputs and R are N(0, 1).
