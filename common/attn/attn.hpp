@@ -26,8 +26,8 @@
 ///   Chapters 10 and 11.
 /// - `layers/`: layers with parameters, each with its backward pass beside its forward:
 ///   linear, layer norm, feed-forward, embedding, positional encoding, multi-head attention,
-///   the encoder and decoder layers (transformer.hpp), the RNN; parameters.hpp walks any of
-///   them. Chapters 01, 06-09.
+///   grouped-query attention (GQA, MQA; grouped_query.hpp), the encoder and decoder layers
+///   (transformer.hpp), the RNN; parameters.hpp walks any of them. Chapters 01, 06-09, 11.
 /// - `models/`: the two models chapter 09 trains, with their batched losses: the
 ///   encoder-decoder (seq2seq.hpp) and the attention-only decoder (attention_only.hpp).
 /// - `training/`: what trains a model and proves its gradients: the optimisers (optim.hpp)
@@ -181,6 +181,7 @@
 #include "attn/kernels/tiled_attention.hpp"
 #include "attn/layers/embedding.hpp"
 #include "attn/layers/feed_forward.hpp"
+#include "attn/layers/grouped_query.hpp"
 #include "attn/layers/latent_attention.hpp"
 #include "attn/layers/layer_norm.hpp"
 #include "attn/layers/linear.hpp"

@@ -21,6 +21,7 @@
 #include "attn/core/matrix.hpp"
 #include "attn/core/memory.hpp"
 #include "attn/layers/feed_forward.hpp"
+#include "attn/layers/grouped_query.hpp"
 #include "attn/layers/layer_norm.hpp"
 #include "attn/layers/linear.hpp"
 #include "attn/layers/multi_head.hpp"
@@ -84,6 +85,18 @@ void for_each_parameter(L& mha, const std::string& prefix, F&& f) {
     f(prefix + "in_proj_bias", mha.v_proj.bias, 2 * E);
   }
   for_each_parameter(mha.out_proj, prefix + "out_proj.", f);
+}
+
+/// Grouped-query attention as Hugging Face's LlamaAttention names it (grouped_query.hpp):
+/// q_proj.*, k_proj.*, v_proj.*, o_proj.*, each weight then its bias (when the layer has them).
+/// W_K and W_V are [g d_k x d_model]: the keys carry no head count, the shapes do.
+template <typename L, typename F>
+requires IsA<L, GroupedQueryAttentionOf>
+void for_each_parameter(L& gqa, const std::string& prefix, F&& f) {
+  for_each_parameter(gqa.q_proj, prefix + "q_proj.", f);
+  for_each_parameter(gqa.k_proj, prefix + "k_proj.", f);
+  for_each_parameter(gqa.v_proj, prefix + "v_proj.", f);
+  for_each_parameter(gqa.out_proj, prefix + "o_proj.", f);
 }
 
 /// The feed-forward network as a transformer layer names it: linear1.*, linear2.*.
@@ -266,6 +279,12 @@ FeedForwardOf<U> cast(const FeedForwardOf<T>& ff) {
 template <Real U, Real T>
 MultiHeadAttentionOf<U> cast(const MultiHeadAttentionOf<T>& m) {
   return {m.heads, cast<U>(m.q_proj), cast<U>(m.k_proj), cast<U>(m.v_proj), cast<U>(m.out_proj)};
+}
+
+template <Real U, Real T>
+GroupedQueryAttentionOf<U> cast(const GroupedQueryAttentionOf<T>& m) {
+  return {m.heads,           m.kv_heads,        cast<U>(m.q_proj),
+          cast<U>(m.k_proj), cast<U>(m.v_proj), cast<U>(m.out_proj)};
 }
 
 template <Real U, Real T>
