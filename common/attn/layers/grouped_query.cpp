@@ -66,12 +66,6 @@ AllowedMask plain_mask(const GroupedQueryOptions& opts, Index n) {
   return opts.window > 0 ? sliding_window_mask(n, opts.window) : causal_mask(n);
 }
 
-// The tiled path's mask: the window, when it blocks anything causal does not; empty otherwise.
-AllowedMask tiled_mask(const GroupedQueryOptions& opts, Index n) {
-  if (opts.window == 0 || opts.window >= n) return {};
-  return sliding_window_mask(n, opts.window);  // [n x n]
-}
-
 }  // namespace
 }  // namespace gqa
 
@@ -178,10 +172,8 @@ GroupedQueryResultOf<T> grouped_query_forward(const GroupedQueryAttentionOf<T>& 
     // The tiled path: no [n x n] matrix per head. One head per thread when worth it; each head
     // writes only its own columns, so the bytes do not depend on the number of threads.
     r.lse.resize(n, H);  // [n x h]
-    // TODO: TiledAttentionOptions::window (being added to the tiled kernel) instead of a mask.
-    const AllowedMask window = gqa::tiled_mask(opts, n);  // [n x n], empty: none needed
-    TiledAttentionOptions head_opts{.causal = opts.causal};
-    if (window.size() != 0) head_opts.allowed.emplace(window);
+    // The window needs no mask in memory: the kernel skips the tiles older than every window.
+    const TiledAttentionOptions head_opts{.causal = opts.causal, .window = opts.window};
     const bool parallel = H > 1 && gqa::worth_threads(n, H, d_k);
 #pragma omp parallel for schedule(dynamic, 1) if (parallel)
     for (Index q = 0; q < H; ++q) {
@@ -235,12 +227,7 @@ MatrixOf<T> grouped_query_backward(const GroupedQueryAttentionOf<T>& layer, cons
   // each kv head then sums its group's blocks in order. With G = 1 the blocks are dK, dV.
   MatrixOf<T> dQ(n, H * d_k);                              // [n x h d_k]
   MatrixOf<T> dK_heads(n, H * d_k), dV_heads(n, H * d_k);  // [n x h d_k]
-  AllowedMask window;                                      // [n x n] or empty
-  TiledAttentionOptions tiled_opts{.causal = opts.causal};
-  if (!plain) {
-    window = gqa::tiled_mask(opts, n);
-    if (window.size() != 0) tiled_opts.allowed.emplace(window);
-  }
+  const TiledAttentionOptions tiled_opts{.causal = opts.causal, .window = opts.window};
   // Threads on the tiled path only, as multi_head.cpp: the plain path's GEMMs are Eigen's.
   const bool parallel = !plain && H > 1 && gqa::worth_threads(n, H, d_k);
 #pragma omp parallel for schedule(dynamic, 1) if (parallel)
