@@ -1,0 +1,67 @@
+// Chapter 11's figures (figures.hpp).
+#include "figures.hpp"
+
+#include "real_sizes.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace decoding {
+
+using attn::Index;
+
+void draw_rope_decay(course::Plotter& plot, const std::vector<double>& distances,
+                     const std::vector<std::vector<double>>& scores,
+                     const std::vector<double>& bases, Index dim) {
+  std::vector<course::Series> curves;
+  for (std::size_t b = 0; b < bases.size(); ++b) {
+    curves.push_back(course::curve(fmt::format("base {:g}", bases[b]), distances, scores[b]));
+  }
+  plot.lines("11_rope_decay", curves,
+             {.title = fmt::format("RoPE: mean of cos(m theta_i) over d = {}, a vector's score "
+                                   "with itself m positions away",
+                                   dim),
+              .xlabel = "distance m - n (positions)",
+              .ylabel = "mean score (1 at distance 0)",
+              .logx = true,
+              .hlines = {{0.0, "0"}}});
+}
+
+void draw_receptive_field(course::Plotter& plot, const std::vector<attn::Matrix>& reach,
+                          Index window) {
+  std::vector<course::HeatmapPanel> panels;
+  for (std::size_t l = 0; l < reach.size(); ++l) {
+    panels.push_back({.values = reach[l],
+                      .title = fmt::format("{} layer{}: {} inputs", l + 1, l ? "s" : "",
+                                           (l + 1) * static_cast<std::size_t>(window - 1) + 1)});
+  }
+  plot.heatmap_grid("11_receptive_field", panels,
+                    {.title = fmt::format("Which inputs move which outputs, window W = {}", window),
+                     .xlabel = "input position",
+                     .ylabel = "output position",
+                     .columns = 3,
+                     .first_index = 0,
+                     .cmin = 0.0,
+                     .cmax = 1.0,
+                     .panel_px = 280});
+}
+
+void draw_cache_sizes(course::Plotter& plot) {
+  std::vector<double> context;
+  for (double n = 256; n <= 131072; n *= 2) context.push_back(n);
+  std::vector<course::Series> curves;
+  for (const PublishedModel& m : published_models()) {
+    std::vector<double> gib;
+    for (const double n : context) gib.push_back(cache_bytes(m, n) / (1024.0 * 1024 * 1024));
+    curves.push_back(course::curve(m.name + " (" + m.attention + ")", context, gib));
+  }
+  plot.lines("11_cache_sizes", curves,
+             {.title = "KV cache of one sequence, 16-bit numbers, all layers",
+              .xlabel = "context (tokens)",
+              .ylabel = "GiB",
+              .logx = true,
+              .logy = true});
+}
+
+}  // namespace decoding

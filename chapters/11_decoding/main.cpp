@@ -1,0 +1,445 @@
+// 11_decoding: the decoder at work. A model that generates writes one token at a time, each
+// from the tokens before it; everything today's decoders add to attention serves that loop.
+//
+//   KV cache         keep every layer's k and v; a new token computes one row, not n
+//   RoPE             q_m . k_n with each pair of features turned by m theta_i, n theta_i:
+//                    (R(m) q) . (R(n) k) = q . R(n - m) k depends on m - n alone
+//   grouped queries  g key/value heads shared by h/g query heads: the cache shrinks h/g times
+//   sliding window   query i reads keys (i - W, i]: a rolling cache of W rows
+//   latent attention cache c = x W_DKV^T (d_c numbers); absorb W_UK into the query
+//
+//   11_decoding [--d-model E] [--heads H] [--kv-heads G] [--layers L] [--window W]
+//               [--prompt N] [--new N] [--layout interleaved|halves] [--seed N] [--out DIR]
+//               [--no-plots] [--dump DIR] [--step]
+//
+// Timings go to stderr, each line starting "measured: " (they vary between runs; stdout is the
+// same bytes on every run).
+#include "attn/core/random.hpp"
+#include "attn/layers/grouped_query.hpp"
+#include "attn/layers/latent_attention.hpp"
+#include "attn/layers/multi_head.hpp"
+#include "attn/layers/positional_encoding.hpp"
+#include "attn/models/language_model.hpp"
+#include "attn/ops/masks.hpp"
+#include "attn/ops/rope.hpp"
+#include "course/chapter.hpp"
+#include "figures.hpp"
+#include "real_sizes.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using attn::Arithmetic;
+using attn::Index;
+using attn::Matrix;
+using attn::MatrixD;
+
+struct Knobs {
+  Index d_model = 16, heads = 4, kv_heads = 2, layers = 2;
+  Index window = 0;             // 0: full causal attention
+  Index prompt = 5, fresh = 8;  // the prompt's tokens and how many to generate
+  std::string layout = "interleaved";
+};
+
+attn::LanguageModelConfig config_of(const Knobs& k, Index window) {
+  return {.vocab = 12,
+          .d_model = k.d_model,
+          .heads = k.heads,
+          .kv_heads = k.kv_heads,
+          .d_ff = 2 * k.d_model,
+          .layers = k.layers,
+          .context = 128,
+          .window = window,
+          .rope_layout =
+              k.layout == "halves" ? attn::RopeLayout::halves : attn::RopeLayout::interleaved};
+}
+
+std::vector<int> random_tokens(attn::Rng& rng, Index n, Index vocab) {
+  std::vector<int> ids(static_cast<std::size_t>(n));
+  for (int& id : ids) id = static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(vocab));
+  return ids;
+}
+
+// "m=0", "m=1", ...: positions count from 0, as RoPE's m does.
+std::vector<std::string> from_zero(std::string_view prefix, Index n) {
+  std::vector<std::string> out;
+  for (Index i = 0; i < n; ++i) out.push_back(fmt::format("{}{}", prefix, i));
+  return out;
+}
+
+// ---- 1. Generation, one token at a time
+// ----------------------------------------------------------
+
+void generation(course::Chapter& ch, const Knobs& k) {
+  ch.step("Generation: one token at a time, with and without a KV cache");
+  attn::Rng rng(ch.seed());
+  const attn::LanguageModel model = attn::language_model_init(rng, config_of(k, k.window));
+  const std::vector<int> prompt = random_tokens(rng, k.prompt, 12);
+  ch.prose("A decoder of {} layers (E = {}, {} query heads over {} key/value heads, RoPE{}) with "
+           "random weights and a vocabulary of 12 tokens. It cannot write English yet (chapter "
+           "12 trains it); what matters here is how it generates. The prompt: {}.",
+           k.layers, k.d_model, k.heads, k.kv_heads,
+           k.window ? fmt::format(", window {}", k.window) : "", fmt::join(prompt, " "));
+
+  // [uncached]
+  // Without a cache: the whole sequence again for every new token, keep the last row.
+  std::vector<int> uncached = prompt;
+  Matrix uncached_logits(k.fresh, 12);  // [new x V]: the row each token was chosen from
+  for (Index s = 0; s < k.fresh; ++s) {
+    const Matrix logits = attn::language_model_forward(model, uncached, Arithmetic::rows);
+    uncached_logits.row(s) = logits.bottomRows(1);
+    uncached.push_back(attn::greedy_token<float>(logits.bottomRows(1)));
+  }
+  // [uncached]
+  // [cached]
+  // With a cache: the prompt at once (prefill), then one row per layer per token (decode).
+  attn::DecodeState state = attn::make_decode_state(model);  // one KvCache per layer
+  std::vector<int> cached = prompt;
+  Matrix cached_logits(k.fresh, 12);
+  Matrix row = attn::language_model_prefill(model, prompt, state).bottomRows(1);  // [1 x V]
+  for (Index s = 0; s < k.fresh; ++s) {
+    cached_logits.row(s) = row;
+    cached.push_back(attn::greedy_token<float>(row));
+    // Each held row: K and V of g kv heads, d_k wide, in every layer.
+    const Index held_bytes = state.size() * 2 * k.kv_heads * (k.d_model / k.heads) * k.layers * 4;
+    ch.say("token {:>2} at position {:>2}: {:>2}   cache: {:>2} rows per layer, {} bytes", s + 1,
+           std::ssize(cached) - 1, cached.back(), state.size(), course::with_commas(held_bytes));
+    if (s + 1 < k.fresh) row = attn::language_model_decode(model, cached.back(), state);
+  }
+  // [cached]
+  ch.say("generated with the cache:    {}", fmt::join(cached, " "));
+  ch.say("generated without a cache:   {}", fmt::join(uncached, " "));
+  ch.say("logits, cached against uncached: max |diff| = {:.1e} ({})",
+         attn::max_abs_diff(cached_logits, uncached_logits),
+         attn::max_abs_diff(cached_logits, uncached_logits) == 0 ? "the same bits" : "differ");
+  ch.notice("The same bits, not merely close: Arithmetic::rows computes every row as a decode "
+            "step computes its one row (each product of one row alone, each attention row by "
+            "the decode kernel, keys in position order). Any slip of the cache, a position one "
+            "off for RoPE, a key too many in the window, would show here as a difference.");
+
+  const Matrix fast = attn::language_model_forward(model, cached, Arithmetic::blocked);
+  const Matrix exact = attn::language_model_forward(model, cached, Arithmetic::rows);
+  ch.say("the fast path (GEMMs, tiled attention) against rows: max |diff| = {:.1e} of logits "
+         "up to {:.2f}",
+         attn::max_abs_diff(fast, exact), exact.cwiseAbs().maxCoeff());
+  ch.notice("A GEMM over n rows sums each product in another order than the product of one "
+            "row: the fast prefill differs from decoding by rounding, a few float ulps. The "
+            "cache is checked bit for bit where the arithmetic is the same, and within rounding "
+            "where it cannot be.");
+
+  // The cost: rows computed per token, and a live timing at a longer context.
+  const Index n = std::ssize(cached);
+  ch.say("rows computed per layer for these {} tokens: {} without a cache, {} with one", n,
+         n * (n + 1) / 2 - k.prompt * (k.prompt - 1) / 2, n);
+  const auto seconds = [](auto&& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const std::vector<int> long_text = random_tokens(rng, 63, 12);
+  attn::DecodeState warm = attn::make_decode_state(model);
+  (void)attn::language_model_prefill(model, std::span<const int>(long_text).first(62), warm);
+  const double decode = seconds([&] { (void)attn::language_model_decode(model, 1, warm); });
+  const double recompute = seconds([&] { (void)attn::language_model_forward(model, long_text); });
+  std::cerr << fmt::format("measured: the 63rd token: a decode step {:.1f} us, recomputing the "
+                           "sequence {:.1f} us\n",
+                           decode * 1e6, recompute * 1e6);
+  ch.notice("Recomputing costs O(n) rows per token, O(n^2) for a whole text; decoding one row "
+            "(the 'measured:' line on stderr times both at 63 tokens). What a decode step still "
+            "reads in full is the cache: n rows of keys and values per layer, for every token.");
+}
+
+// ---- 2. RoPE
+// -------------------------------------------------------------------------------------
+
+void rope(course::Chapter& ch, const Knobs& k) {
+  ch.step("RoPE: positions as rotations of q and k");
+  const Index d = 8;
+  const attn::RopeTable table = attn::rope_table(64, d);  // cos, sin [64 x 4]
+  ch.prose("Each pair of a head's d = {} features turns by m theta_i at position m, theta_i = "
+           "10000^(-2i/d): the frequencies of chapter 07's sinusoids, one radian per position "
+           "for pair 0 down to 1/1000 for the last.",
+           d);
+  ch.show("theta", attn::rope_frequencies(d).transpose(), {.precision = 4});
+  attn::Rng rng = ch.rng("rope vectors");
+  const Matrix q = attn::random_normal(rng, 1, d), key = attn::random_normal(rng, 1, d);
+  const attn::RopeLayout layout =
+      k.layout == "halves" ? attn::RopeLayout::halves : attn::RopeLayout::interleaved;
+  // [rope scores]
+  // Score of the query at position m with the key at position n: [6 x 6].
+  const auto scores = [&](Index shift, attn::RopeLayout q_layout, attn::RopeLayout k_layout) {
+    Matrix S(6, 6);
+    for (Index m = 0; m < 6; ++m) {
+      for (Index n = 0; n < 6; ++n) {
+        const Matrix qm =
+            attn::rope<float>(q, table, {.layout = q_layout, .first_position = m + shift});
+        const Matrix kn =
+            attn::rope<float>(key, table, {.layout = k_layout, .first_position = n + shift});
+        S(m, n) = (qm * kn.transpose())(0, 0);
+      }
+    }
+    return S;
+  };
+  // [rope scores]
+  const Matrix S = scores(0, layout, layout);
+  ch.show("S(m, n) = R(m)q . R(n)k", S,
+          {.row_labels = from_zero("m=", 6), .col_labels = from_zero("n=", 6)});
+  ch.say("moved by 40 positions (m + 40, n + 40): max |diff| = {:.1e}",
+         attn::max_abs_diff(scores(40, layout, layout), S));
+  ch.notice("Each diagonal is one number: the score depends on m - n alone, because R(m)^T R(n) "
+            "= R(n - m). Moving both positions changes nothing but rounding (the angles m "
+            "theta_i are rounded at other m).");
+
+  // Chapter 07's rotation, and the two layouts.
+  const Matrix at5 = attn::rope<float>(q, table, {.first_position = 5});
+  const MatrixD q_d = q.cast<double>();  // [1 x d], in double: the comparison is of formulas
+  ch.say("RoPE at position 5 against chapter 07's q R(5), in double: max |diff| = {:.1e}",
+         attn::max_abs_diff(attn::rope<double>(q_d, table, {.first_position = 5}),
+                            q_d * attn::relative_rotation(5, d)));
+  const std::vector<Index> perm = attn::rope_layout_permutation(d);
+  Matrix q_halves(1, d);  // the same vector with its features where the halves layout pairs them
+  for (Index c = 0; c < d; ++c) q_halves(0, perm[static_cast<std::size_t>(c)]) = q(0, c);
+  const Matrix turned =
+      attn::rope<float>(q_halves, table, {.layout = attn::RopeLayout::halves, .first_position = 5});
+  Matrix back(1, d);
+  for (Index c = 0; c < d; ++c) back(0, c) = turned(0, perm[static_cast<std::size_t>(c)]);
+  ch.say("halves layout on permuted features against interleaved: max |diff| = {:.1e}",
+         attn::max_abs_diff(back, at5));
+  const Matrix mixed = scores(0, attn::RopeLayout::interleaved, attn::RopeLayout::halves);
+  ch.show("S with q interleaved, k halves", mixed, {.row_labels = from_zero("m=", 6)});
+  ch.notice("RoPE is chapter 07's rotation: the row at position m is multiplied by R(m), so "
+            "q_m . k_n = q R(m) R(n)^T k^T = q R(m - n) k^T.");
+  ch.notice("Interleaved pairs (2i, 2i+1) are the paper's and llama2.c's; halves (i, i + d/2) "
+            "Hugging Face's rotate_half. Each is a permutation of the other, but mixing them "
+            "pairs features that were never meant to turn together: the diagonals fall apart, "
+            "and scores depend on where the tokens are, not only how far apart.");
+
+  // The long-range decay: the mean score of a vector with itself against distance.
+  std::vector<double> distances;
+  for (double m = 1; m <= 4096; m *= 1.25) distances.push_back(std::floor(m));
+  std::vector<std::vector<double>> curves;
+  for (const double base : {10000.0, 500000.0}) {
+    const attn::VectorD theta = attn::rope_frequencies(64, base);
+    std::vector<double> curve;
+    for (const double m : distances) curve.push_back((m * theta.array()).cos().mean());
+    curves.push_back(curve);
+  }
+  ch.say("mean of cos(m theta_i) over d = 64: m = 1: {:.3f}, 16: {:.3f}, 256: {:.3f}, 4096: {:.3f}",
+         curves[0][0], curves[0][12], curves[0][24], curves[0].back());
+  ch.notice("For a vector with itself the expected score is the mean of cos(m theta_i): it "
+            "falls with distance (RoFormer's long-range decay), which is why nearby tokens "
+            "score higher at equal content. Llama 3's base 500000 slows the fall for long "
+            "contexts.");
+  if (ch.plot().enabled()) decoding::draw_rope_decay(ch.plot(), distances, curves, {1e4, 5e5}, 64);
+}
+
+// ---- 3. Grouped-query attention
+// ------------------------------------------------------------------
+
+void grouped_queries(course::Chapter& ch, const Knobs& k) {
+  ch.step("Grouped-query attention: fewer keys and values than queries");
+  attn::Rng rng = ch.rng("grouped queries");
+  const Index E = k.d_model, h = k.heads, n = 6, dk = E / h;
+  const Matrix x = attn::random_normal(rng, n, E);  // [6 x E]
+  ch.prose("Query head q reads key/value head q / (h/g). With g = h every query head has its "
+           "own keys (multi-head attention); with g = 1 all share one (multi-query).");
+  for (const Index g : {h, k.kv_heads, Index{1}}) {
+    const attn::GroupedQueryAttention gqa = attn::grouped_query_init(rng, E, h, g);
+    const attn::GroupedQueryResult r = attn::grouped_query_forward(gqa, x, {.need_weights = true});
+    // The same layer as multi-head attention: each kv head's rows copied to its query heads.
+    Matrix in_proj(3 * E, E);  // [3E x E]: W_Q, then W_K and W_V repeated per group
+    in_proj.topRows(E) = gqa.q_proj.weight;
+    for (Index q = 0; q < h; ++q) {
+      in_proj.middleRows(E + q * dk, dk) = gqa.k_proj.weight.middleRows(q / (h / g) * dk, dk);
+      in_proj.middleRows(2 * E + q * dk, dk) = gqa.v_proj.weight.middleRows(q / (h / g) * dk, dk);
+    }
+    const attn::MultiHeadAttention mha = attn::multi_head_from_pytorch(
+        in_proj, attn::RowVector(), gqa.out_proj.weight, attn::RowVector(), h);
+    const attn::AllowedMask causal = attn::causal_mask(n);
+    const attn::MultiHeadResult m = attn::multi_head_forward(mha, x, x, x, {.allowed = causal});
+    ch.say("g = {}: K and V {}, cache {:>2} numbers/token/layer; against MHA: max |diff| {:.1e}", g,
+           course::shape(r.K), 2 * g * dk, attn::max_abs_diff(r.out, m.out));
+  }
+  ch.notice("Grouped-query attention is multi-head attention whose key and value heads are tied "
+            "within each group: the same numbers here (the library's tests allow rounding: a "
+            "narrower product may sum in another order). The cache holds 2 g d_k numbers per "
+            "token and layer, h/g times fewer: Llama 3 8B runs 32 query heads over 8.");
+}
+
+// ---- 4. Sliding windows
+// --------------------------------------------------------------------------
+
+void sliding_windows(course::Chapter& ch, const Knobs& k) {
+  ch.step("Sliding windows: the last W keys, and a rolling cache");
+  const Index W = k.window > 0 ? k.window : 3;
+  const attn::AllowedMask mask = attn::sliding_window_mask(8, W);  // [8 x 8]
+  ch.show(fmt::format("sliding_window_mask(8, {})", W), mask.cast<float>(), {.precision = 0});
+  ch.notice("Query i reads keys i - W + 1 .. i: W keys counting itself, never W + 1 (a "
+            "classic off-by-one: a window that reads 129 keys where it should read 128).");
+
+  attn::Rng rng = ch.rng("window model");
+  const attn::LanguageModel model = attn::language_model_init(rng, config_of(k, W));
+  const std::vector<int> text = random_tokens(rng, 3 * W + 2, 12);  // wraps the cache 3 times
+  const Matrix full = attn::language_model_forward(model, text, Arithmetic::rows);
+  attn::DecodeState state = attn::make_decode_state(model);
+  double worst = attn::max_abs_diff(
+      attn::language_model_prefill(model, std::span<const int>(text).first(1), state),
+      full.topRows(1));
+  for (std::size_t t = 1; t < text.size(); ++t) {
+    const Matrix row = attn::language_model_decode(model, text[t], state);
+    worst = std::max(worst, attn::max_abs_diff(row, full.row(static_cast<Index>(t))));
+    if (t + 1 == text.size() || static_cast<Index>(t) < W + 2) {
+      // Slot s of the ring holds the held position p with p mod W = s.
+      const attn::RowCache& keys = state.layers[0].keys;
+      std::vector<Index> slots(static_cast<std::size_t>(W), -1);
+      for (Index p = keys.first_position(); p < keys.next_position(); ++p) {
+        slots[static_cast<std::size_t>(p % W)] = p;
+      }
+      ch.say("after position {:>2}: slots hold positions [{}]", t, fmt::join(slots, ", "));
+    }
+  }
+  ch.say("{} tokens through a rolling cache of {} rows: max |diff| against the uncached "
+         "forward = {:.1e}",
+         text.size(), W, worst);
+
+  // The receptive field: which tokens can move which logits after L layers.
+  // 3 layers reach 3 (W - 1) + 1 tokens: the sequence is one longer, so the edge shows.
+  const Index n = std::max<Index>(16, 3 * (W - 1) + 2), last = n - 1;
+  std::vector<Matrix> reach;
+  for (Index L = 1; L <= 3; ++L) {
+    Knobs deeper = k;
+    deeper.layers = L;
+    attn::Rng r = ch.rng("receptive field");
+    const attn::LanguageModel m = attn::language_model_init(r, config_of(deeper, W));
+    const std::vector<int> ids = random_tokens(r, n, 12);
+    const Matrix before = attn::language_model_forward(m, ids, Arithmetic::rows);
+    Matrix moved = Matrix::Zero(n, n);  // [outputs x inputs]
+    for (Index p = 0; p < n; ++p) {
+      std::vector<int> changed = ids;
+      changed[static_cast<std::size_t>(p)] = (ids[static_cast<std::size_t>(p)] + 1) % 12;
+      const Matrix after = attn::language_model_forward(m, changed, Arithmetic::rows);
+      for (Index i = 0; i < n; ++i) moved(i, p) = after.row(i) == before.row(i) ? 0.0f : 1.0f;
+    }
+    const auto moving = static_cast<Index>(moved.row(last).sum());  // inputs that move it
+    ch.say("{} layer{}: output {} is moved by inputs {}..{} ({} tokens; L (W - 1) + 1 = {})", L,
+           L > 1 ? "s" : "", last, last - moving + 1, last, moving, L * (W - 1) + 1);
+    reach.push_back(moved);
+  }
+  ch.notice("Each layer lets information travel W - 1 positions further: after L layers a token "
+            "reaches L (W - 1) + 1 positions. Mistral 7B's 32 layers of W = 4096 reach about "
+            "131,000 tokens while caching only 4,096 per layer.");
+  if (ch.plot().enabled()) decoding::draw_receptive_field(ch.plot(), reach, W);
+}
+
+// ---- 5. Multi-head latent attention
+// --------------------------------------------------------------
+
+void latent_attention(course::Chapter& ch) {
+  ch.step("Latent attention: cache a small c, absorb W_UK into the query");
+  attn::Rng rng = ch.rng("latent attention");
+  const attn::LatentAttention mla = attn::latent_attention_init(
+      rng, {.d_model = 16, .heads = 2, .d_nope = 4, .d_rope = 4, .d_v = 4, .d_c = 6});
+  const attn::RopeTable table = attn::rope_table(64, 4);
+  const attn::LatentAttentionOptions opts{.rope = &table};
+  const Matrix x = attn::random_normal(rng, 6, 16);  // [6 x 16]
+  const attn::LatentAttentionResult naive = attn::latent_attention_forward(mla, x, opts);
+  const attn::LatentAttentionResult absorbed = attn::latent_attention_absorbed(mla, x, opts);
+  ch.show("c = x W_DKV^T, what the cache keeps", naive.c, {.precision = 3});
+  ch.say("absorbed (scores against c) against naive (K and V formed): max |diff| = {:.1e}",
+         attn::max_abs_diff(absorbed.out, naive.out));
+  attn::LatentCache cache(64, 6, 4);
+  Matrix decoded(6, 16);
+  for (Index t = 0; t < 6; ++t)
+    decoded.row(t) = attn::latent_attention_decode(mla, x.row(t), cache, opts);
+  ch.say("decoded token by token against the absorbed forward: max |diff| = {:.1e}",
+         attn::max_abs_diff(decoded, absorbed.out));
+  ch.say("cache per token and layer: MLA {} numbers (d_c + d_rope), MHA {} (2 h d_k)",
+         mla.cache_numbers_per_token(), 2 * 2 * (4 + 4));
+  ch.notice("q . (W_UK c) = (q W_UK) . c: the query moves into the latent space once, and "
+            "the keys are never formed. DeepSeek-V2 caches 512 + 64 = 576 numbers per token "
+            "and layer where multi-head attention of its 128 heads would cache 32,768.");
+}
+
+// ---- 6. Real sizes
+// -------------------------------------------------------------------------------
+
+void real_sizes(course::Chapter& ch) {
+  ch.step("What the cache costs at real sizes");
+  ch.say("{:<13} {:<17} {:>14} {:>9} {:>9} {:>9}", "model", "attention", "per token", "4k", "32k",
+         "128k");
+  for (const decoding::PublishedModel& m : decoding::published_models()) {
+    ch.say("{:<13} {:<17} {:>14} {:>9} {:>9} {:>9}", m.name, m.attention,
+           attn::bytes_str(decoding::cache_bytes(m, 1)),
+           attn::bytes_str(decoding::cache_bytes(m, 4096)),
+           attn::bytes_str(decoding::cache_bytes(m, 32768)),
+           attn::bytes_str(decoding::cache_bytes(m, 131072)));
+  }
+  const auto& models = decoding::published_models();  // GPT-2, Llama 2, Llama 3, Mistral, DS-V2
+  const double llama2 = decoding::numbers_per_token(models[1]);
+  ch.notice("16-bit numbers, one sequence. Against Llama 2 7B's multi-head cache, grouped queries "
+            "(Llama 3 8B) hold {:.0f} times fewer numbers per token, Mistral's window stops the "
+            "growth at 4,096 tokens, and DeepSeek-V2's latent attention, with twice the layers, "
+            "holds {:.1f} times fewer.",
+            llama2 / decoding::numbers_per_token(models[2]),
+            llama2 / decoding::numbers_per_token(models[4]));
+  ch.notice("ALiBi (Press et al. 2022) takes another road to positions: no rotation, a bias "
+            "-s |i - j| added to each score, linear in distance, with a fixed slope s per head.");
+  if (ch.plot().enabled()) decoding::draw_cache_sizes(ch.plot());
+}
+
+void lesson(course::Chapter& ch, const Knobs& k) {
+  ch.intro("E = {}, {} heads over {} kv heads, {} layers, {}, RoPE {}, seed {}", k.d_model, k.heads,
+           k.kv_heads, k.layers, k.window ? fmt::format("window {}", k.window) : "no window",
+           k.layout, ch.seed());
+  generation(ch, k);
+  rope(ch, k);
+  grouped_queries(ch, k);
+  sliding_windows(ch, k);
+  latent_attention(ch);
+  real_sizes(ch);
+  ch.finish(
+      {"A KV cache turns each new token into one row per layer; cached and uncached runs "
+       "agree to the bit when they share the arithmetic.",
+       "RoPE makes q_m . k_n a function of m - n: chapter 07's rotation, applied to q and k.",
+       "Grouped-query attention is multi-head attention with tied key/value heads: the cache "
+       "shrinks h/g times.",
+       "A window of W keys needs a rolling cache of W rows; L layers still reach L (W - 1) + 1 "
+       "tokens.",
+       "Latent attention caches c and scores against it directly."},
+      {{"--window 4", "a rolling cache from the start, and windows through every step"},
+       {"--kv-heads 1", "multi-query attention: one key/value head for all"},
+       {"--layout halves", "RoPE with Hugging Face's pairs: the same scores"},
+       {"--new 30 --prompt 2", "generate longer: still the same bits"}});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  course::Chapter ch("11_decoding", "Decoding: KV cache, RoPE, grouped queries, windows", 2026);
+  Knobs k;
+  ch.option("--d-model", k.d_model, "E, the model's width").range(4, 64);
+  ch.option("--heads", k.heads, "h, the query heads (d_k = E / h must be even)").range(1, 16);
+  ch.option("--kv-heads", k.kv_heads, "g, the key/value heads, dividing h").range(1, 16);
+  ch.option("--layers", k.layers, "L, the decoder's layers").range(1, 6);
+  ch.option("--window", k.window, "W, each query's last keys (0: all)").range(0, 16);
+  ch.option("--prompt", k.prompt, "tokens in the prompt").range(1, 32);
+  ch.option("--new", k.fresh, "tokens to generate").range(1, 32);
+  ch.option("--layout", k.layout, "RoPE's pairs: interleaved or halves")
+      .one_of({"interleaved", "halves"});
+  ch.require_knobs([&] {
+    if (k.d_model % k.heads != 0 || (k.d_model / k.heads) % 2 != 0) {
+      return fmt::format("--heads {} must divide --d-model {} into an even d_k", k.heads,
+                         k.d_model);
+    }
+    if (k.heads % k.kv_heads != 0) {
+      return fmt::format("--kv-heads {} must divide --heads {}", k.kv_heads, k.heads);
+    }
+    return std::string();
+  });
+  return ch.run(argc, argv, [&] { lesson(ch, k); });
+}
