@@ -16,7 +16,8 @@ void draw_rope_decay(course::Plotter& plot, const std::vector<double>& distances
                      const std::vector<double>& bases, Index dim) {
   std::vector<course::Series> curves;
   for (std::size_t b = 0; b < bases.size(); ++b) {
-    curves.push_back(course::curve(fmt::format("base {:g}", bases[b]), distances, scores[b]));
+    curves.push_back(
+        course::curve(fmt::format("base {:g}", bases[b]), distances, scores[b], {.points = false}));
   }
   plot.lines("11_rope_decay", curves,
              {.title = fmt::format("RoPE: mean of cos(m theta_i) over d = {}, a vector's score "

@@ -220,17 +220,18 @@ void rope(course::Chapter& ch, const Knobs& k) {
             "and scores depend on where the tokens are, not only how far apart.");
 
   // The long-range decay: the mean score of a vector with itself against distance.
-  std::vector<double> distances;
-  for (double m = 1; m <= 4096; m *= 1.25) distances.push_back(std::floor(m));
+  std::vector<double> distances;  // 1 .. 4096, every distance
+  for (Index m = 1; m <= 4096; ++m) distances.push_back(static_cast<double>(m));
   std::vector<std::vector<double>> curves;
   for (const double base : {10000.0, 500000.0}) {
-    const attn::VectorD theta = attn::rope_frequencies(64, base);
+    const attn::VectorD theta = attn::rope_frequencies(64, base);  // [32]
     std::vector<double> curve;
     for (const double m : distances) curve.push_back((m * theta.array()).cos().mean());
     curves.push_back(curve);
   }
-  ch.say("mean of cos(m theta_i) over d = 64: m = 1: {:.3f}, 16: {:.3f}, 256: {:.3f}, 4096: {:.3f}",
-         curves[0][0], curves[0][12], curves[0][24], curves[0].back());
+  const auto at = [&](std::size_t m) { return curves[0][m - 1]; };  // base 10000, distance m
+  ch.say("mean of cos(m theta_i), d = 64: m = 1: {:.3f}, 16: {:.3f}, 256: {:.3f}, 4096: {:.3f}",
+         at(1), at(16), at(256), at(4096));
   ch.notice("For a vector with itself the expected score is the mean of cos(m theta_i): it "
             "falls with distance (RoFormer's long-range decay), which is why nearby tokens "
             "score higher at equal content. Llama 3's base 500000 slows the fall for long "
