@@ -48,6 +48,23 @@ void draw_receptive_field(course::Plotter& plot, const std::vector<attn::Matrix>
                      .panel_px = 280});
 }
 
+void draw_decode_speed(course::Plotter& plot, const Measurements& m) {
+  std::vector<double> n, cached, recomputed;
+  for (const SpeedRow& r : m.speed) {
+    n.push_back(static_cast<double>(r.n));
+    cached.push_back(r.cached);
+    recomputed.push_back(r.recomputed);
+  }
+  plot.lines("11_decode_speed",
+             {course::curve("with the KV cache (one row per layer)", n, cached),
+              course::curve("recomputing the whole sequence", n, recomputed)},
+             {.title = fmt::format("Generating one token, one thread ({}, {})", m.machine, m.date),
+              .xlabel = "tokens before it (context)",
+              .ylabel = "tokens per second",
+              .logx = true,
+              .logy = true});
+}
+
 void draw_cache_sizes(course::Plotter& plot) {
   std::vector<double> context;
   for (double n = 256; n <= 131072; n *= 2) context.push_back(n);

@@ -10,7 +10,7 @@
 //
 //   11_decoding [--d-model E] [--heads H] [--kv-heads G] [--layers L] [--window W]
 //               [--prompt N] [--new N] [--layout interleaved|halves] [--seed N] [--out DIR]
-//               [--no-plots] [--dump DIR] [--step]
+//               [--measure [--measure-n N]] [--no-plots] [--dump DIR] [--step]
 //
 // Timings go to stderr, each line starting "measured: " (they vary between runs; stdout is the
 // same bytes on every run).
@@ -24,11 +24,12 @@
 #include "attn/ops/rope.hpp"
 #include "course/chapter.hpp"
 #include "figures.hpp"
+#include "measure.hpp"
 #include "real_sizes.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,8 @@ struct Knobs {
   Index window = 0;             // 0: full causal attention
   Index prompt = 5, fresh = 8;  // the prompt's tokens and how many to generate
   std::string layout = "interleaved";
+  bool measure = false;    // time this machine instead of reading measured.tsv
+  Index measure_n = 4096;  // with --measure: the longest context timed
 };
 
 attn::LanguageModelConfig config_of(const Knobs& k, Index window) {
@@ -132,26 +135,29 @@ void generation(course::Chapter& ch, const Knobs& k) {
             "cache is checked bit for bit where the arithmetic is the same, and within rounding "
             "where it cannot be.");
 
-  // The cost: rows computed per token, and a live timing at a longer context.
-  const Index n = std::ssize(cached);
-  ch.say("rows computed per layer for these {} tokens: {} without a cache, {} with one", n,
-         n * (n + 1) / 2 - k.prompt * (k.prompt - 1) / 2, n);
-  const auto seconds = [](auto&& f) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  const std::vector<int> long_text = random_tokens(rng, 63, 12);
-  attn::DecodeState warm = attn::make_decode_state(model);
-  (void)attn::language_model_prefill(model, std::span<const int>(long_text).first(62), warm);
-  const double decode = seconds([&] { (void)attn::language_model_decode(model, 1, warm); });
-  const double recompute = seconds([&] { (void)attn::language_model_forward(model, long_text); });
-  std::cerr << fmt::format("measured: the 63rd token: a decode step {:.1f} us, recomputing the "
-                           "sequence {:.1f} us\n",
-                           decode * 1e6, recompute * 1e6);
-  ch.notice("Recomputing costs O(n) rows per token, O(n^2) for a whole text; decoding one row "
-            "(the 'measured:' line on stderr times both at 63 tokens). What a decode step still "
-            "reads in full is the cache: n rows of keys and values per layer, for every token.");
+  // The cost: the uncached loop ran the model on prompt, prompt + 1, ..., n - 1 tokens; the
+  // cached one computed the prompt's rows once and one row per later token.
+  const Index n = std::ssize(cached), p = k.prompt;
+  ch.say("rows computed per layer: {} without a cache, {} with one",
+         (n - 1) * n / 2 - (p - 1) * p / 2, n - 1);
+  std::optional<decoding::Measurements> m;
+  if (k.measure) {
+    m = decoding::measure(
+        k.measure_n, [](const std::string& what) { std::cerr << "measuring: " << what << "\n"; });
+    for (const std::string& line : decoding::speed_lines(*m))
+      std::cerr << "measured: " << line << "\n";
+    ch.prose("Measured live on this machine (--measure): the table is on stderr, on the lines "
+             "starting 'measured: ', since its numbers vary between runs.");
+  } else if ((m = decoding::read_measurements(decoding::committed_measurements()))) {
+    ch.say("A small GPT's shape (E 256, 8 heads over 2, 4 layers), one thread, on {}, {} "
+           "(measured.tsv; --measure times this machine):",
+           m->machine, m->date);
+    for (const std::string& line : decoding::speed_lines(*m)) ch.say("{}", line);
+  }
+  ch.notice("Recomputing costs O(n) rows per token, O(n^2) for a whole text; a decode step one "
+            "row. What it still reads in full is the cache: n rows of keys and values per "
+            "layer, for every token, which is what the rest of this chapter makes smaller.");
+  if (m && ch.plot().enabled()) decoding::draw_decode_speed(ch.plot(), *m);
 }
 
 // ---- 2. RoPE
@@ -432,7 +438,12 @@ int main(int argc, char** argv) {
   ch.option("--new", k.fresh, "tokens to generate").range(1, 32);
   ch.option("--layout", k.layout, "RoPE's pairs: interleaved or halves")
       .one_of({"interleaved", "halves"});
+  ch.flag("--measure", k.measure,
+          "time generation on this machine (about a minute) for the figure");
+  ch.option("--measure-n", k.measure_n, "with --measure: time contexts 128, 256, ... up to this")
+      .range(128, 4096);
   ch.require_knobs([&] {
+    if (ch.given("--measure-n") && !k.measure) return std::string("--measure-n needs --measure");
     if (k.d_model % k.heads != 0 || (k.d_model / k.heads) % 2 != 0) {
       return fmt::format("--heads {} must divide --d-model {} into an even d_k", k.heads,
                          k.d_model);
