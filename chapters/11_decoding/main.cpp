@@ -29,7 +29,6 @@
 
 #include <algorithm>
 #include <iostream>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -140,24 +139,10 @@ void generation(course::Chapter& ch, const Knobs& k) {
   const Index n = std::ssize(cached), p = k.prompt;
   ch.say("rows computed per layer: {} without a cache, {} with one",
          (n - 1) * n / 2 - (p - 1) * p / 2, n - 1);
-  std::optional<decoding::Measurements> m;
-  if (k.measure) {
-    m = decoding::measure(
-        k.measure_n, [](const std::string& what) { std::cerr << "measuring: " << what << "\n"; });
-    for (const std::string& line : decoding::speed_lines(*m))
-      std::cerr << "measured: " << line << "\n";
-    ch.prose("Measured live on this machine (--measure): the table is on stderr, on the lines "
-             "starting 'measured: ', since its numbers vary between runs.");
-  } else if ((m = decoding::read_measurements(decoding::committed_measurements()))) {
-    ch.say("A small GPT's shape (E 256, 8 heads over 2, 4 layers), one thread, on {}, {} "
-           "(measured.tsv; --measure times this machine):",
-           m->machine, m->date);
-    for (const std::string& line : decoding::speed_lines(*m)) ch.say("{}", line);
-  }
+  decoding::show_speed(ch, k.measure, k.measure_n);  // measured.tsv, or --measure live
   ch.notice("Recomputing costs O(n) rows per token, O(n^2) for a whole text; a decode step one "
             "row. What it still reads in full is the cache: n rows of keys and values per "
             "layer, for every token, which is what the rest of this chapter makes smaller.");
-  if (m && ch.plot().enabled()) decoding::draw_decode_speed(ch.plot(), *m);
 }
 
 // ---- 2. RoPE

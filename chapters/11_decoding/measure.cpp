@@ -3,8 +3,10 @@
 #include "measure.hpp"
 
 #include "attn/core/random.hpp"
+#include "course/files.hpp"
 #include "course/machine.hpp"
 #include "course/print.hpp"
+#include "figures.hpp"
 
 #include <fmt/format.h>
 #include <omp.h>
@@ -12,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 
@@ -144,6 +147,30 @@ std::optional<Measurements> read_measurements(const std::filesystem::path& path)
   }
   if (m.speed.empty()) throw std::runtime_error(path.string() + ": no measurements in it");
   return m;
+}
+
+void show_speed(course::Chapter& ch, bool live, Index longest) {
+  std::optional<Measurements> m;
+  if (live) {
+    m = measure(longest,
+                [](const std::string& what) { std::cerr << "measuring: " << what << "\n"; });
+    for (const std::string& line : speed_lines(*m)) std::cerr << "measured: " << line << "\n";
+    ch.prose(
+        "Measured live on this machine (--measure): the table is on stderr, on the lines "
+        "starting 'measured: ', since its numbers vary between runs.{}",
+        ch.plot().enabled() ? " It is also written as 11_measured.tsv beside the figures." : "");
+  } else if ((m = read_measurements(committed_measurements()))) {
+    ch.say("A small GPT's shape (E 256, 8 heads over 2, 4 layers), one thread, on {}, {} "
+           "(measured.tsv; --measure times this machine):",
+           m->machine, m->date);
+    for (const std::string& line : speed_lines(*m)) ch.say("{}", line);
+  } else {
+    ch.say("No measurements in chapters/11_decoding/measured.tsv: run with --measure.");
+    return;
+  }
+  if (!ch.plot().enabled()) return;
+  draw_decode_speed(ch.plot(), *m);
+  if (live) course::write_file_atomically(ch.plot().out_dir() / "11_measured.tsv", to_tsv(*m));
 }
 
 std::filesystem::path committed_measurements() { return ATTN_CHAPTER11_DIR "/measured.tsv"; }

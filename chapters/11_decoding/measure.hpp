@@ -7,6 +7,7 @@
 
 #include "attn/core/matrix.hpp"
 #include "attn/models/language_model.hpp"
+#include "course/chapter.hpp"
 
 #include <filesystem>
 #include <functional>
@@ -47,6 +48,10 @@ std::vector<std::string> speed_lines(const Measurements& m);
 /// line.
 std::string to_tsv(const Measurements& m);
 std::optional<Measurements> read_measurements(const std::filesystem::path& path);
+
+/// The speed table on stdout (from measured.tsv) or, when `live`, measured now up to `longest`
+/// and reported on stderr; then the figure 11_decode_speed (and, live, 11_measured.tsv).
+void show_speed(course::Chapter& ch, bool live, Index longest);
 
 /// chapters/11_decoding/measured.tsv in the source tree.
 std::filesystem::path committed_measurements();
