@@ -28,7 +28,6 @@
 #include "real_sizes.hpp"
 
 #include <algorithm>
-#include <iostream>
 #include <string>
 #include <vector>
 
