@@ -35,8 +35,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <limits>
 #include <numbers>
 #include <string>
@@ -87,9 +87,11 @@ struct WrongAnswer {
 /// yours is one of the wrong answers (checked in order), what it is.
 std::string compare(const std::string& what, const MatrixD& yours, const MatrixD& expected,
                     const std::vector<WrongAnswer>& wrong, const std::string& which) {
+  const bool plural = what.back() == 's';  // "weights"
   if (yours.rows() != expected.rows() || yours.cols() != expected.cols()) {
-    return fmt::format("Your {} is [{} x {}], but it must be [{} x {}] ({}).", what,
-                       yours.rows(), yours.cols(), expected.rows(), expected.cols(), which);
+    return fmt::format("Your {} {} [{} x {}], but {} must be [{} x {}] ({}).", what,
+                       plural ? "are" : "is", yours.rows(), yours.cols(), plural ? "they" : "it",
+                       expected.rows(), expected.cols(), which);
   }
   if (close(yours, expected)) return "";
   Index worst_r = 0, worst_c = 0;
@@ -104,9 +106,9 @@ std::string compare(const std::string& what, const MatrixD& yours, const MatrixD
       }
     }
   }
-  std::string message =
-      fmt::format("Your {} differs at ({}, {}): yours {:.6g}, expected {:.6g} ({}).", what,
-                  worst_r, worst_c, yours(worst_r, worst_c), expected(worst_r, worst_c), which);
+  std::string message = fmt::format("Your {} {} at ({}, {}): yours {:.6g}, expected {:.6g} ({}).",
+                                    what, plural ? "differ" : "differs", worst_r, worst_c,
+                                    yours(worst_r, worst_c), expected(worst_r, worst_c), which);
   for (const WrongAnswer& w : wrong) {
     if (close(yours, w.value)) return message + "\n" + w.says;
   }
@@ -122,22 +124,24 @@ MatrixD library_rope(const MatrixD& x, Index m, double base,
                      attn::RopeLayout layout = attn::RopeLayout::interleaved, int sign = 1) {
   const attn::RopeTable table = attn::rope_table(m + 1, x.cols(), base);  // [m + 1 x d/2] each
   const attn::RopeOptions opts{.layout = layout, .first_position = m};
-  return sign > 0 ? attn::rope<double>(x, table, opts) : attn::rope_backward<double>(x, table, opts);
+  return sign > 0 ? attn::rope<double>(x, table, opts)
+                  : attn::rope_backward<double>(x, table, opts);
 }
 
 const std::string kRopeStub =
     "Yours is x itself, not rotated at all. Is this still the stub? Write the body of "
     "exercise_rope_rotate_row in chapters/11_decoding/exercise/rope_rotate_row.cpp.";
 
-// 1. By hand: d = 4, theta = (pi/2, pi), position m = 1. Pair 0 is (x0, x1) = (1, 0), turned by
-// 90 degrees counterclockwise: (0, 1). Pair 1 is (x2, x3) = (0, 1), turned by 180 degrees:
-// (0, -1). So x' = (0, 1, 0, -1), up to cos(pi/2) = 6e-17 in double (pi/2 is rounded).
+// 1. By hand: d = 4, theta = (pi/4, pi/2), position m = 2. Pair 0 is (x0, x1) = (1, 0),
+// turned by 2 pi/4 = 90 degrees counterclockwise: (0, 1). Pair 1 is (x2, x3) = (0, 1), turned by
+// 2 pi/2 = 180 degrees: (0, -1). So x' = (0, 1, 0, -1), up to cos(pi/2) = 6e-17 in double (pi
+// is rounded). Each wrong answer below is worked out the same way.
 TEST(Exercise11Rope, QuarterAndHalfTurnsByHand) {
-  const double pi = std::numbers::pi;
+  const double pi = std::numbers::pi, half_sqrt2 = std::sqrt(0.5);
   MatrixD x(1, 4);  // [1 x d]
   x << 1, 0, 0, 1;
   VectorD theta(2);  // [d/2]
-  theta << pi / 2, pi;
+  theta << pi / 4, pi / 2;
   MatrixD expected(1, 4);  // [1 x d], the turns above
   expected << 0, 1, 0, -1;
   auto row = [](double a, double b, double c, double d) {
@@ -154,21 +158,25 @@ TEST(Exercise11Rope, QuarterAndHalfTurnsByHand) {
        "Yours pairs feature i with feature i + d/2 (the halves layout, Hugging Face's "
        "rotate_half): here (x0, x2) turned by 90 degrees. This exercise pairs neighbours "
        "(2i, 2i + 1), the interleaved layout."},
-      {row(-1, 0, 0, 1),
-       "Yours turned by (m + 1) theta_i: 180 and 360 degrees, the rotation of position 2. The "
+      {row(-half_sqrt2, half_sqrt2, 1, 0),
+       "Yours turned by (m + 1) theta_i: 135 and 270 degrees, the rotation of position 3. The "
        "token at position m turns by m theta_i."},
-      {row(std::cos(1.0), std::sin(1.0), -std::sin(0.01), std::cos(0.01)),
-       "Yours turned pair 0 by 1 radian and pair 1 by 0.01: the frequencies 10000^(-2i/d) of "
-       "d = 4, not the theta you were given (pi/2, pi). Use theta(i)."},
+      {row(half_sqrt2, half_sqrt2, -1, 0),
+       "Yours turned by 45 and 90 degrees: theta_i alone, or (m - 1) theta_i, the rotation of "
+       "position 1. The token at position m turns by m theta_i."},
+      {row(std::cos(2.0), std::sin(2.0), -std::sin(0.02), std::cos(0.02)),
+       "Yours turned pair 0 by 2 radians and pair 1 by 0.02: m times the frequencies "
+       "10000^(-2i/d) of d = 4, not the theta you were given (pi/4, pi/2). Use theta(i)."},
   };
   const std::string problem =
-      compare("row", exercise_rope_rotate_row(x, 1, theta), expected, wrong,
-              "x = (1, 0, 0, 1), m = 1, theta = (pi/2, pi): expected (0, 1, 0, -1)");
+      compare("row", exercise_rope_rotate_row(x, 2, theta), expected, wrong,
+              "x = (1, 0, 0, 1), m = 2, theta = (pi/4, pi/2): expected (0, 1, 0, -1)");
   if (!problem.empty()) FAIL() << problem;
 }
 
-// 2. Against the library: d = 8 at positions 0, 1, 5 and 300 with the usual frequencies
-// (base 10000), and at position 3 with base 100, on random rows.
+// 2. Against the library: d = 8 at positions 5, 300, 1 and 0 with the usual frequencies
+// (base 10000), and at position 3 with base 100, on random rows. Position 5 comes first: there
+// every wrong answer below differs from every other.
 TEST(Exercise11Rope, MatchesTheLibraryAtSeveralPositions) {
   struct Case {
     Index m;
@@ -176,10 +184,10 @@ TEST(Exercise11Rope, MatchesTheLibraryAtSeveralPositions) {
   };
   const Index d = 8;
   attn::Rng rng(11);
-  for (const Case& c : {Case{0, 1e4}, Case{1, 1e4}, Case{5, 1e4}, Case{300, 1e4}, Case{3, 100}}) {
-    const MatrixD x = normal(rng, 1, d);                         // [1 x d]
-    const VectorD theta = attn::rope_frequencies(d, c.base);     // [d/2]
-    const MatrixD expected = library_rope(x, c.m, c.base);       // [1 x d]
+  for (const Case& c : {Case{5, 1e4}, Case{300, 1e4}, Case{1, 1e4}, Case{0, 1e4}, Case{3, 100}}) {
+    const MatrixD x = normal(rng, 1, d);                      // [1 x d]
+    const VectorD theta = attn::rope_frequencies(d, c.base);  // [d/2]
+    const MatrixD expected = library_rope(x, c.m, c.base);    // [1 x d]
     std::vector<WrongAnswer> wrong = {
         {x, kRopeStub},
         {library_rope(x, c.m, c.base, attn::RopeLayout::interleaved, -1),
@@ -192,20 +200,24 @@ TEST(Exercise11Rope, MatchesTheLibraryAtSeveralPositions) {
          "Yours is the rotation of position m + 1: the token at position m turns by m theta_i "
          "(position 0 does not turn at all)."},
     };
-    if (c.m >= 1) {
-      wrong.push_back({library_rope(x, c.m - 1, c.base),
-                       "Yours is the rotation of position m - 1: the token at position m turns "
-                       "by m theta_i, not (m - 1) theta_i."});
+    // Position m - 1; at m = 0 that is -1, a turn by -theta_i.
+    wrong.push_back({c.m >= 1 ? library_rope(x, c.m - 1, c.base)
+                              : library_rope(x, 1, c.base, attn::RopeLayout::interleaved, -1),
+                     "Yours is the rotation of position m - 1: the token at position m turns "
+                     "by m theta_i, not (m - 1) theta_i."});
+    if (c.base != 1e4) {
+      wrong.push_back({library_rope(x, c.m, 1e4),
+                       "Yours uses the frequencies 10000^(-2i/d), not the theta you were given "
+                       "(here 100^(-2i/d)). Use theta(i)."});
     }
     if (c.m != 1) {
       wrong.push_back({library_rope(x, 1, c.base),
                        "Yours turns pair i by theta_i whatever the position: the angle is "
                        "m theta_i."});
     }
-    const std::string problem =
-        compare("row", exercise_rope_rotate_row(x, c.m, theta), expected, wrong,
-                fmt::format("d = {}, m = {}, theta_i = {}^(-2i/d), x = {}", d, c.m, c.base,
-                            row_str(x)));
+    const std::string problem = compare(
+        "row", exercise_rope_rotate_row(x, c.m, theta), expected, wrong,
+        fmt::format("d = {}, m = {}, theta_i = {}^(-2i/d), x = {}", d, c.m, c.base, row_str(x)));
     if (!problem.empty()) FAIL() << problem;
   }
 }
@@ -220,8 +232,8 @@ TEST(Exercise11Rope, KeepsEveryPairsLength) {
   const VectorD theta = attn::rope_frequencies(d);
   const MatrixD yours = exercise_rope_rotate_row(x, 41, theta);
   if (yours.rows() != 1 || yours.cols() != d) {
-    FAIL() << fmt::format("Your row is [{} x {}], but it must be [1 x {}], as x is.",
-                          yours.rows(), yours.cols(), d);
+    FAIL() << fmt::format("Your row is [{} x {}], but it must be [1 x {}], as x is.", yours.rows(),
+                          yours.cols(), d);
   }
   for (Index i = 0; i < d / 2; ++i) {
     const double before = std::hypot(x(0, 2 * i), x(0, 2 * i + 1));
@@ -272,8 +284,7 @@ std::string window_problem(const AllowedMask& yours, const AllowedMask& expected
       "With W = {} (n = {}), your rule says query {} {} key {}, but i - W < j <= i says it "
       "{}. Query {} reads {} keys on your rule; it must read min(i + 1, W) = {}.",
       W, n, qi, yours(qi, kj) ? "may read" : "may not read", kj,
-      expected(qi, kj) ? "may" : "may not", qi, yours.row(qi).count(), qi,
-      std::min(qi + 1, W));
+      expected(qi, kj) ? "may" : "may not", qi, yours.row(qi).count(), std::min(qi + 1, W));
   const std::vector<std::pair<AllowedMask, std::string>> wrong = {
       {AllowedMask::Zero(n, n),
        "Yours blocks every key: is this still the stub? Write the body of "
@@ -307,7 +318,7 @@ std::string window_problem(const AllowedMask& yours, const AllowedMask& expected
 // 1. By hand: n = 6, W = 3. Query 0 reads key 0; query 1 keys 0, 1; from query 2 on, the
 // query's own key and the two before it.
 TEST(Exercise11Window, ThreeKeysByHand) {
-  AllowedMask expected(6, 6);  // [n x n], row i = the keys query i reads
+  AllowedMask expected(6, 6);    // [n x n], row i = the keys query i reads
   expected << 1, 0, 0, 0, 0, 0,  //
       1, 1, 0, 0, 0, 0,          //
       1, 1, 1, 0, 0, 0,          //
@@ -318,11 +329,11 @@ TEST(Exercise11Window, ThreeKeysByHand) {
   if (!problem.empty()) FAIL() << problem;
 }
 
-// 2. Against the library's mask, n = 9: W = 1 (the query alone), 2, 4, W = n and W > n (both
-// plain causal attention).
+// 2. Against the library's mask, n = 9: W = 4, 2, 1 (the query alone), W = n and W > n (both
+// plain causal attention). W = 4 first: there every wrong rule above differs from every other.
 TEST(Exercise11Window, MatchesSlidingWindowMask) {
   const Index n = 9;
-  for (Index W : {1, 2, 4, 9, 12}) {
+  for (Index W : {4, 2, 1, 9, 12}) {
     const std::string problem = window_problem(your_mask(n, W), attn::sliding_window_mask(n, W), W);
     if (!problem.empty()) FAIL() << problem;
   }
@@ -398,7 +409,12 @@ std::vector<WrongAnswer> wrong_steps(const Sequence& s, Index p, bool weights) {
   auto pick = [&](const attn::AttentionResultD& r) { return weights ? r.weights : r.out; };
   const Index held = std::min(p + 1, kWindow);
   std::vector<WrongAnswer> wrong;
-  if (!weights) wrong.push_back({MatrixD::Zero(1, kWidth), "Yours is all zeros. " + kRingStub});
+  if (!weights) {
+    wrong.push_back({MatrixD::Zero(1, kWidth),
+                     "Yours is all zeros. " + kRingStub +
+                         " (If not: the query reads its own key and value too, so append them "
+                         "first.)"});
+  }
   if (p >= kWindow) {
     // Reading positions p - W .. p: position p - W's row already holds position p.
     std::vector<Index> twice = range(p - kWindow + 1, p);
@@ -442,8 +458,8 @@ TEST(Exercise11Ring, StoresPositionPInRowPModW) {
       FAIL() << fmt::format(
           "After the token at position {}, your ring's keys are [{} x {}] and values [{} x {}]: "
           "they must stay [W x d] = [{} x {}]. The ring's memory never grows; that is its point.",
-          p, ring.keys.rows(), ring.keys.cols(), ring.values.rows(), ring.values.cols(),
-          kWindow, kWidth);
+          p, ring.keys.rows(), ring.keys.cols(), ring.values.rows(), ring.values.cols(), kWindow,
+          kWidth);
     }
     if (ring.appended != p + 1) {
       FAIL() << fmt::format(
@@ -462,7 +478,11 @@ TEST(Exercise11Ring, StoresPositionPInRowPModW) {
           row_str(key ? s.K.row(p) : s.V.row(p)));
       for (Index r = 0; r < kWindow; ++r) {
         if (r != slot && ring.keys.row(r) == s.K.row(p)) {
-          message += fmt::format(" Yours put it in row {}.", r);
+          message += fmt::format(" Yours put it in row {}{}.", r,
+                                 r == kWindow - 1 && p >= kWindow
+                                     ? ", the last, once the ring was full: it must wrap to row "
+                                       "p mod W, over the oldest"
+                                     : "");
         }
       }
       if (p >= kWindow && ring.keys == before.keys) {
@@ -487,7 +507,7 @@ TEST(Exercise11Ring, StoresPositionPInRowPModW) {
 // Their order is what shows whether yours reads the ring oldest first.
 TEST(Exercise11Ring, WeightsOverTheLastWPositionsOldestFirst) {
   const Sequence s = sequence();
-  const AllowedMask window = attn::sliding_window_mask(kTokens, kWindow);  // [n x n]
+  const AllowedMask window = attn::sliding_window_mask(kTokens, kWindow);               // [n x n]
   const MatrixD weights = attn::attention(s.Q, s.K, s.V, {.allowed = window}).weights;  // [n x n]
   ExerciseRing ring = exercise_make_ring(kWindow, kWidth);
   for (Index p = 0; p < kTokens; ++p) {
@@ -501,10 +521,10 @@ TEST(Exercise11Ring, WeightsOverTheLastWPositionsOldestFirst) {
     }
     if (yours.size() == 0 && p == 0) FAIL() << "Your weights are empty. " + kRingStub;
     const MatrixD expected = weights.block(p, p - held + 1, 1, held);  // [1 x held]
-    const std::string problem = compare(
-        "weights", yours, expected, wrong_steps(s, p, true),
-        fmt::format("position {}, W = {}: the weights of positions {} .. {}, oldest first", p,
-                    kWindow, p - held + 1, p));
+    const std::string problem =
+        compare("weights", yours, expected, wrong_steps(s, p, true),
+                fmt::format("position {}, W = {}: the weights of positions {} .. {}, oldest first",
+                            p, kWindow, p - held + 1, p));
     if (!problem.empty()) FAIL() << problem;
   }
 }

@@ -9,9 +9,9 @@
 /// position p sits in row p mod W, so once the ring is full each new token overwrites the
 /// oldest. The library's version is attn::RowCacheOf (attn/kernels/row_cache.hpp).
 struct ExerciseRing {
-  attn::MatrixD keys;         ///< [W x d]: row p mod W = the key of the token at position p
-  attn::MatrixD values;       ///< [W x d]: its value, in the same row
-  attn::Index appended = 0;   ///< tokens ever appended: the position the next one gets
+  attn::MatrixD keys;        ///< [W x d]: row p mod W = the key of the token at position p
+  attn::MatrixD values;      ///< [W x d]: its value, in the same row
+  attn::Index appended = 0;  ///< tokens ever appended: the position the next one gets
 
   /// W, the window: the ring's rows.
   attn::Index capacity() const { return keys.rows(); }
