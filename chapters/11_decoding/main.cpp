@@ -239,7 +239,11 @@ void grouped_queries(course::Chapter& ch, const Knobs& k) {
   const Matrix x = attn::random_normal(rng, n, E);  // [6 x E]
   ch.prose("Query head q reads key/value head q / (h/g). With g = h every query head has its "
            "own keys (multi-head attention); with g = 1 all share one (multi-query).");
-  for (const Index g : {h, k.kv_heads, Index{1}}) {
+  std::vector<Index> groups{h};  // g = h, the knob's g, g = 1: each once
+  for (const Index g : {k.kv_heads, Index{1}}) {
+    if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
+  }
+  for (const Index g : groups) {
     const attn::GroupedQueryAttention gqa = attn::grouped_query_init(rng, E, h, g);
     const attn::GroupedQueryResult r = attn::grouped_query_forward(gqa, x, {.need_weights = true});
     // The same layer as multi-head attention: each kv head's rows copied to its query heads.
@@ -404,7 +408,7 @@ void lesson(course::Chapter& ch, const Knobs& k) {
        "Latent attention caches c and scores against it directly."},
       {{"--window 4", "a rolling cache from the start, and windows through every step"},
        {"--kv-heads 1", "multi-query attention: one key/value head for all"},
-       {"--layout halves", "RoPE with Hugging Face's pairs: the same scores"},
+       {"--layout halves", "Hugging Face's pairs: other scores, the same constant diagonals"},
        {"--new 30 --prompt 2", "generate longer: still the same bits"}});
 }
 
