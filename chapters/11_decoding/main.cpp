@@ -132,10 +132,12 @@ void generation(course::Chapter& ch, const Knobs& k) {
             "cache is checked bit for bit where the arithmetic is the same, and within rounding "
             "where it cannot be.");
 
-  // The cost: rows computed per token, and a live timing at a longer context.
-  const Index n = std::ssize(cached);
-  ch.say("rows computed per layer for these {} tokens: {} without a cache, {} with one", n,
-         n * (n + 1) / 2 - k.prompt * (k.prompt - 1) / 2, n);
+  // The cost: rows computed per layer, and a live timing at a longer context. Without a cache
+  // token s (from 0) ran all P + s tokens again; with one, the prompt ran once (P rows), then
+  // each new token but the last was fed as one row.
+  const Index P = k.prompt, fresh = k.fresh;
+  ch.say("rows computed per layer to choose these {} tokens: {} without a cache, {} with one",
+         fresh, fresh * P + fresh * (fresh - 1) / 2, P + fresh - 1);
   const auto seconds = [](auto&& f) {
     const auto t0 = std::chrono::steady_clock::now();
     f();
@@ -229,8 +231,11 @@ void rope(course::Chapter& ch, const Knobs& k) {
     for (const double m : distances) curve.push_back((m * theta.array()).cos().mean());
     curves.push_back(curve);
   }
+  // At the distances the line names (the curve's own points are floor(1.25^k): 14, 211, 3851).
+  const attn::VectorD theta64 = attn::rope_frequencies(64);  // [32]
+  const auto mean_cos = [&](double m) { return (m * theta64.array()).cos().mean(); };
   ch.say("mean of cos(m theta_i) over d = 64: m = 1: {:.3f}, 16: {:.3f}, 256: {:.3f}, 4096: {:.3f}",
-         curves[0][0], curves[0][12], curves[0][24], curves[0].back());
+         mean_cos(1), mean_cos(16), mean_cos(256), mean_cos(4096));
   ch.notice("For a vector with itself the expected score is the mean of cos(m theta_i): it "
             "falls with distance (RoFormer's long-range decay), which is why nearby tokens "
             "score higher at equal content. Llama 3's base 500000 slows the fall for long "
@@ -358,8 +363,11 @@ void latent_attention(course::Chapter& ch) {
     decoded.row(t) = attn::latent_attention_decode(mla, x.row(t), cache, opts);
   ch.say("decoded token by token against the absorbed forward: max |diff| = {:.1e}",
          attn::max_abs_diff(decoded, absorbed.out));
-  ch.say("cache per token and layer: MLA {} numbers (d_c + d_rope), MHA {} (2 h d_k)",
-         mla.cache_numbers_per_token(), 2 * 2 * (4 + 4));
+  // The naive form's K [n x h (d_nope + d_rope)] and V [n x h d_v]: what a multi-head cache of
+  // these heads would keep.
+  ch.say("cache per token and layer: MLA {} numbers (d_c + d_rope), naive K and V {} (h d_qk + "
+         "h d_v)",
+         mla.cache_numbers_per_token(), naive.K.cols() + naive.V.cols());
   ch.notice("q . (W_UK c) = (q W_UK) . c: the query moves into the latent space once, and "
             "the keys are never formed. DeepSeek-V2 caches 512 + 64 = 576 numbers per token "
             "and layer where multi-head attention of its 128 heads would cache 32,768.");
@@ -381,12 +389,13 @@ void real_sizes(course::Chapter& ch) {
   }
   const auto& models = decoding::published_models();  // GPT-2, Llama 2, Llama 3, Mistral, DS-V2
   const double llama2 = decoding::numbers_per_token(models[1]);
-  ch.notice("16-bit numbers, one sequence. Against Llama 2 7B's multi-head cache, grouped queries "
-            "(Llama 3 8B) hold {:.0f} times fewer numbers per token, Mistral's window stops the "
-            "growth at 4,096 tokens, and DeepSeek-V2's latent attention, with twice the layers, "
-            "holds {:.1f} times fewer.",
-            llama2 / decoding::numbers_per_token(models[2]),
-            llama2 / decoding::numbers_per_token(models[4]));
+  ch.notice(
+      "16-bit numbers, one sequence. Against Llama 2 7B's multi-head cache, grouped queries "
+      "(Llama 3 8B) hold {:.0f} times fewer numbers per token, Mistral's window stops the "
+      "growth at 4,096 tokens, and DeepSeek-V2's latent attention, with 60 layers to Llama 2's "
+      "32, holds {:.1f} times fewer.",
+      llama2 / decoding::numbers_per_token(models[2]),
+      llama2 / decoding::numbers_per_token(models[4]));
   ch.notice("ALiBi (Press et al. 2022) takes another road to positions: no rotation, a bias "
             "-s |i - j| added to each score, linear in distance, with a fixed slope s per head.");
   if (ch.plot().enabled()) decoding::draw_cache_sizes(ch.plot());

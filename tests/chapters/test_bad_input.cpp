@@ -117,6 +117,17 @@ const BadInput kKnobs[] = {
     {"10_efficient_attention", "--measure --measure-n 15", "measure-n"},
     {"10_efficient_attention", "--measure --measure-n 4097", "measure-n"},
     {"10_efficient_attention", "--measure-n 64", "--measure-n needs --measure"},
+    {"11_decoding", "--heads 3", "heads"},
+    {"11_decoding", "--heads 16", "even d_k"},
+    {"11_decoding", "--kv-heads 3", "kv-heads"},
+    {"11_decoding", "--kv-heads 0", "kv-heads"},
+    {"11_decoding", "--d-model 100000", "d-model"},
+    {"11_decoding", "--layers 0", "layers"},
+    {"11_decoding", "--window -1", "window"},
+    {"11_decoding", "--window 17", "window"},
+    {"11_decoding", "--prompt 0", "prompt"},
+    {"11_decoding", "--new 1000000", "new"},
+    {"11_decoding", "--layout rotate_half", "layout"},
     // Whole numbers only, in decimal digits, for every integer knob: the message says which
     // option and that the value is not a whole number (CLI11 alone said "not in range").
     {"01_rnn", "--hidden 4.0", "--hidden: '4.0' is not a whole number"},
