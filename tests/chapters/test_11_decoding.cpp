@@ -143,7 +143,8 @@ TEST(Chapter11, ThreadsChangeNoByteAndTimingsGoToStderr) {
   ASSERT_EQ(one.code, 0) << one.err;
   ASSERT_EQ(three.code, 0) << three.err;
   EXPECT_EQ(one.out, three.out);
-  EXPECT_FALSE(contains(one.out, "measured")) << "a timing on stdout would change its bytes";
+  EXPECT_FALSE(contains(one.out, "measured: ")) << "a timing on stdout would change its bytes";
+  EXPECT_FALSE(contains(one.out, " us"));
   EXPECT_TRUE(contains(one.err, "measured: the 63rd token: a decode step ")) << one.err;
   EXPECT_EQ(attn_test::without_lines_starting(one.err, {"measured: "}), "") << one.err;
   fs::remove_all(dir);
@@ -171,11 +172,13 @@ TEST(Chapter11, CachedGenerationIsTheSameBitsAndTheCacheIsCountedByHand) {
     ASSERT_EQ(std::ssize(tokens), c.P + c.fresh) << c.args() << ": " << with;
     for (const int t : tokens) EXPECT_TRUE(t >= 0 && t < 12) << t;  // a vocabulary of 12
     // The prompt the prose names is the start of what was generated.
-    const std::string prompt = after(attn_test::unwrapped(r.out), "The prompt: ");
-    EXPECT_EQ(with.rfind(prompt.substr(0, prompt.size() - 1), 0), 0u) << prompt << " / " << with;
+    std::string prompt = after(attn_test::unwrapped(r.out), "The prompt: ");
+    prompt = prompt.substr(0, prompt.find('.'));  // "5 6 7 7 11."
+    EXPECT_EQ(std::ranges::count(prompt, ' ') + 1, c.P) << prompt;
+    EXPECT_EQ(with.rfind(prompt + " ", 0), 0u) << prompt << " / " << with;
 
     const long d_k = c.E / c.h;
-    const std::vector<std::string> steps = lines_with(r.out, "cache: ");
+    const std::vector<std::string> steps = lines_with(r.out, " rows per layer, ");
     ASSERT_EQ(std::ssize(steps), c.fresh) << c.args();
     for (long s = 1; s <= c.fresh; ++s) {
       const long rows = c.W > 0 ? std::min(c.P + s - 1, c.W) : c.P + s - 1;
@@ -185,7 +188,7 @@ TEST(Chapter11, CachedGenerationIsTheSameBitsAndTheCacheIsCountedByHand) {
         with_commas.insert(static_cast<std::size_t>(at), ",");
       }
       EXPECT_EQ(steps[static_cast<std::size_t>(s - 1)],
-                fmt::format("token {:>2} at position {:>2}: {:>2}   cache: {:>2} rows per layer, "
+                fmt::format("  token {:>2} at position {:>2}: {:>2}   cache: {:>2} rows per layer, "
                             "{} bytes",
                             s, c.P + s - 1, tokens[static_cast<std::size_t>(c.P + s - 1)], rows,
                             with_commas))
@@ -220,7 +223,7 @@ TEST(Chapter11, RopeScoresDependOnTheDistanceAlone) {
   for (const std::string layout : {"interleaved", "halves"}) {
     const Output r = chapter.run("--no-plots --layout " + layout, dir);
     ASSERT_EQ(r.code, 0) << r.err;
-    const auto theta = shown_matrix(r.out, "theta", 1, false);
+    const auto theta = shown_matrix(r.out, "theta [1 x 4]", 1, false);
     ASSERT_EQ(theta.size(), 1u);
     ASSERT_EQ(theta[0].size(), 4u);
     for (int i = 0; i < 4; ++i)
@@ -449,13 +452,42 @@ TEST(Chapter11, BadKnobsAreUsageErrors) {
   fs::remove_all(dir);
 }
 
-// Its three figures, drawn where --out says.
-TEST(Chapter11, DrawsItsFigures) {
+// Its three figures, drawn where --out says. The receptive field's heat maps cell by cell: in
+// panel L - 1 (L layers), changing input p moves output i exactly when 0 <= i - p <= L (W - 1):
+// causal, and W - 1 positions further back per layer. Checked for W = 4 (n = 16) and W = 7
+// (n = 3 * 6 + 2 = 20, where 3 layers reach 19 of 20 inputs).
+TEST(Chapter11, DrawsItsFiguresAndTheReceptiveFieldCellByCell) {
   const fs::path dir = chapter.scratch("figures");
-  const Output r = chapter.run("--out '" + (dir / "plots").string() + "'", dir);
-  ASSERT_EQ(r.code, 0) << r.err;
-  for (const char* figure : {"11_rope_decay", "11_receptive_field", "11_cache_sizes"}) {
-    EXPECT_TRUE(fs::exists(dir / "plots" / (std::string(figure) + ".dat"))) << figure;
+  for (const long W : {4L, 7L}) {
+    const fs::path plots = dir / ("plots" + std::to_string(W));
+    const Output r = chapter.run(fmt::format("--window {} --out '{}'", W, plots.string()), dir);
+    ASSERT_EQ(r.code, 0) << r.err;
+    for (const char* figure : {"11_rope_decay", "11_receptive_field", "11_cache_sizes"}) {
+      EXPECT_TRUE(fs::exists(plots / (std::string(figure) + ".dat"))) << figure;
+    }
+    const long n = std::max(16L, 3 * (W - 1) + 2);
+    std::istringstream dat(attn_test::read_file(plots / "11_receptive_field.dat"));
+    long panel = -1, cells = 0;
+    for (std::string line; std::getline(dat, line);) {
+      if (line.rfind("# panel ", 0) == 0) {
+        ++panel;
+        EXPECT_TRUE(contains(line, fmt::format("[{} x {}] {} layer{}: {} inputs", n, n, panel + 1,
+                                               panel ? "s" : "", (panel + 1) * (W - 1) + 1)))
+            << line;
+        continue;
+      }
+      if (line.empty() || line[0] == '#') continue;
+      long p = 0, i = 0;
+      double moved = 0;
+      ASSERT_EQ(std::sscanf(line.c_str(), "%ld %ld %lf", &p, &i, &moved), 3) << line;
+      ASSERT_GE(panel, 0);
+      const bool reaches = i - p >= 0 && i - p <= (panel + 1) * (W - 1);
+      EXPECT_EQ(moved, reaches ? 1.0 : 0.0)
+          << "W " << W << " L " << panel + 1 << ": input " << p << ", output " << i;
+      ++cells;
+    }
+    EXPECT_EQ(panel, 2);
+    EXPECT_EQ(cells, 3 * n * n);
   }
   fs::remove_all(dir);
 }
