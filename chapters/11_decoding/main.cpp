@@ -28,8 +28,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <iostream>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -112,8 +115,15 @@ void generation(course::Chapter& ch, const Knobs& k) {
     if (s + 1 < k.fresh) row = attn::language_model_decode(model, cached.back(), state);
   }
   // [cached]
-  ch.say("generated with the cache:    {}", fmt::join(cached, " "));
-  ch.say("generated without a cache:   {}", fmt::join(uncached, " "));
+  // 20 ids a line at most: 64 of them (--prompt 32 --new 32) stay within 100 columns.
+  const auto say_ids = [&](std::string_view label, const std::vector<int>& ids) {
+    for (std::size_t at = 0; at < ids.size(); at += 20) {
+      const auto line = std::span(ids).subspan(at, std::min<std::size_t>(20, ids.size() - at));
+      ch.say("{:<29}{}", at == 0 ? label : "", fmt::join(line, " "));
+    }
+  };
+  say_ids("generated with the cache:", cached);
+  say_ids("generated without a cache:", uncached);
   ch.say("logits, cached against uncached: max |diff| = {:.1e} ({})",
          attn::max_abs_diff(cached_logits, uncached_logits),
          attn::max_abs_diff(cached_logits, uncached_logits) == 0 ? "the same bits" : "differ");
@@ -305,7 +315,7 @@ void sliding_windows(course::Chapter& ch, const Knobs& k) {
       for (Index p = keys.first_position(); p < keys.next_position(); ++p) {
         slots[static_cast<std::size_t>(p % W)] = p;
       }
-      ch.say("after position {:>2}: slots hold positions [{}]", t, fmt::join(slots, ", "));
+      ch.say("after position {:>2}: slots hold [{}]", t, fmt::join(slots, ", "));
     }
   }
   ch.say("{} tokens through a rolling cache of {} rows: max |diff| against the uncached "
