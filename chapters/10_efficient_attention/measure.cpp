@@ -6,13 +6,13 @@
 #include "attn/ops/attention.hpp"
 #include "attn/ops/softmax.hpp"
 #include "course/fma_peak.hpp"
+#include "course/machine.hpp"
 #include "course/print.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -27,26 +27,6 @@ constexpr Index kD = 64;
 double gflops(Index n, double seconds) {
   const auto nf = static_cast<double>(n);
   return 4.0 * nf * nf * static_cast<double>(kD) / seconds / 1e9;
-}
-
-std::string cpu_model() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
-    }
-  }
-  return "unknown CPU";
-}
-
-std::string today() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[16];
-  std::strftime(text, sizeof text, "%Y-%m-%d", &utc);
-  return text;
 }
 
 struct Inputs {
@@ -107,7 +87,15 @@ NaiveSplit time_naive_attention(Index n) {
 }
 
 Measurements measure(Index longest, const std::function<void(const std::string&)>& progress) {
-  Measurements m{cpu_model(), today(), 0, {}, {}, {}, {}, std::min<Index>(1024, longest), longest};
+  Measurements m{course::cpu_model(),
+                 course::today_utc(),
+                 0,
+                 {},
+                 {},
+                 {},
+                 {},
+                 std::min<Index>(1024, longest),
+                 longest};
   progress("one core's FMA peak");
   m.peak = course::measure_fma_peak(0.3) / 1e9;
   for (Index part = 16; part >= 1; part /= 2) {

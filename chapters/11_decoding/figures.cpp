@@ -16,7 +16,8 @@ void draw_rope_decay(course::Plotter& plot, const std::vector<double>& distances
                      const std::vector<double>& bases, Index dim) {
   std::vector<course::Series> curves;
   for (std::size_t b = 0; b < bases.size(); ++b) {
-    curves.push_back(course::curve(fmt::format("base {:g}", bases[b]), distances, scores[b]));
+    curves.push_back(
+        course::curve(fmt::format("base {:g}", bases[b]), distances, scores[b], {.points = false}));
   }
   plot.lines("11_rope_decay", curves,
              {.title = fmt::format("RoPE: mean of cos(m theta_i) over d = {}, a vector's score "
@@ -45,6 +46,23 @@ void draw_receptive_field(course::Plotter& plot, const std::vector<attn::Matrix>
                      .cmin = 0.0,
                      .cmax = 1.0,
                      .panel_px = 280});
+}
+
+void draw_decode_speed(course::Plotter& plot, const Measurements& m) {
+  std::vector<double> n, cached, recomputed;
+  for (const SpeedRow& r : m.speed) {
+    n.push_back(static_cast<double>(r.n));
+    cached.push_back(r.cached);
+    recomputed.push_back(r.recomputed);
+  }
+  plot.lines("11_decode_speed",
+             {course::curve("with the KV cache (one row per layer)", n, cached),
+              course::curve("recomputing the whole sequence", n, recomputed)},
+             {.title = fmt::format("Generating one token, one thread ({}, {})", m.machine, m.date),
+              .xlabel = "tokens before it (context)",
+              .ylabel = "tokens per second",
+              .logx = true,
+              .logy = true});
 }
 
 void draw_cache_sizes(course::Plotter& plot) {

@@ -3,6 +3,7 @@
 
 #include "attn/core/matrix.hpp"
 #include "course/plot.hpp"
+#include "measure.hpp"
 
 #include <vector>
 
@@ -18,6 +19,9 @@ void draw_rope_decay(course::Plotter& plot, const std::vector<double>& distances
 /// which outputs (rows): 1 where changing the token moves the logits, 0 where it does not.
 void draw_receptive_field(course::Plotter& plot, const std::vector<attn::Matrix>& reach,
                           attn::Index window);
+
+/// 11_decode_speed: tokens per second with the cache and recomputing, against the context.
+void draw_decode_speed(course::Plotter& plot, const Measurements& m);
 
 /// 11_cache_sizes: every published model's KV cache against the context (both axes log).
 void draw_cache_sizes(course::Plotter& plot);

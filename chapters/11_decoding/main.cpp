@@ -10,7 +10,7 @@
 //
 //   11_decoding [--d-model E] [--heads H] [--kv-heads G] [--layers L] [--window W]
 //               [--prompt N] [--new N] [--layout interleaved|halves] [--seed N] [--out DIR]
-//               [--no-plots] [--dump DIR] [--step]
+//               [--measure [--measure-n N]] [--no-plots] [--dump DIR] [--step]
 //
 // Timings go to stderr, each line starting "measured: " (they vary between runs; stdout is the
 // same bytes on every run).
@@ -24,12 +24,10 @@
 #include "attn/ops/rope.hpp"
 #include "course/chapter.hpp"
 #include "figures.hpp"
+#include "measure.hpp"
 #include "real_sizes.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <iostream>
 #include <span>
 #include <string>
 #include <string_view>
@@ -47,6 +45,8 @@ struct Knobs {
   Index window = 0;             // 0: full causal attention
   Index prompt = 5, fresh = 8;  // the prompt's tokens and how many to generate
   std::string layout = "interleaved";
+  bool measure = false;    // time this machine instead of reading measured.tsv
+  Index measure_n = 4096;  // with --measure: the longest context timed
 };
 
 attn::LanguageModelConfig config_of(const Knobs& k, Index window) {
@@ -142,28 +142,15 @@ void generation(course::Chapter& ch, const Knobs& k) {
             "cache is checked bit for bit where the arithmetic is the same, and within rounding "
             "where it cannot be.");
 
-  // The cost: rows computed per layer, and a live timing at a longer context. Without a cache
-  // token s (from 0) ran all P + s tokens again; with one, the prompt ran once (P rows), then
-  // each new token but the last was fed as one row.
-  const Index P = k.prompt, fresh = k.fresh;
-  ch.say("rows computed per layer to choose these {} tokens: {} without a cache, {} with one",
-         fresh, fresh * P + fresh * (fresh - 1) / 2, P + fresh - 1);
-  const auto seconds = [](auto&& f) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  const std::vector<int> long_text = random_tokens(rng, 63, 12);
-  attn::DecodeState warm = attn::make_decode_state(model);
-  (void)attn::language_model_prefill(model, std::span<const int>(long_text).first(62), warm);
-  const double decode = seconds([&] { (void)attn::language_model_decode(model, 1, warm); });
-  const double recompute = seconds([&] { (void)attn::language_model_forward(model, long_text); });
-  std::cerr << fmt::format("measured: the 63rd token: a decode step {:.1f} us, recomputing the "
-                           "sequence {:.1f} us\n",
-                           decode * 1e6, recompute * 1e6);
-  ch.notice("Recomputing costs O(n) rows per token, O(n^2) for a whole text; decoding one row "
-            "(the 'measured:' line on stderr times both at 63 tokens). What a decode step still "
-            "reads in full is the cache: n rows of keys and values per layer, for every token.");
+  // The cost: the uncached loop ran the model on prompt, prompt + 1, ..., n - 1 tokens; the
+  // cached one computed the prompt's rows once and one row per later token.
+  const Index n = std::ssize(cached), p = k.prompt;
+  ch.say("rows computed per layer: {} without a cache, {} with one",
+         (n - 1) * n / 2 - (p - 1) * p / 2, n - 1);
+  decoding::show_speed(ch, k.measure, k.measure_n);  // measured.tsv, or --measure live
+  ch.notice("Recomputing costs O(n) rows per token, O(n^2) for a whole text; a decode step one "
+            "row. What it still reads in full is the cache: n rows of keys and values per "
+            "layer, for every token, which is what the rest of this chapter makes smaller.");
 }
 
 // ---- 2. RoPE
@@ -232,20 +219,18 @@ void rope(course::Chapter& ch, const Knobs& k) {
             "and scores depend on where the tokens are, not only how far apart.");
 
   // The long-range decay: the mean score of a vector with itself against distance.
-  std::vector<double> distances;
-  for (double m = 1; m <= 4096; m *= 1.25) distances.push_back(std::floor(m));
+  std::vector<double> distances;  // 1 .. 4096, every distance
+  for (Index m = 1; m <= 4096; ++m) distances.push_back(static_cast<double>(m));
   std::vector<std::vector<double>> curves;
   for (const double base : {10000.0, 500000.0}) {
-    const attn::VectorD theta = attn::rope_frequencies(64, base);
+    const attn::VectorD theta = attn::rope_frequencies(64, base);  // [32]
     std::vector<double> curve;
     for (const double m : distances) curve.push_back((m * theta.array()).cos().mean());
     curves.push_back(curve);
   }
-  // At the distances the line names (the curve's own points are floor(1.25^k): 14, 211, 3851).
-  const attn::VectorD theta64 = attn::rope_frequencies(64);  // [32]
-  const auto mean_cos = [&](double m) { return (m * theta64.array()).cos().mean(); };
-  ch.say("mean of cos(m theta_i) over d = 64: m = 1: {:.3f}, 16: {:.3f}, 256: {:.3f}, 4096: {:.3f}",
-         mean_cos(1), mean_cos(16), mean_cos(256), mean_cos(4096));
+  const auto at = [&](std::size_t m) { return curves[0][m - 1]; };  // base 10000, distance m
+  ch.say("mean of cos(m theta_i), d = 64: m = 1: {:.3f}, 16: {:.3f}, 256: {:.3f}, 4096: {:.3f}",
+         at(1), at(16), at(256), at(4096));
   ch.notice("For a vector with itself the expected score is the mean of cos(m theta_i): it "
             "falls with distance (RoFormer's long-range decay), which is why nearby tokens "
             "score higher at equal content. Llama 3's base 500000 slows the fall for long "
@@ -450,7 +435,12 @@ int main(int argc, char** argv) {
   ch.option("--new", k.fresh, "tokens to generate").range(1, 32);
   ch.option("--layout", k.layout, "RoPE's pairs: interleaved or halves")
       .one_of({"interleaved", "halves"});
+  ch.flag("--measure", k.measure,
+          "time generation on this machine (about a minute) for the figure");
+  ch.option("--measure-n", k.measure_n, "with --measure: time contexts 128, 256, ... up to this")
+      .range(128, 4096);
   ch.require_knobs([&] {
+    if (ch.given("--measure-n") && !k.measure) return std::string("--measure-n needs --measure");
     if (k.d_model % k.heads != 0 || (k.d_model / k.heads) % 2 != 0) {
       return fmt::format("--heads {} must divide --d-model {} into an even d_k", k.heads,
                          k.d_model);
