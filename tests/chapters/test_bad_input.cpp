@@ -128,6 +128,8 @@ const BadInput kKnobs[] = {
     {"11_decoding", "--prompt 0", "prompt"},
     {"11_decoding", "--new 1000000", "new"},
     {"11_decoding", "--layout rotate_half", "layout"},
+    {"11_decoding", "--measure --measure-n 127", "measure-n"},
+    {"11_decoding", "--measure-n 256", "--measure-n needs --measure"},
     // Whole numbers only, in decimal digits, for every integer knob: the message says which
     // option and that the value is not a whole number (CLI11 alone said "not in range").
     {"01_rnn", "--hidden 4.0", "--hidden: '4.0' is not a whole number"},
