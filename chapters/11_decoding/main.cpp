@@ -169,7 +169,7 @@ void rope(course::Chapter& ch, const Knobs& k) {
   const Matrix q = attn::random_normal(rng, 1, d), key = attn::random_normal(rng, 1, d);
   const attn::RopeLayout layout =
       k.layout == "halves" ? attn::RopeLayout::halves : attn::RopeLayout::interleaved;
-  // [rope scores]
+  // [rope_scores]
   // Score of the query at position m with the key at position n: [6 x 6].
   const auto scores = [&](Index shift, attn::RopeLayout q_layout, attn::RopeLayout k_layout) {
     Matrix S(6, 6);
@@ -184,7 +184,7 @@ void rope(course::Chapter& ch, const Knobs& k) {
     }
     return S;
   };
-  // [rope scores]
+  // [rope_scores]
   const Matrix S = scores(0, layout, layout);
   ch.show("S(m, n) = R(m)q . R(n)k", S,
           {.row_labels = from_zero("m=", 6), .col_labels = from_zero("n=", 6)});
