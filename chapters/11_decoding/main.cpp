@@ -28,7 +28,9 @@
 #include "real_sizes.hpp"
 
 #include <algorithm>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -113,8 +115,15 @@ void generation(course::Chapter& ch, const Knobs& k) {
     if (s + 1 < k.fresh) row = attn::language_model_decode(model, cached.back(), state);
   }
   // [cached]
-  ch.say("generated with the cache:    {}", fmt::join(cached, " "));
-  ch.say("generated without a cache:   {}", fmt::join(uncached, " "));
+  // 20 ids a line at most: 64 of them (--prompt 32 --new 32) stay within 100 columns.
+  const auto say_ids = [&](std::string_view label, const std::vector<int>& ids) {
+    for (std::size_t at = 0; at < ids.size(); at += 20) {
+      const auto line = std::span(ids).subspan(at, std::min<std::size_t>(20, ids.size() - at));
+      ch.say("{:<29}{}", at == 0 ? label : "", fmt::join(line, " "));
+    }
+  };
+  say_ids("generated with the cache:", cached);
+  say_ids("generated without a cache:", uncached);
   ch.say("logits, cached against uncached: max |diff| = {:.1e} ({})",
          attn::max_abs_diff(cached_logits, uncached_logits),
          attn::max_abs_diff(cached_logits, uncached_logits) == 0 ? "the same bits" : "differ");
@@ -295,7 +304,7 @@ void sliding_windows(course::Chapter& ch, const Knobs& k) {
       for (Index p = keys.first_position(); p < keys.next_position(); ++p) {
         slots[static_cast<std::size_t>(p % W)] = p;
       }
-      ch.say("after position {:>2}: slots hold positions [{}]", t, fmt::join(slots, ", "));
+      ch.say("after position {:>2}: slots hold [{}]", t, fmt::join(slots, ", "));
     }
   }
   ch.say("{} tokens through a rolling cache of {} rows: max |diff| against the uncached "
@@ -353,8 +362,11 @@ void latent_attention(course::Chapter& ch) {
     decoded.row(t) = attn::latent_attention_decode(mla, x.row(t), cache, opts);
   ch.say("decoded token by token against the absorbed forward: max |diff| = {:.1e}",
          attn::max_abs_diff(decoded, absorbed.out));
-  ch.say("cache per token and layer: MLA {} numbers (d_c + d_rope), MHA {} (2 h d_k)",
-         mla.cache_numbers_per_token(), 2 * 2 * (4 + 4));
+  // The naive form's K [n x h (d_nope + d_rope)] and V [n x h d_v]: what a multi-head cache of
+  // these heads would keep.
+  ch.say("cache per token and layer: MLA {} numbers (d_c + d_rope), naive K and V {} (h d_qk + "
+         "h d_v)",
+         mla.cache_numbers_per_token(), naive.K.cols() + naive.V.cols());
   ch.notice("q . (W_UK c) = (q W_UK) . c: the query moves into the latent space once, and "
             "the keys are never formed. DeepSeek-V2 caches 512 + 64 = 576 numbers per token "
             "and layer where multi-head attention of its 128 heads would cache 32,768.");
@@ -376,12 +388,13 @@ void real_sizes(course::Chapter& ch) {
   }
   const auto& models = decoding::published_models();  // GPT-2, Llama 2, Llama 3, Mistral, DS-V2
   const double llama2 = decoding::numbers_per_token(models[1]);
-  ch.notice("16-bit numbers, one sequence. Against Llama 2 7B's multi-head cache, grouped queries "
-            "(Llama 3 8B) hold {:.0f} times fewer numbers per token, Mistral's window stops the "
-            "growth at 4,096 tokens, and DeepSeek-V2's latent attention, with twice the layers, "
-            "holds {:.1f} times fewer.",
-            llama2 / decoding::numbers_per_token(models[2]),
-            llama2 / decoding::numbers_per_token(models[4]));
+  ch.notice(
+      "16-bit numbers, one sequence. Against Llama 2 7B's multi-head cache, grouped queries "
+      "(Llama 3 8B) hold {:.0f} times fewer numbers per token, Mistral's window stops the "
+      "growth at 4,096 tokens, and DeepSeek-V2's latent attention, with 60 layers to Llama 2's "
+      "32, holds {:.1f} times fewer.",
+      llama2 / decoding::numbers_per_token(models[2]),
+      llama2 / decoding::numbers_per_token(models[4]));
   ch.notice("ALiBi (Press et al. 2022) takes another road to positions: no rotation, a bias "
             "-s |i - j| added to each score, linear in distance, with a fixed slope s per head.");
   if (ch.plot().enabled()) decoding::draw_cache_sizes(ch.plot());

@@ -240,6 +240,28 @@ std::string efficient_attention(Draw& d) {
   return a;
 }
 
+std::string decoding(Draw& d) {
+  // d_model = heads x d_k with d_k even and d_model in [4, 64]; kv heads a divisor of heads.
+  // Each run is a tiny model: cheap at any size the ranges allow.
+  const long long heads = d.edge_or(25, {1, 16}, 1, 16);
+  const long long pairs = std::max<long long>(1, 64 / heads / 2);  // d_k / 2 at most
+  long long d_k = 2 * d.edge_or(25, {1, pairs}, 1, pairs);
+  if (heads * d_k < 4) d_k = 4;  // heads 1: --d-model starts at 4
+  std::vector<long long> divisors;
+  for (long long g = 1; g <= heads; ++g) {
+    if (heads % g == 0) divisors.push_back(g);
+  }
+  std::string a = " --d-model " + num(heads * d_k) + " --heads " + num(heads) + " --kv-heads " +
+                  num(d.one_of(divisors));
+  a += maybe(d, 60, "--layers", num(d.edge_or(25, {1, 6}, 1, 6)));
+  a += maybe(d, 70, "--window", num(d.edge_or(25, {0, 1, 16}, 0, 16)));
+  a += maybe(d, 50, "--prompt", num(d.edge_or(25, {1, 32}, 1, 32)));
+  a += maybe(d, 50, "--new", num(d.edge_or(25, {1, 32}, 1, 32)));
+  a += maybe(d, 40, "--layout", d.one_of<std::string>({"interleaved", "halves"}));
+  a += maybe(d, 50, "--seed", num(d.in(0, 100000)));
+  return a;
+}
+
 // The edges of every range, each run once, whatever the random draws.
 const std::map<std::string, std::vector<std::string>> kEdges = {
     {"01_rnn",
@@ -278,6 +300,12 @@ const std::map<std::string, std::vector<std::string>> kEdges = {
       "--n 1 --mask pad --padding 1", "--mask pad --padding 0", "--mask pad --padding 10",
       "--mask causal --n 64 --query-tile 7 --key-tile 5", "--row -1000,0,1000 --split 2",
       "--row 0,0 --split 1", "--row 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16 --split 15"}},
+    {"11_decoding",
+     {"--d-model 4 --heads 2 --kv-heads 1 --layers 1 --window 1 --prompt 1 --new 1",
+      "--d-model 4 --heads 1 --kv-heads 1", "--d-model 32 --heads 16 --kv-heads 8",
+      "--d-model 64 --heads 16 --kv-heads 16 --layers 6 --window 16 --prompt 32 --new 32 "
+      "--layout halves",
+      "--window 16 --prompt 1 --new 1", "--window 1 --new 32", "--kv-heads 4", "--kv-heads 1"}},
 };
 
 const std::map<std::string, std::function<std::string(Draw&)>> kDraws = {
@@ -291,6 +319,7 @@ const std::map<std::string, std::function<std::string(Draw&)>> kDraws = {
     {"08_transformer_block", transformer_block},
     {"09_training", training},
     {"10_efficient_attention", efficient_attention},
+    {"11_decoding", decoding},
 };
 
 constexpr int kRandomRunsPerChapter = 36;
