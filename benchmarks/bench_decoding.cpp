@@ -23,7 +23,7 @@
 //                  iteration)
 //
 //   taskset -c 1 build/release/benchmarks/bench_decoding --benchmark_min_time=0.2
-#include "course/fma_peak.hpp"
+#include "peak_ratio.hpp"
 
 #include "attn/core/random.hpp"
 #include "attn/kernels/decode_attention.hpp"
@@ -42,13 +42,12 @@
 
 namespace {
 
+using bench::count_flops;
+
 using attn::Index;
 using attn::Matrix;
 
 constexpr Index kHeads = 8, kD = 64;
-
-// One core's FMA peak in FLOP/s, measured in main() before any benchmark runs.
-double g_peak = 0.0;
 
 // Seconds per decode step, by (n, g), for BM_Recompute's cached_speedup.
 std::map<std::pair<Index, Index>, double> g_step_seconds;
@@ -62,12 +61,6 @@ Inputs make_inputs(Index n, Index g) {
   attn::Rng rng(42);
   return {attn::random_normal(rng, n, kHeads * kD), attn::random_normal(rng, n, g * kD),
           attn::random_normal(rng, n, g * kD)};
-}
-
-void count_flops(benchmark::State& state, double flops) {
-  constexpr auto rate = benchmark::Counter::kIsIterationInvariantRate;
-  state.counters["FLOP/s"] = benchmark::Counter(flops, rate);
-  state.counters["peak_ratio"] = benchmark::Counter(flops / g_peak, rate);
 }
 
 // CPU seconds of this thread per iteration of a benchmark loop, measured around it: the
@@ -151,50 +144,10 @@ void sizes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_DecodeStep)->Apply(sizes)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Recompute)->Apply(sizes)->Unit(benchmark::kMillisecond);
 
-// peak_ratio is a rate counter only so that it is divided by the same time as FLOP/s; the
-// console shows it (and cache_GB/s) as the plain numbers they are, as bench_efficient does.
-class RatioConsole : public benchmark::ConsoleReporter {
- public:
-  using ConsoleReporter::ConsoleReporter;
-  void ReportRuns(const std::vector<Run>& runs) override {
-    std::vector<Run> shown = runs;
-    for (Run& run : shown) {
-      for (const char* name : {"peak_ratio", "cache_GB/s"}) {
-        const auto counter = run.counters.find(name);
-        if (counter != run.counters.end()) counter->second.flags = benchmark::Counter::kDefaults;
-      }
-    }
-    ConsoleReporter::ReportRuns(shown);
-  }
-};
-
-// Whether the console output is the default one (not --benchmark_format=json or csv).
-bool console_format(int argc, char** argv) {
-  constexpr std::string_view kFlag = "--benchmark_format=";
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg.starts_with(kFlag) && arg.substr(kFlag.size()) != "console") return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool console = console_format(argc, argv);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  Eigen::setNbThreads(1);
-  g_peak = course::measure_fma_peak(0.3);
-  const course::FmaKernel k = course::fma_kernel();
-  benchmark::AddCustomContext("fma_peak_GFLOP/s", fmt::format("{:.1f}", g_peak / 1e9));
-  benchmark::AddCustomContext("fma_kernel", fmt::format("{}, {} chains", k.isa, k.chains));
-  if (console) {
-    RatioConsole display(isatty(STDOUT_FILENO) ? RatioConsole::OO_Color : RatioConsole::OO_None);
-    benchmark::RunSpecifiedBenchmarks(&display);
-  } else {
-    benchmark::RunSpecifiedBenchmarks();
-  }
-  benchmark::Shutdown();
-  return 0;
+  // Both variants run on this one thread: Eigen's own threads off.
+  return bench::run_against_peak(argc, argv, {"peak_ratio", "cache_GB/s"},
+                                 [] { Eigen::setNbThreads(1); });
 }

@@ -48,7 +48,7 @@
 // Threads, unpinned (two cores):
 //   build/release/benchmarks/bench_efficient --benchmark_min_time=0.3 --benchmark_filter=Threads
 // scripts/measure_efficiency.sh OUT runs both (and attention_memory) into a summary table.
-#include "course/fma_peak.hpp"
+#include "peak_ratio.hpp"
 
 #include "attn/core/random.hpp"
 #include "attn/kernels/tiled_attention.hpp"
@@ -67,13 +67,12 @@
 
 namespace {
 
+using bench::count_flops;
+
 using attn::Index;
 using attn::Matrix;
 
 constexpr Index kD = 64;
-
-// One core's FMA peak in FLOP/s, measured in main() before any benchmark runs.
-double g_peak = 0.0;
 
 struct Inputs {
   Matrix Q, K, V;  // [n x d] each
@@ -83,14 +82,6 @@ Inputs make_inputs(Index n) {
   attn::Rng rng(42);
   return {attn::random_normal(rng, n, kD), attn::random_normal(rng, n, kD),
           attn::random_normal(rng, n, kD)};
-}
-
-// FLOP/s and peak_ratio for `flops` per iteration. Rates divide by CPU time, or by wall-clock
-// time for a benchmark marked UseRealTime() (the threaded one, whose work is on other threads).
-void count_flops(benchmark::State& state, double flops) {
-  constexpr auto rate = benchmark::Counter::kIsIterationInvariantRate;
-  state.counters["FLOP/s"] = benchmark::Counter(flops, rate);
-  state.counters["peak_ratio"] = benchmark::Counter(flops / g_peak, rate);
 }
 
 double attention_flops(Index n, double products = 2.0) {
@@ -280,22 +271,6 @@ BENCHMARK(BM_PlainBackward)->Apply(backward_sizes);
 BENCHMARK(BM_TiledBackward)->Apply(backward_sizes);
 BENCHMARK(BM_MultiHead)->ArgName("need_weights")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
-// peak_ratio is a rate counter only so that it is divided by the same time as FLOP/s; the
-// console would print it as "0.55/s". This console reporter prints the plain number it is (the
-// JSON output carries numbers without units and needs nothing).
-class RatioConsole : public benchmark::ConsoleReporter {
- public:
-  using ConsoleReporter::ConsoleReporter;
-  void ReportRuns(const std::vector<Run>& runs) override {
-    std::vector<Run> shown = runs;
-    for (Run& run : shown) {
-      const auto ratio = run.counters.find("peak_ratio");
-      if (ratio != run.counters.end()) ratio->second.flags = benchmark::Counter::kDefaults;
-    }
-    ConsoleReporter::ReportRuns(shown);
-  }
-};
-
 // Two threads on one core would measure the scheduler, not the speed-up: BM_TiledThreads is
 // registered (last) only when the process may use two CPUs.
 void register_threads_benchmark() {
@@ -309,40 +284,14 @@ void register_threads_benchmark() {
       ->Unit(benchmark::kMillisecond);
 }
 
-// Whether the console output is the default one (not --benchmark_format=json or csv).
-bool console_format(int argc, char** argv) {
-  constexpr std::string_view kFlag = "--benchmark_format=";
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg.starts_with(kFlag) && arg.substr(kFlag.size()) != "console") return false;
-  }
-  return true;
-}
-
 }  // namespace
 
-// BENCHMARK_MAIN() plus the peak, measured once before the first benchmark so that every
-// peak_ratio divides by the same number, taken on the same core in the same process.
 int main(int argc, char** argv) {
-  const bool console = console_format(argc, argv);
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  register_threads_benchmark();
-  // The library is built with OpenMP, which would let Eigen spread the plain path's GEMMs over
-  // every core of an unpinned run; the plain numbers are one core's, like the tiled ones
-  // (BM_TiledThreads sets its threads itself).
-  Eigen::setNbThreads(1);
-  g_peak = course::measure_fma_peak(0.3);
-  const course::FmaKernel k = course::fma_kernel();
-  benchmark::AddCustomContext("fma_peak_GFLOP/s", fmt::format("{:.1f}", g_peak / 1e9));
-  benchmark::AddCustomContext("fma_kernel", fmt::format("{}, {} chains", k.isa, k.chains));
-  if (console) {
-    // Colours only on a terminal, as the library's own console reporter decides.
-    RatioConsole display(isatty(STDOUT_FILENO) ? RatioConsole::OO_Color : RatioConsole::OO_None);
-    benchmark::RunSpecifiedBenchmarks(&display);
-  } else {
-    benchmark::RunSpecifiedBenchmarks();
-  }
-  benchmark::Shutdown();
-  return 0;
+  return bench::run_against_peak(argc, argv, {"peak_ratio"}, [] {
+    register_threads_benchmark();
+    // The library is built with OpenMP, which would let Eigen spread the plain path's GEMMs over
+    // every core of an unpinned run; the plain numbers are one core's, like the tiled ones
+    // (BM_TiledThreads sets its threads itself).
+    Eigen::setNbThreads(1);
+  });
 }
