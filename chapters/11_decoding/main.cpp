@@ -12,8 +12,7 @@
 //               [--prompt N] [--new N] [--layout interleaved|halves] [--seed N] [--out DIR]
 //               [--measure [--measure-n N]] [--no-plots] [--dump DIR] [--step]
 //
-// Timings go to stderr, each line starting "measured: " (they vary between runs; stdout is the
-// same bytes on every run).
+// Timings (--measure) go to stderr on lines starting "measured: "; stdout is the same bytes.
 #include "attn/core/random.hpp"
 #include "attn/layers/grouped_query.hpp"
 #include "attn/layers/latent_attention.hpp"
@@ -26,11 +25,11 @@
 #include "figures.hpp"
 #include "measure.hpp"
 #include "real_sizes.hpp"
+#include "tokens.hpp"
 
 #include <algorithm>
 #include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace {
@@ -39,6 +38,8 @@ using attn::Arithmetic;
 using attn::Index;
 using attn::Matrix;
 using attn::MatrixD;
+using decoding::from_zero;
+using decoding::random_tokens;
 
 struct Knobs {
   Index d_model = 16, heads = 4, kv_heads = 2, layers = 2;
@@ -49,8 +50,10 @@ struct Knobs {
   Index measure_n = 4096;  // with --measure: the longest context timed
 };
 
+constexpr Index kVocab = 12;  // token ids 0..11: enough to generate, few enough to read
+
 attn::LanguageModelConfig config_of(const Knobs& k, Index window) {
-  return {.vocab = 12,
+  return {.vocab = kVocab,
           .d_model = k.d_model,
           .heads = k.heads,
           .kv_heads = k.kv_heads,
@@ -62,27 +65,14 @@ attn::LanguageModelConfig config_of(const Knobs& k, Index window) {
               k.layout == "halves" ? attn::RopeLayout::halves : attn::RopeLayout::interleaved};
 }
 
-std::vector<int> random_tokens(attn::Rng& rng, Index n, Index vocab) {
-  std::vector<int> ids(static_cast<std::size_t>(n));
-  for (int& id : ids) id = static_cast<int>(rng.next_u64() % static_cast<std::uint64_t>(vocab));
-  return ids;
-}
-
-// "m=0", "m=1", ...: positions count from 0, as RoPE's m does.
-std::vector<std::string> from_zero(std::string_view prefix, Index n) {
-  std::vector<std::string> out;
-  for (Index i = 0; i < n; ++i) out.push_back(fmt::format("{}{}", prefix, i));
-  return out;
-}
-
-// ---- 1. Generation, one token at a time
-// ----------------------------------------------------------
+// ---- 1. Generation, one token at a time ---------------------------------------------------------
 
 void generation(course::Chapter& ch, const Knobs& k) {
   ch.step("Generation: one token at a time, with and without a KV cache");
   attn::Rng rng(ch.seed());
   const attn::LanguageModel model = attn::language_model_init(rng, config_of(k, k.window));
-  const std::vector<int> prompt = random_tokens(rng, k.prompt, 12);
+  attn::Rng prompt_rng = ch.rng("prompt");  // its own stream: the same prompt whatever the model
+  const std::vector<int> prompt = random_tokens(prompt_rng, k.prompt, kVocab);
   ch.prose("A decoder of {} layers (E = {}, {} query heads over {} key/value heads, RoPE{}) with "
            "random weights and a vocabulary of 12 tokens. It cannot write English yet (chapter "
            "12 trains it); what matters here is how it generates. The prompt: {}.",
@@ -92,7 +82,7 @@ void generation(course::Chapter& ch, const Knobs& k) {
   // [uncached]
   // Without a cache: the whole sequence again for every new token, keep the last row.
   std::vector<int> uncached = prompt;
-  Matrix uncached_logits(k.fresh, 12);  // [new x V]: the row each token was chosen from
+  Matrix uncached_logits(k.fresh, kVocab);  // [new x V]: the row each token was chosen from
   for (Index s = 0; s < k.fresh; ++s) {
     const Matrix logits = attn::language_model_forward(model, uncached, Arithmetic::rows);
     uncached_logits.row(s) = logits.bottomRows(1);
@@ -103,13 +93,14 @@ void generation(course::Chapter& ch, const Knobs& k) {
   // With a cache: the prompt at once (prefill), then one row per layer per token (decode).
   attn::DecodeState state = attn::make_decode_state(model);  // one KvCache per layer
   std::vector<int> cached = prompt;
-  Matrix cached_logits(k.fresh, 12);
+  Matrix cached_logits(k.fresh, kVocab);                                          // [new x V]
   Matrix row = attn::language_model_prefill(model, prompt, state).bottomRows(1);  // [1 x V]
   for (Index s = 0; s < k.fresh; ++s) {
     cached_logits.row(s) = row;
     cached.push_back(attn::greedy_token<float>(row));
-    // Each held row: K and V of g kv heads, d_k wide, in every layer.
-    const Index held_bytes = state.size() * 2 * k.kv_heads * (k.d_model / k.heads) * k.layers * 4;
+    // Each held row: K and V of g kv heads, d_k wide, in every layer, in float.
+    const Index held_bytes =
+        state.size() * 2 * k.kv_heads * (k.d_model / k.heads) * k.layers * Index{sizeof(float)};
     ch.say("token {:>2} at position {:>2}: {:>2}   cache: {:>2} rows per layer, {} bytes", s + 1,
            std::ssize(cached) - 1, cached.back(), state.size(), course::with_commas(held_bytes));
     if (s + 1 < k.fresh) row = attn::language_model_decode(model, cached.back(), state);
@@ -153,8 +144,7 @@ void generation(course::Chapter& ch, const Knobs& k) {
             "layer, for every token, which is what the rest of this chapter makes smaller.");
 }
 
-// ---- 2. RoPE
-// -------------------------------------------------------------------------------------
+// ---- 2. RoPE ------------------------------------------------------------------------------------
 
 void rope(course::Chapter& ch, const Knobs& k) {
   ch.step("RoPE: positions as rotations of q and k");
@@ -167,8 +157,7 @@ void rope(course::Chapter& ch, const Knobs& k) {
   ch.show("theta", attn::rope_frequencies(d).transpose(), {.precision = 4});
   attn::Rng rng = ch.rng("rope vectors");
   const Matrix q = attn::random_normal(rng, 1, d), key = attn::random_normal(rng, 1, d);
-  const attn::RopeLayout layout =
-      k.layout == "halves" ? attn::RopeLayout::halves : attn::RopeLayout::interleaved;
+  const attn::RopeLayout layout = config_of(k, 0).rope_layout;  // --layout
   // [rope_scores]
   // Score of the query at position m with the key at position n: [6 x 6].
   const auto scores = [&](Index shift, attn::RopeLayout q_layout, attn::RopeLayout k_layout) {
@@ -200,6 +189,10 @@ void rope(course::Chapter& ch, const Knobs& k) {
   ch.say("RoPE at position 5 against chapter 07's q R(5), in double: max |diff| = {:.1e}",
          attn::max_abs_diff(attn::rope<double>(q_d, table, {.first_position = 5}),
                             q_d * attn::relative_rotation(5, d)));
+  ch.notice("RoPE is chapter 07's rotation with tokens as rows: the row at position m is "
+            "multiplied by chapter 07's R(m), so q_m . k_n = q R(m) R(n)^T k^T = q R(m - n) k^T "
+            "(RoPE's own 2 x 2 block, [cos -sin; sin cos] on a column pair, is R's transposed: "
+            "chapter 07 stored each pair as (sin, cos)).");
   const std::vector<Index> perm = attn::rope_layout_permutation(d);
   Matrix q_halves(1, d);  // the same vector with its features where the halves layout pairs them
   for (Index c = 0; c < d; ++c) q_halves(0, perm[static_cast<std::size_t>(c)]) = q(0, c);
@@ -211,8 +204,6 @@ void rope(course::Chapter& ch, const Knobs& k) {
          attn::max_abs_diff(back, at5));
   const Matrix mixed = scores(0, attn::RopeLayout::interleaved, attn::RopeLayout::halves);
   ch.show("S with q interleaved, k halves", mixed, {.row_labels = from_zero("m=", 6)});
-  ch.notice("RoPE is chapter 07's rotation: the row at position m is multiplied by R(m), so "
-            "q_m . k_n = q R(m) R(n)^T k^T = q R(m - n) k^T.");
   ch.notice("Interleaved pairs (2i, 2i+1) are the paper's and llama2.c's; halves (i, i + d/2) "
             "Hugging Face's rotate_half. Each is a permutation of the other, but mixing them "
             "pairs features that were never meant to turn together: the diagonals fall apart, "
@@ -238,8 +229,7 @@ void rope(course::Chapter& ch, const Knobs& k) {
   if (ch.plot().enabled()) decoding::draw_rope_decay(ch.plot(), distances, curves, {1e4, 5e5}, 64);
 }
 
-// ---- 3. Grouped-query attention
-// ------------------------------------------------------------------
+// ---- 3. Grouped-query attention -----------------------------------------------------------------
 
 void grouped_queries(course::Chapter& ch, const Knobs& k) {
   ch.step("Grouped-query attention: fewer keys and values than queries");
@@ -252,6 +242,7 @@ void grouped_queries(course::Chapter& ch, const Knobs& k) {
   for (const Index g : {k.kv_heads, Index{1}}) {
     if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
   }
+  double worst = 0;  // over every g: 0 when grouped-query and multi-head agree to the bit
   for (const Index g : groups) {
     const attn::GroupedQueryAttention gqa = attn::grouped_query_init(rng, E, h, g);
     const attn::GroupedQueryResult r = attn::grouped_query_forward(gqa, x, {.need_weights = true});
@@ -266,21 +257,25 @@ void grouped_queries(course::Chapter& ch, const Knobs& k) {
         in_proj, attn::RowVector(), gqa.out_proj.weight, attn::RowVector(), h);
     const attn::AllowedMask causal = attn::causal_mask(n);
     const attn::MultiHeadResult m = attn::multi_head_forward(mha, x, x, x, {.allowed = causal});
+    worst = std::max(worst, attn::max_abs_diff(r.out, m.out));
     ch.say("g = {}: K and V {}, cache {:>2} numbers/token/layer; against MHA: max |diff| {:.1e}", g,
            course::shape(r.K), 2 * g * dk, attn::max_abs_diff(r.out, m.out));
   }
   ch.notice("Grouped-query attention is multi-head attention whose key and value heads are tied "
-            "within each group: the same numbers here (the library's tests allow rounding: a "
-            "narrower product may sum in another order). The cache holds 2 g d_k numbers per "
-            "token and layer, h/g times fewer: Llama 3 8B runs 32 query heads over 8.");
+            "within each group: {}. Heads are column blocks, as in chapter 06: nothing is copied "
+            "per query head. The cache holds 2 g d_k numbers per token and layer, h/g times "
+            "fewer: Llama 3 8B runs 32 query heads over 8.",
+            worst == 0 ? "the same bits here"
+                       : "the same to rounding here (a narrower product sums in another order)");
 }
 
-// ---- 4. Sliding windows
-// --------------------------------------------------------------------------
+// ---- 4. Sliding windows -------------------------------------------------------------------------
 
 void sliding_windows(course::Chapter& ch, const Knobs& k) {
   ch.step("Sliding windows: the last W keys, and a rolling cache");
   const Index W = k.window > 0 ? k.window : 3;
+  ch.prose("A window of W = {}{}: query i reads only keys j with i - W < j <= i.", W,
+           k.window > 0 ? "" : " (--window 0 elsewhere; this step shows one all the same)");
   const attn::AllowedMask mask = attn::sliding_window_mask(8, W);  // [8 x 8]
   ch.show(fmt::format("sliding_window_mask(8, {})", W), mask.cast<float>(), {.precision = 0});
   ch.notice("Query i reads keys i - W + 1 .. i: W keys counting itself, never W + 1 (a "
@@ -288,7 +283,7 @@ void sliding_windows(course::Chapter& ch, const Knobs& k) {
 
   attn::Rng rng = ch.rng("window model");
   const attn::LanguageModel model = attn::language_model_init(rng, config_of(k, W));
-  const std::vector<int> text = random_tokens(rng, 3 * W + 2, 12);  // wraps the cache 3 times
+  const std::vector<int> text = random_tokens(rng, 3 * W + 2, kVocab);  // wraps the cache 3 times
   const Matrix full = attn::language_model_forward(model, text, Arithmetic::rows);
   attn::DecodeState state = attn::make_decode_state(model);
   double worst = attn::max_abs_diff(
@@ -298,13 +293,9 @@ void sliding_windows(course::Chapter& ch, const Knobs& k) {
     const Matrix row = attn::language_model_decode(model, text[t], state);
     worst = std::max(worst, attn::max_abs_diff(row, full.row(static_cast<Index>(t))));
     if (t + 1 == text.size() || static_cast<Index>(t) < W + 2) {
-      // Slot s of the ring holds the held position p with p mod W = s.
-      const attn::RowCache& keys = state.layers[0].keys;
-      std::vector<Index> slots(static_cast<std::size_t>(W), -1);
-      for (Index p = keys.first_position(); p < keys.next_position(); ++p) {
-        slots[static_cast<std::size_t>(p % W)] = p;
-      }
-      ch.say("after position {:>2}: slots hold [{}]", t, fmt::join(slots, ", "));
+      if (t == 1) ch.say("layer 0's key cache, slot by slot (-1: not filled yet):");
+      ch.say("after position {:>2}: slots hold [{}]", t,
+             fmt::join(decoding::slot_positions(state.layers[0].keys), ", "));
     }
   }
   ch.say("{} tokens through a rolling cache of {} rows: max |diff| against the uncached "
@@ -320,44 +311,52 @@ void sliding_windows(course::Chapter& ch, const Knobs& k) {
     deeper.layers = L;
     attn::Rng r = ch.rng("receptive field");
     const attn::LanguageModel m = attn::language_model_init(r, config_of(deeper, W));
-    const std::vector<int> ids = random_tokens(r, n, 12);
+    const std::vector<int> ids = random_tokens(r, n, kVocab);
     const Matrix before = attn::language_model_forward(m, ids, Arithmetic::rows);
     Matrix moved = Matrix::Zero(n, n);  // [outputs x inputs]
     for (Index p = 0; p < n; ++p) {
       std::vector<int> changed = ids;
-      changed[static_cast<std::size_t>(p)] = (ids[static_cast<std::size_t>(p)] + 1) % 12;
+      changed[static_cast<std::size_t>(p)] = (ids[static_cast<std::size_t>(p)] + 1) % kVocab;
       const Matrix after = attn::language_model_forward(m, changed, Arithmetic::rows);
       for (Index i = 0; i < n; ++i) moved(i, p) = after.row(i) == before.row(i) ? 0.0f : 1.0f;
     }
-    const auto moving = static_cast<Index>(moved.row(last).sum());  // inputs that move it
-    ch.say("{} layer{}: output {} is moved by inputs {}..{} ({} tokens; L (W - 1) + 1 = {})", L,
-           L > 1 ? "s" : "", last, last - moving + 1, last, moving, L * (W - 1) + 1);
+    Index first = 0;  // the earliest input that moves the last output
+    while (moved(last, first) == 0.0f) ++first;
+    ch.say("{} layer{}: output {} is moved by inputs {}..{} ({} of them; L (W - 1) + 1 = {})", L,
+           L > 1 ? "s" : "", last, first, last, static_cast<Index>(moved.row(last).sum()),
+           L * (W - 1) + 1);
     reach.push_back(moved);
   }
-  ch.notice("Each layer lets information travel W - 1 positions further: after L layers a token "
-            "reaches L (W - 1) + 1 positions. Mistral 7B's 32 layers of W = 4096 reach about "
+  ch.notice("Each layer lets information travel W - 1 positions further: after L layers an "
+            "output can be moved by the last L (W - 1) + 1 inputs. Mistral 7B's 32 layers of W = "
+            "4096 reach about "
             "131,000 tokens while caching only 4,096 per layer.");
   if (ch.plot().enabled()) decoding::draw_receptive_field(ch.plot(), reach, W);
 }
 
-// ---- 5. Multi-head latent attention
-// --------------------------------------------------------------
+// ---- 5. Multi-head latent attention -------------------------------------------------------------
 
 void latent_attention(course::Chapter& ch) {
   ch.step("Latent attention: cache a small c, absorb W_UK into the query");
   attn::Rng rng = ch.rng("latent attention");
-  const attn::LatentAttention mla = attn::latent_attention_init(
-      rng, {.d_model = 16, .heads = 2, .d_nope = 4, .d_rope = 4, .d_v = 4, .d_c = 6});
-  const attn::RopeTable table = attn::rope_table(64, 4);
+  const attn::LatentAttentionSizes sizes{
+      .d_model = 16, .heads = 2, .d_nope = 4, .d_rope = 4, .d_v = 4, .d_c = 6};
+  const attn::LatentAttention mla = attn::latent_attention_init(rng, sizes);
+  ch.prose("Each token is compressed to c = x W_DKV^T ({} numbers); head a's keys and values are "
+           "c W_UK_a^T and c W_UV_a^T ({} and {} wide), plus a RoPE key of {} shared by the {} "
+           "heads. The naive form builds those keys and values; the absorbed form scores the "
+           "query against c itself.",
+           sizes.d_c, sizes.d_nope, sizes.d_v, sizes.d_rope, sizes.heads);
+  const attn::RopeTable table = attn::rope_table(64, sizes.d_rope);
   const attn::LatentAttentionOptions opts{.rope = &table};
-  const Matrix x = attn::random_normal(rng, 6, 16);  // [6 x 16]
+  const Matrix x = attn::random_normal(rng, 6, sizes.d_model);  // [6 x 16]
   const attn::LatentAttentionResult naive = attn::latent_attention_forward(mla, x, opts);
   const attn::LatentAttentionResult absorbed = attn::latent_attention_absorbed(mla, x, opts);
   ch.show("c = x W_DKV^T, what the cache keeps", naive.c, {.precision = 3});
   ch.say("absorbed (scores against c) against naive (K and V formed): max |diff| = {:.1e}",
          attn::max_abs_diff(absorbed.out, naive.out));
-  attn::LatentCache cache(64, 6, 4);
-  Matrix decoded(6, 16);
+  attn::LatentCache cache(64, sizes.d_c, sizes.d_rope);  // room for 64 tokens
+  Matrix decoded(6, sizes.d_model);                      // [6 x 16]
   for (Index t = 0; t < 6; ++t)
     decoded.row(t) = attn::latent_attention_decode(mla, x.row(t), cache, opts);
   ch.say("decoded token by token against the absorbed forward: max |diff| = {:.1e}",
@@ -369,32 +368,23 @@ void latent_attention(course::Chapter& ch) {
          mla.cache_numbers_per_token(), naive.K.cols() + naive.V.cols());
   ch.notice("q . (W_UK c) = (q W_UK) . c: the query moves into the latent space once, and "
             "the keys are never formed. DeepSeek-V2 caches 512 + 64 = 576 numbers per token "
-            "and layer where multi-head attention of its 128 heads would cache 32,768.");
+            "and layer where multi-head attention of its 128 heads would cache 32,768: as much "
+            "as grouped-query attention with 576 / (2 x 128) = 2.25 key/value heads.");
 }
 
-// ---- 6. Real sizes
-// -------------------------------------------------------------------------------
+// ---- 6. Real sizes ------------------------------------------------------------------------------
 
 void real_sizes(course::Chapter& ch) {
   ch.step("What the cache costs at real sizes");
-  ch.say("{:<13} {:<17} {:>14} {:>9} {:>9} {:>9}", "model", "attention", "per token", "4k", "32k",
-         "128k");
-  for (const decoding::PublishedModel& m : decoding::published_models()) {
-    ch.say("{:<13} {:<17} {:>14} {:>9} {:>9} {:>9}", m.name, m.attention,
-           attn::bytes_str(decoding::cache_bytes(m, 1)),
-           attn::bytes_str(decoding::cache_bytes(m, 4096)),
-           attn::bytes_str(decoding::cache_bytes(m, 32768)),
-           attn::bytes_str(decoding::cache_bytes(m, 131072)));
-  }
-  const auto& models = decoding::published_models();  // GPT-2, Llama 2, Llama 3, Mistral, DS-V2
-  const double llama2 = decoding::numbers_per_token(models[1]);
-  ch.notice(
-      "16-bit numbers, one sequence. Against Llama 2 7B's multi-head cache, grouped queries "
-      "(Llama 3 8B) hold {:.0f} times fewer numbers per token, Mistral's window stops the "
-      "growth at 4,096 tokens, and DeepSeek-V2's latent attention, with 60 layers to Llama 2's "
-      "32, holds {:.1f} times fewer.",
-      llama2 / decoding::numbers_per_token(models[2]),
-      llama2 / decoding::numbers_per_token(models[4]));
+  for (const std::string& line : decoding::cache_table()) ch.say("{}", line);
+  const double llama2 = decoding::numbers_per_token(decoding::published_model("Llama 2 7B"));
+  ch.notice("16-bit numbers, one sequence; * past the context the model was released for (what "
+            "its layout would cost there). Against Llama 2 7B's multi-head cache, grouped queries "
+            "(Llama 3 8B) hold {:.0f} times fewer numbers per token, Mistral's window stops the "
+            "growth at 4,096 tokens, and DeepSeek-V2's latent attention, with 60 layers to Llama "
+            "2's 32, holds {:.1f} times fewer.",
+            llama2 / decoding::numbers_per_token(decoding::published_model("Llama 3 8B")),
+            llama2 / decoding::numbers_per_token(decoding::published_model("DeepSeek-V2")));
   ch.notice("ALiBi (Press et al. 2022) takes another road to positions: no rotation, a bias "
             "-s |i - j| added to each score, linear in distance, with a fixed slope s per head.");
   if (ch.plot().enabled()) decoding::draw_cache_sizes(ch.plot());

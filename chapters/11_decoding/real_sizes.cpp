@@ -2,7 +2,13 @@
 // and the config.json its authors released on Hugging Face (the page cites both).
 #include "real_sizes.hpp"
 
+#include "attn/core/memory.hpp"
+#include "course/print.hpp"
+
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <stdexcept>
 
 namespace decoding {
 
@@ -52,6 +58,13 @@ const std::vector<PublishedModel>& published_models() {
   return models;
 }
 
+const PublishedModel& published_model(std::string_view name) {
+  for (const PublishedModel& m : published_models()) {
+    if (m.name == name) return m;
+  }
+  throw std::invalid_argument("published_model: no model named " + std::string(name));
+}
+
 double numbers_per_token(const PublishedModel& m) {
   const double per_layer =
       m.latent > 0 ? static_cast<double>(m.latent) : 2.0 * static_cast<double>(m.kv_heads * m.d_k);
@@ -61,6 +74,24 @@ double numbers_per_token(const PublishedModel& m) {
 double cache_bytes(const PublishedModel& m, double tokens, double bytes_per_number) {
   const double held = m.window > 0 ? std::min(tokens, static_cast<double>(m.window)) : tokens;
   return held * numbers_per_token(m) * bytes_per_number;
+}
+
+std::vector<std::string> cache_table() {
+  const auto row = [](auto&&... cells) {
+    std::string line = fmt::format("{:<13} {:<17} {:>8} {:>10} {:>10} {:>10} {:>10}", cells...);
+    line.erase(line.find_last_not_of(' ') + 1);  // no trailing blank after the last cell
+    return line;
+  };
+  std::vector<std::string> lines{
+      row("model", "attention", "context", "per token", "4k", "32k", "128k")};
+  for (const PublishedModel& m : published_models()) {
+    const auto at = [&](double n) {  // starred past the released context
+      return attn::bytes_str(cache_bytes(m, n)) + (n > static_cast<double>(m.context) ? "*" : " ");
+    };
+    lines.push_back(row(m.name, m.attention, course::with_commas(m.context),
+                        attn::bytes_str(cache_bytes(m, 1)) + " ", at(4096), at(32768), at(131072)));
+  }
+  return lines;
 }
 
 }  // namespace decoding

@@ -5,6 +5,7 @@
 #include "attn/core/matrix.hpp"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace decoding {
@@ -25,9 +26,17 @@ struct PublishedModel {
 /// GPT-2 small, Llama 2 7B, Llama 3 8B, Mistral 7B and DeepSeek-V2, in that order.
 const std::vector<PublishedModel>& published_models();
 
+/// The published model of that name. Throws std::invalid_argument for a name not in the list.
+const PublishedModel& published_model(std::string_view name);
+
 /// Numbers one token adds to the cache, over all layers: 2 g d_k L (keys and values), or
 /// (d_c + d_rope) L for MLA.
 double numbers_per_token(const PublishedModel& m);
+
+/// The table chapter 11 prints, without indent: a header and a row per model, each with its
+/// context, bytes per token and the cache at 4k, 32k and 128k tokens (starred past the context
+/// the model was released for).
+std::vector<std::string> cache_table();
 
 /// Bytes of the cache after `tokens` tokens at `bytes_per_number` (2 for float16/bfloat16):
 /// a window caps the tokens held at W.
