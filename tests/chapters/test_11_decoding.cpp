@@ -358,7 +358,7 @@ TEST(Chapter11, WindowsFollowTheirRule) {
         const long reach = std::min(L * (W - 1) + 1, n);
         EXPECT_TRUE(contains(
             r.out,
-            fmt::format("{} layer{}: output {} is moved by inputs {}..{} ({} tokens; "
+            fmt::format("{} layer{}: output {} is moved by inputs {}..{} ({} of them; "
                         "L (W - 1) + 1 = {})\n",
                         L, L > 1 ? "s" : "", last, last - reach + 1, last, reach, L * (W - 1) + 1)))
             << "W " << W << " L " << L;
@@ -419,13 +419,15 @@ TEST(Chapter11, PublishedCacheSizesAreTheirConfigsArithmetic) {
     const char* attention;
     double per_token;
     double window;
+    const char* context;  // the context each was released with (config.json)
+    double context_tokens;
   };
   const Row rows[] = {
-      {"GPT-2 small", "MHA 12/12", 2.0 * 12 * 768 * 2, 0},
-      {"Llama 2 7B", "MHA 32/32", 2.0 * 32 * 4096 * 2, 0},
-      {"Llama 3 8B", "GQA 32/8", 2.0 * 32 * 8 * 128 * 2, 0},
-      {"Mistral 7B", "GQA 32/8, W 4096", 2.0 * 32 * 8 * 128 * 2, 4096},
-      {"DeepSeek-V2", "MLA, 128 heads", 60.0 * (512 + 64) * 2, 0},
+      {"GPT-2 small", "MHA 12/12", 2.0 * 12 * 768 * 2, 0, "1,024", 1024},
+      {"Llama 2 7B", "MHA 32/32", 2.0 * 32 * 4096 * 2, 0, "4,096", 4096},
+      {"Llama 3 8B", "GQA 32/8", 2.0 * 32 * 8 * 128 * 2, 0, "8,192", 8192},
+      {"Mistral 7B", "GQA 32/8, W 4096", 2.0 * 32 * 8 * 128 * 2, 4096, "8,192", 8192},
+      {"DeepSeek-V2", "MLA, 128 heads", 60.0 * (512 + 64) * 2, 0, "131,072", 131072},
   };
   EXPECT_EQ(size(rows[0].per_token), "36.0 KiB");
   EXPECT_EQ(size(rows[1].per_token), "512.0 KiB");
@@ -433,12 +435,16 @@ TEST(Chapter11, PublishedCacheSizesAreTheirConfigsArithmetic) {
   EXPECT_EQ(size(rows[3].per_token * 4096), "512.0 MiB");
   EXPECT_EQ(size(rows[4].per_token), "67.5 KiB");
   for (const Row& m : rows) {
+    // Each size starred past the model's context, a blank otherwise; the line ends at its text.
     const auto at = [&](double tokens) {
-      return size(m.per_token * (m.window > 0 ? std::min(tokens, m.window) : tokens));
+      return size(m.per_token * (m.window > 0 ? std::min(tokens, m.window) : tokens)) +
+             (tokens > m.context_tokens ? "*" : " ");
     };
-    const std::string line =
-        fmt::format("{:<13} {:<17} {:>14} {:>9} {:>9} {:>9}\n", m.name, m.attention,
-                    size(m.per_token), at(4096), at(32768), at(131072));
+    std::string line =
+        fmt::format("{:<13} {:<17} {:>8} {:>10} {:>10} {:>10} {:>10}", m.name, m.attention,
+                    m.context, size(m.per_token) + " ", at(4096), at(32768), at(131072));
+    line.erase(line.find_last_not_of(' ') + 1);
+    line += "\n";
     EXPECT_TRUE(contains(r.out, line)) << line;
   }
   // The notice's ratios: Llama 2's 2 * 32 * 4096 numbers against Llama 3's 2 * 32 * 8 * 128
