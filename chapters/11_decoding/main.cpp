@@ -418,7 +418,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  course::Chapter ch("11_decoding", "Decoding: KV cache, RoPE, grouped queries, windows", 2026);
+  course::Chapter ch("11_decoding",
+                     "Decoding: KV cache, RoPE, grouped queries, windows, latent attention", 2026);
   Knobs k;
   ch.option("--d-model", k.d_model, "E, the model's width").range(4, 64);
   ch.option("--heads", k.heads, "h, the query heads (d_k = E / h must be even)").range(1, 16);

@@ -9,13 +9,14 @@
 ///
 /// For x [n x d_model], one token per row, h heads:
 ///
-///     c       = x W_DKV^T                           [n x d_c]     the latent, cached
-///     k^R     = RoPE(x W_KR^T)                      [n x d_rope]  one RoPE key for all heads,
-///     cached K_h^C   = c W_UK_h^T                          [n x d_nope]  head h's content keys V_h
-///     = c W_UV_h^T                          [n x d_v]     head h's values [q_h^C, q_h^R] = x
-///     W_Q_h^T                    [n x (d_nope + d_rope)] q_h     = [q_h^C, RoPE(q_h^R)] S_h(i, j)
-///     = (q_h^C(i) . K_h^C(j) + RoPE(q_h^R)(i) . k^R(j)) / sqrt(d_nope + d_rope) out     =
-///     concat_h(softmax(mask(S_h)) V_h) W_O^T                  [n x d_model]
+///     c         = x W_DKV^T                   [n x d_c]      the latent, cached
+///     k^R       = RoPE(x W_KR^T)              [n x d_rope]   one RoPE key for all heads, cached
+///     K_h^C     = c W_UK_h^T                  [n x d_nope]   head h's content keys
+///     V_h       = c W_UV_h^T                  [n x d_v]      head h's values
+///     [q_h^C, q_h^R] = x W_Q_h^T              [n x (d_nope + d_rope)]
+///     q_h       = [q_h^C, RoPE(q_h^R)]
+///     S_h(i, j) = (q_h^C(i) . K_h^C(j) + RoPE(q_h^R)(i) . k^R(j)) / sqrt(d_nope + d_rope)
+///     out       = concat_h(softmax(mask(S_h)) V_h) W_O^T              [n x d_model]
 ///
 /// so head h is ordinary attention with query q_h and key k_h = [K_h^C, k^R], both
 /// d_nope + d_rope wide. Why the RoPE part is separate ("decoupled"): RoPE rotates a key by its
