@@ -155,8 +155,8 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
   // and the panel's own colour bar on the right when the scales are not shared.
   const double pad_l = 12 + (opts.ylabel.empty() ? 0 : kLinePx * text_lines(opts.ylabel) + 6) +
                        ytic_chars * kCharPx + 8;
-  const double pad_r = shared ? 16 : 90;
-  const double bar = shared ? 72 : 0;  // the one shared colour bar, right of all panels
+  const double pad_r = shared || !opts.colorbar ? 16 : 90;
+  const double bar = shared && opts.colorbar ? 72 : 0;  // one shared bar, right of all panels
   // The squares shrink (down to kMinPanelPx) until the grid fits max_width_px, so that a page
   // shows it at full size rather than scaled down to unreadable text.
   const double fit = (opts.max_width_px - bar) / C - pad_l - pad_r;
@@ -189,6 +189,10 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
     s += "cmin = " + num(*opts.cmin) + "\n";
     s += "cmax = " + num(*opts.cmax) + "\n";
     s += "set cbrange [cmin:cmax]\n";
+  }
+  if (!opts.colorbar) {
+    s += "unset colorbox  # the title says what the colours mean\n";
+  } else if (shared) {
     // The bar runs from the top of the first row of squares to the bottom of the last.
     const double bar_top = head + pad_t;
     const double bar_bottom = head + (R - 1) * (pad_t + a + pad_b) + pad_t + a;

@@ -94,6 +94,8 @@ struct GridOptions {
   int columns = 4;                       ///< panels per row of the grid
   int first_index = 1;                   ///< as in HeatmapOptions: rows and columns numbered from 1
   std::optional<double> cmin{}, cmax{};  ///< one colour scale shared by all panels
+  /// false: no colour bar at all, for values whose two colours the title names (0 or 1, say).
+  bool colorbar = true;
   bool show_values = false;
   int value_precision = 2;
   int panel_px = 320;  ///< side of one panel's square plot area, in pixels

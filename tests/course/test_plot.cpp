@@ -341,6 +341,31 @@ TEST_F(PlotTest, GridShrinksToFitThePageAndTurnsWideLabels) {
   EXPECT_EQ(narrow.find("set xtics rotate by 45 right"), std::string::npos) << "64-px cells";
 }
 
+// colorbar = false leaves the bar out, and its room with it: for 0/1 values whose meaning the
+// title gives, a continuous scale from 0 to 1 would suggest values in between.
+TEST_F(PlotTest, GridWithoutColourBarDrawsNoneAndIsNarrower) {
+  const std::vector<course::HeatmapPanel> panels(3, {Matrix::Identity(4, 4), "t"});
+  course::Plotter plot(dir_, true, "/nonexistent/attn-gnuplot");
+  testing::internal::CaptureStdout();
+  plot.heatmap_grid("bar", panels, {.columns = 3, .cmin = 0.0, .cmax = 1.0, .panel_px = 200});
+  plot.heatmap_grid("nobar", panels,
+                    {.columns = 3, .cmin = 0.0, .cmax = 1.0, .colorbar = false, .panel_px = 200});
+  plot.heatmap_grid("nobar_own", panels, {.columns = 3, .colorbar = false, .panel_px = 200});
+  testing::internal::GetCapturedStdout();
+  const std::string bar = slurp(dir_ / "bar.gp"), nobar = slurp(dir_ / "nobar.gp"),
+                    own = slurp(dir_ / "nobar_own.gp");
+  EXPECT_NE(bar.find("set colorbox user"), std::string::npos) << bar;
+  for (const std::string* gp : {&nobar, &own}) {
+    EXPECT_EQ(gp->find("\nset colorbox"), std::string::npos) << *gp;
+    EXPECT_NE(gp->find("unset colorbox"), std::string::npos) << *gp;
+  }
+  // The shared bar takes 72 px right of the grid: without it the image is that much narrower.
+  // (1 px either way: each width is rounded to whole pixels.)
+  EXPECT_NEAR(script_width(bar) - script_width(nobar), 72, 1) << bar << nobar;
+  // Panels with their own scales keep 90 px right of each for a bar: 16 without one.
+  EXPECT_EQ(script_width(own), script_width(nobar)) << own;
+}
+
 TEST_F(PlotTest, GridWritesOneBlockPerPanelAndRenders) {
   std::vector<course::HeatmapPanel> panels;
   for (int h = 0; h < 3; ++h) {
