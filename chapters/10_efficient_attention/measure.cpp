@@ -13,8 +13,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 namespace efficiency {
@@ -206,28 +204,8 @@ std::string to_tsv(const Measurements& m) {
 }
 
 std::optional<Measurements> read_measurements(const std::filesystem::path& path) {
-  std::ifstream file(path);
-  if (!file) return std::nullopt;
   Measurements m;
-  int number = 0;
-  for (std::string line; std::getline(file, line);) {
-    ++number;
-    const auto bad = [&] {
-      return std::runtime_error(
-          fmt::format("{}:{}: cannot read '{}'", path.string(), number, line));
-    };
-    if (line.rfind("# chapter 10's measurements: ", 0) == 0) {
-      const std::string rest = line.substr(29);
-      const auto comma = rest.rfind(", ");
-      if (comma == std::string::npos) throw bad();
-      m.machine = rest.substr(0, comma);
-      m.date = rest.substr(comma + 2);
-      continue;
-    }
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream in(line);
-    std::string kind;
-    in >> kind;
+  const auto row = [&](const std::string& kind, std::istream& in) {
     if (kind == "peak") {
       in >> m.peak;
     } else if (kind == "speed") {
@@ -251,10 +229,14 @@ std::optional<Measurements> read_measurements(const std::filesystem::path& path)
       in >> p.path >> p.n >> p.mib;
       m.memory.push_back(p);
     } else {
-      throw bad();
+      return false;
     }
-    if (in.fail()) throw bad();
-  }
+    return !in.fail();
+  };
+  const auto taken = course::read_measurement_table(path, "chapter 10's measurements", row);
+  if (!taken) return std::nullopt;
+  m.machine = taken->machine;
+  m.date = taken->date;
   if (m.peak <= 0 || m.speed.empty() || m.sweep.empty() || m.threads.empty()) {
     throw std::runtime_error(fmt::format("{}: incomplete (peak, speed, sweep and threads lines "
                                          "are all needed)",

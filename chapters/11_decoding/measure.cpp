@@ -13,9 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <stdexcept>
 
 namespace decoding {
@@ -121,36 +119,18 @@ std::string to_tsv(const Measurements& m) {
 }
 
 std::optional<Measurements> read_measurements(const std::filesystem::path& path) {
-  std::ifstream file(path);
-  if (!file) return std::nullopt;
   Measurements m;
-  const std::string header = "# chapter 11's measurements: ";
-  int number = 0;
-  for (std::string line; std::getline(file, line);) {
-    ++number;
-    const auto bad = [&] {
-      return std::runtime_error(
-          fmt::format("{}:{}: cannot read '{}'", path.string(), number, line));
-    };
-    if (line.rfind(header, 0) == 0) {
-      const std::string rest = line.substr(header.size());
-      const auto comma = rest.rfind(", ");
-      if (comma == std::string::npos) throw bad();
-      m.machine = rest.substr(0, comma);
-      m.date = rest.substr(comma + 2);
-      continue;
-    }
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream in(line);
-    std::string kind;
+  const auto row = [&](const std::string& kind, std::istream& in) {
     SpeedRow r;
-    if (!(in >> kind >> r.n >> r.cached >> r.recomputed) || kind != "speed" || r.n < 1 ||
-        !(r.cached > 0) || !(r.recomputed > 0)) {
-      throw bad();
-    }
+    if (kind != "speed" || !(in >> r.n >> r.cached >> r.recomputed)) return false;
     m.speed.push_back(r);
-  }
+    return r.n >= 1 && r.cached > 0 && r.recomputed > 0;
+  };
+  const auto taken = course::read_measurement_table(path, "chapter 11's measurements", row);
+  if (!taken) return std::nullopt;
   if (m.speed.empty()) throw std::runtime_error(path.string() + ": no measurements in it");
+  m.machine = taken->machine;
+  m.date = taken->date;
   return m;
 }
 
@@ -165,7 +145,7 @@ void show_speed(course::Chapter& ch, bool live, Index longest) {
         "starting 'measured: ', since its numbers vary between runs.{}",
         ch.plot().enabled() ? " It is also written as 11_measured.tsv beside the figures." : "");
   } else if ((m = read_measurements(committed_measurements()))) {
-    ch.prose("Tokens per second for the token after n, a small GPT's shape (E 256, 8 heads over 2, "
+    ch.prose("Tokens per second for the token after n, a small decoder (E 256, 8 heads over 2, "
              "4 layers), one thread, measured on {}, {} (measured.tsv; --measure times this "
              "machine):",
              m->machine, m->date);
