@@ -1,11 +1,14 @@
 // Chapter 11's figures (figures.hpp).
 #include "figures.hpp"
 
+#include "course/print.hpp"
 #include "real_sizes.hpp"
 
 #include <fmt/format.h>
 
 #include <cmath>
+#include <string>
+#include <utility>
 
 namespace decoding {
 
@@ -26,27 +29,48 @@ void draw_rope_decay(course::Plotter& plot, const std::vector<double>& distances
               .xlabel = "distance m - n (positions)",
               .ylabel = "mean score (1 at distance 0)",
               .logx = true,
-              .hlines = {{0.0, "0"}}});
+              .hlines = {{0.0, ""}}});  // the axis has its 0; the line shows where it runs
 }
 
 void draw_receptive_field(course::Plotter& plot, const std::vector<attn::Matrix>& reach,
                           Index window) {
   std::vector<course::HeatmapPanel> panels;
   for (std::size_t l = 0; l < reach.size(); ++l) {
-    panels.push_back({.values = reach[l],
-                      .title = fmt::format("{} layer{}: {} inputs", l + 1, l ? "s" : "",
-                                           (l + 1) * static_cast<std::size_t>(window - 1) + 1)});
+    // Titled by what was measured: the inputs that moved the last output.
+    const Index moved = static_cast<Index>(reach[l].bottomRows(1).sum());
+    std::vector<std::string> every_fifth;  // "0", "", "", "", "", "5", ...: readable at 16 wide
+    for (Index c = 0; c < reach[l].cols(); ++c)
+      every_fifth.push_back(c % 5 == 0 ? std::to_string(c) : "");
+    panels.push_back(
+        {.values = reach[l],
+         .title = fmt::format("{} layer{}: the last output, {} inputs", l + 1, l ? "s" : "", moved),
+         .xtics = every_fifth,
+         .ytics = every_fifth});  // square: outputs and inputs are the same positions
   }
   plot.heatmap_grid("11_receptive_field", panels,
-                    {.title = fmt::format("Which inputs move which outputs, window W = {}", window),
+                    {.title = fmt::format("Which inputs move which outputs, window W = {} "
+                                          "(yellow: changing the input changes the output)",
+                                          window),
                      .xlabel = "input position",
                      .ylabel = "output position",
                      .columns = 3,
                      .first_index = 0,
                      .cmin = 0.0,
                      .cmax = 1.0,
+                     .colorbar = false,
                      .panel_px = 280});
 }
+
+namespace {
+
+// One tick per context measured, "128" .. "4,096": a log axis would label only 1000.
+std::vector<std::pair<double, std::string>> context_tics(const std::vector<double>& n) {
+  std::vector<std::pair<double, std::string>> tics;
+  for (const double x : n) tics.emplace_back(x, course::with_commas(static_cast<Index>(x)));
+  return tics;
+}
+
+}  // namespace
 
 void draw_decode_speed(course::Plotter& plot, const Measurements& m) {
   std::vector<double> n, cached, recomputed;
@@ -62,7 +86,8 @@ void draw_decode_speed(course::Plotter& plot, const Measurements& m) {
               .xlabel = "tokens before it (context)",
               .ylabel = "tokens per second",
               .logx = true,
-              .logy = true});
+              .logy = true,
+              .xtics = context_tics(n)});
 }
 
 void draw_cache_sizes(course::Plotter& plot) {

@@ -52,38 +52,39 @@ struct Knobs {
 
 constexpr Index kVocab = 12;  // token ids 0..11: enough to generate, few enough to read
 
-attn::LanguageModelConfig config_of(const Knobs& k, Index window) {
+attn::LanguageModelConfig config_of(const Knobs& knobs, Index window) {
   return {.vocab = kVocab,
-          .d_model = k.d_model,
-          .heads = k.heads,
-          .kv_heads = k.kv_heads,
-          .d_ff = 2 * k.d_model,
-          .layers = k.layers,
+          .d_model = knobs.d_model,
+          .heads = knobs.heads,
+          .kv_heads = knobs.kv_heads,
+          .d_ff = 2 * knobs.d_model,
+          .layers = knobs.layers,
           .context = 128,
           .window = window,
           .rope_layout =
-              k.layout == "halves" ? attn::RopeLayout::halves : attn::RopeLayout::interleaved};
+              knobs.layout == "halves" ? attn::RopeLayout::halves : attn::RopeLayout::interleaved};
 }
 
 // ---- 1. Generation, one token at a time ---------------------------------------------------------
 
-void generation(course::Chapter& ch, const Knobs& k) {
+void generation(course::Chapter& ch, const Knobs& knobs) {
   ch.step("Generation: one token at a time, with and without a KV cache");
   attn::Rng rng(ch.seed());
-  const attn::LanguageModel model = attn::language_model_init(rng, config_of(k, k.window));
+  const attn::LanguageModel model = attn::language_model_init(rng, config_of(knobs, knobs.window));
   attn::Rng prompt_rng = ch.rng("prompt");  // its own stream: the same prompt whatever the model
-  const std::vector<int> prompt = random_tokens(prompt_rng, k.prompt, kVocab);
+  const std::vector<int> prompt = random_tokens(prompt_rng, knobs.prompt, kVocab);
   ch.prose("A decoder of {} layers (E = {}, {} query heads over {} key/value heads, RoPE{}) with "
-           "random weights and a vocabulary of 12 tokens. It cannot write English yet (chapter "
+           "random weights and a vocabulary of {} tokens. It cannot write English yet (chapter "
            "12 trains it); what matters here is how it generates. The prompt: {}.",
-           k.layers, k.d_model, k.heads, k.kv_heads,
-           k.window ? fmt::format(", window {}", k.window) : "", fmt::join(prompt, " "));
+           knobs.layers, knobs.d_model, knobs.heads, knobs.kv_heads,
+           knobs.window ? fmt::format(", window {}", knobs.window) : "", kVocab,
+           fmt::join(prompt, " "));
 
   // [uncached]
   // Without a cache: the whole sequence again for every new token, keep the last row.
   std::vector<int> uncached = prompt;
-  Matrix uncached_logits(k.fresh, kVocab);  // [new x V]: the row each token was chosen from
-  for (Index s = 0; s < k.fresh; ++s) {
+  Matrix uncached_logits(knobs.fresh, kVocab);  // [new x V]: the row each token was chosen from
+  for (Index s = 0; s < knobs.fresh; ++s) {
     const Matrix logits = attn::language_model_forward(model, uncached, Arithmetic::rows);
     uncached_logits.row(s) = logits.bottomRows(1);
     uncached.push_back(attn::greedy_token<float>(logits.bottomRows(1)));
@@ -93,28 +94,23 @@ void generation(course::Chapter& ch, const Knobs& k) {
   // With a cache: the prompt at once (prefill), then one row per layer per token (decode).
   attn::DecodeState state = attn::make_decode_state(model);  // one KvCache per layer
   std::vector<int> cached = prompt;
-  Matrix cached_logits(k.fresh, kVocab);                                          // [new x V]
+  Matrix cached_logits(knobs.fresh, kVocab);                                      // [new x V]
   Matrix row = attn::language_model_prefill(model, prompt, state).bottomRows(1);  // [1 x V]
-  for (Index s = 0; s < k.fresh; ++s) {
+  for (Index s = 0; s < knobs.fresh; ++s) {
     cached_logits.row(s) = row;
     cached.push_back(attn::greedy_token<float>(row));
     // Each held row: K and V of g kv heads, d_k wide, in every layer, in float.
-    const Index held_bytes =
-        state.size() * 2 * k.kv_heads * (k.d_model / k.heads) * k.layers * Index{sizeof(float)};
+    const Index held_bytes = state.size() * 2 * knobs.kv_heads * (knobs.d_model / knobs.heads) *
+                             knobs.layers * Index{sizeof(float)};
     ch.say("token {:>2} at position {:>2}: {:>2}   cache: {:>2} rows per layer, {} bytes", s + 1,
            std::ssize(cached) - 1, cached.back(), state.size(), course::with_commas(held_bytes));
-    if (s + 1 < k.fresh) row = attn::language_model_decode(model, cached.back(), state);
+    if (s + 1 < knobs.fresh) row = attn::language_model_decode(model, cached.back(), state);
   }
   // [cached]
-  // 20 ids a line at most: 64 of them (--prompt 32 --new 32) stay within 100 columns.
-  const auto say_ids = [&](std::string_view label, const std::vector<int>& ids) {
-    for (std::size_t at = 0; at < ids.size(); at += 20) {
-      const auto line = std::span(ids).subspan(at, std::min<std::size_t>(20, ids.size() - at));
-      ch.say("{:<29}{}", at == 0 ? label : "", fmt::join(line, " "));
-    }
-  };
-  say_ids("generated with the cache:", cached);
-  say_ids("generated without a cache:", uncached);
+  for (const auto& line : decoding::token_lines("generated with the cache:", cached))
+    ch.say("{}", line);
+  for (const auto& line : decoding::token_lines("generated without a cache:", uncached))
+    ch.say("{}", line);
   ch.say("logits, cached against uncached: max |diff| = {:.1e} ({})",
          attn::max_abs_diff(cached_logits, uncached_logits),
          attn::max_abs_diff(cached_logits, uncached_logits) == 0 ? "the same bits" : "differ");
@@ -123,22 +119,23 @@ void generation(course::Chapter& ch, const Knobs& k) {
             "the decode kernel, keys in position order). Any slip of the cache, a position one "
             "off for RoPE, a key too many in the window, would show here as a difference.");
 
+  // The whole text at once both ways: [n x V] each.
   const Matrix fast = attn::language_model_forward(model, cached, Arithmetic::blocked);
   const Matrix exact = attn::language_model_forward(model, cached, Arithmetic::rows);
   ch.say("the fast path (GEMMs, tiled attention) against rows: max |diff| = {:.1e} of logits "
          "up to {:.2f}",
          attn::max_abs_diff(fast, exact), exact.cwiseAbs().maxCoeff());
   ch.notice("A GEMM over n rows sums each product in another order than the product of one "
-            "row: the fast prefill differs from decoding by rounding, a few float ulps. The "
-            "cache is checked bit for bit where the arithmetic is the same, and within rounding "
-            "where it cannot be.");
+            "row: the fast prefill differs from decoding by rounding, a few units in the last "
+            "place. The cache is checked bit for bit where the arithmetic is the same, and "
+            "within rounding where it cannot be.");
 
   // The cost: the uncached loop ran the model on prompt, prompt + 1, ..., n - 1 tokens; the
   // cached one computed the prompt's rows once and one row per later token.
-  const Index n = std::ssize(cached), p = k.prompt;
+  const Index n = std::ssize(cached), p = knobs.prompt;
   ch.say("rows computed per layer: {} without a cache, {} with one",
          (n - 1) * n / 2 - (p - 1) * p / 2, n - 1);
-  decoding::show_speed(ch, k.measure, k.measure_n);  // measured.tsv, or --measure live
+  decoding::show_speed(ch, knobs.measure, knobs.measure_n);  // measured.tsv, or --measure live
   ch.notice("Recomputing costs O(n) rows per token, O(n^2) for a whole text; a decode step one "
             "row. What it still reads in full is the cache: n rows of keys and values per "
             "layer, for every token, which is what the rest of this chapter makes smaller.");
@@ -146,7 +143,7 @@ void generation(course::Chapter& ch, const Knobs& k) {
 
 // ---- 2. RoPE ------------------------------------------------------------------------------------
 
-void rope(course::Chapter& ch, const Knobs& k) {
+void rope(course::Chapter& ch, const Knobs& knobs) {
   ch.step("RoPE: positions as rotations of q and k");
   const Index d = 8;
   const attn::RopeTable table = attn::rope_table(64, d);  // cos, sin [64 x 4]
@@ -156,18 +153,18 @@ void rope(course::Chapter& ch, const Knobs& k) {
            d);
   ch.show("theta", attn::rope_frequencies(d).transpose(), {.precision = 4});
   attn::Rng rng = ch.rng("rope vectors");
-  const Matrix q = attn::random_normal(rng, 1, d), key = attn::random_normal(rng, 1, d);
-  const attn::RopeLayout layout = config_of(k, 0).rope_layout;  // --layout
+  const Matrix q = attn::random_normal(rng, 1, d), k = attn::random_normal(rng, 1, d);  // [1 x d]
+  const attn::RopeLayout layout = config_of(knobs, 0).rope_layout;                      // --layout
   // [rope_scores]
-  // Score of the query at position m with the key at position n: [6 x 6].
+  // Score of the query at position m with the key at position n: S [6 x 6].
   const auto scores = [&](Index shift, attn::RopeLayout q_layout, attn::RopeLayout k_layout) {
     Matrix S(6, 6);
     for (Index m = 0; m < 6; ++m) {
       for (Index n = 0; n < 6; ++n) {
-        const Matrix qm =
+        const Matrix qm =  // [1 x d]: q turned to position m
             attn::rope<float>(q, table, {.layout = q_layout, .first_position = m + shift});
-        const Matrix kn =
-            attn::rope<float>(key, table, {.layout = k_layout, .first_position = n + shift});
+        const Matrix kn =  // [1 x d]: k turned to position n
+            attn::rope<float>(k, table, {.layout = k_layout, .first_position = n + shift});
         S(m, n) = (qm * kn.transpose())(0, 0);
       }
     }
@@ -184,7 +181,7 @@ void rope(course::Chapter& ch, const Knobs& k) {
             "theta_i are rounded at other m).");
 
   // Chapter 07's rotation, and the two layouts.
-  const Matrix at5 = attn::rope<float>(q, table, {.first_position = 5});
+  const Matrix at5 = attn::rope<float>(q, table, {.first_position = 5});  // [1 x d]
   const MatrixD q_d = q.cast<double>();  // [1 x d], in double: the comparison is of formulas
   ch.say("RoPE at position 5 against chapter 07's q R(5), in double: max |diff| = {:.1e}",
          attn::max_abs_diff(attn::rope<double>(q_d, table, {.first_position = 5}),
@@ -196,9 +193,9 @@ void rope(course::Chapter& ch, const Knobs& k) {
   const std::vector<Index> perm = attn::rope_layout_permutation(d);
   Matrix q_halves(1, d);  // the same vector with its features where the halves layout pairs them
   for (Index c = 0; c < d; ++c) q_halves(0, perm[static_cast<std::size_t>(c)]) = q(0, c);
-  const Matrix turned =
+  const Matrix turned =  // [1 x d], in the halves layout
       attn::rope<float>(q_halves, table, {.layout = attn::RopeLayout::halves, .first_position = 5});
-  Matrix back(1, d);
+  Matrix back(1, d);  // [1 x d]: turned, its features put back in interleaved order
   for (Index c = 0; c < d; ++c) back(0, c) = turned(0, perm[static_cast<std::size_t>(c)]);
   ch.say("halves layout on permuted features against interleaved: max |diff| = {:.1e}",
          attn::max_abs_diff(back, at5));
@@ -231,15 +228,15 @@ void rope(course::Chapter& ch, const Knobs& k) {
 
 // ---- 3. Grouped-query attention -----------------------------------------------------------------
 
-void grouped_queries(course::Chapter& ch, const Knobs& k) {
+void grouped_queries(course::Chapter& ch, const Knobs& knobs) {
   ch.step("Grouped-query attention: fewer keys and values than queries");
   attn::Rng rng = ch.rng("grouped queries");
-  const Index E = k.d_model, h = k.heads, n = 6, dk = E / h;
+  const Index E = knobs.d_model, h = knobs.heads, n = 6, dk = E / h;
   const Matrix x = attn::random_normal(rng, n, E);  // [6 x E]
-  ch.prose("Query head q reads key/value head q / (h/g). With g = h every query head has its "
-           "own keys (multi-head attention); with g = 1 all share one (multi-query).");
+  ch.prose("Query head a reads key/value head floor(a / (h/g)). With g = h every query head "
+           "has its own keys (multi-head attention); with g = 1 all share one (multi-query).");
   std::vector<Index> groups{h};  // g = h, the knob's g, g = 1: each once
-  for (const Index g : {k.kv_heads, Index{1}}) {
+  for (const Index g : {knobs.kv_heads, Index{1}}) {
     if (std::find(groups.begin(), groups.end(), g) == groups.end()) groups.push_back(g);
   }
   double worst = 0;  // over every g: 0 when grouped-query and multi-head agree to the bit
@@ -249,9 +246,9 @@ void grouped_queries(course::Chapter& ch, const Knobs& k) {
     // The same layer as multi-head attention: each kv head's rows copied to its query heads.
     Matrix in_proj(3 * E, E);  // [3E x E]: W_Q, then W_K and W_V repeated per group
     in_proj.topRows(E) = gqa.q_proj.weight;
-    for (Index q = 0; q < h; ++q) {
-      in_proj.middleRows(E + q * dk, dk) = gqa.k_proj.weight.middleRows(q / (h / g) * dk, dk);
-      in_proj.middleRows(2 * E + q * dk, dk) = gqa.v_proj.weight.middleRows(q / (h / g) * dk, dk);
+    for (Index a = 0; a < h; ++a) {  // query head a reads kv head a / (h / g)
+      in_proj.middleRows(E + a * dk, dk) = gqa.k_proj.weight.middleRows(a / (h / g) * dk, dk);
+      in_proj.middleRows(2 * E + a * dk, dk) = gqa.v_proj.weight.middleRows(a / (h / g) * dk, dk);
     }
     const attn::MultiHeadAttention mha = attn::multi_head_from_pytorch(
         in_proj, attn::RowVector(), gqa.out_proj.weight, attn::RowVector(), h);
@@ -271,26 +268,26 @@ void grouped_queries(course::Chapter& ch, const Knobs& k) {
 
 // ---- 4. Sliding windows -------------------------------------------------------------------------
 
-void sliding_windows(course::Chapter& ch, const Knobs& k) {
+void sliding_windows(course::Chapter& ch, const Knobs& knobs) {
   ch.step("Sliding windows: the last W keys, and a rolling cache");
-  const Index W = k.window > 0 ? k.window : 3;
+  const Index W = knobs.window > 0 ? knobs.window : 3;
   ch.prose("A window of W = {}{}: query i reads only keys j with i - W < j <= i.", W,
-           k.window > 0 ? "" : " (--window 0 elsewhere; this step shows one all the same)");
+           knobs.window > 0 ? "" : " (--window 0 elsewhere; this step shows one all the same)");
   const attn::AllowedMask mask = attn::sliding_window_mask(8, W);  // [8 x 8]
   ch.show(fmt::format("sliding_window_mask(8, {})", W), mask.cast<float>(), {.precision = 0});
   ch.notice("Query i reads keys i - W + 1 .. i: W keys counting itself, never W + 1 (a "
             "classic off-by-one: a window that reads 129 keys where it should read 128).");
 
   attn::Rng rng = ch.rng("window model");
-  const attn::LanguageModel model = attn::language_model_init(rng, config_of(k, W));
+  const attn::LanguageModel model = attn::language_model_init(rng, config_of(knobs, W));
   const std::vector<int> text = random_tokens(rng, 3 * W + 2, kVocab);  // wraps the cache 3 times
-  const Matrix full = attn::language_model_forward(model, text, Arithmetic::rows);
+  const Matrix full = attn::language_model_forward(model, text, Arithmetic::rows);  // [n x V]
   attn::DecodeState state = attn::make_decode_state(model);
   double worst = attn::max_abs_diff(
       attn::language_model_prefill(model, std::span<const int>(text).first(1), state),
       full.topRows(1));
   for (std::size_t t = 1; t < text.size(); ++t) {
-    const Matrix row = attn::language_model_decode(model, text[t], state);
+    const Matrix row = attn::language_model_decode(model, text[t], state);  // [1 x V]
     worst = std::max(worst, attn::max_abs_diff(row, full.row(static_cast<Index>(t))));
     if (t + 1 == text.size() || static_cast<Index>(t) < W + 2) {
       if (t == 1) ch.say("layer 0's key cache, slot by slot (-1: not filled yet):");
@@ -307,17 +304,17 @@ void sliding_windows(course::Chapter& ch, const Knobs& k) {
   const Index n = std::max<Index>(16, 3 * (W - 1) + 2), last = n - 1;
   std::vector<Matrix> reach;
   for (Index L = 1; L <= 3; ++L) {
-    Knobs deeper = k;
+    Knobs deeper = knobs;
     deeper.layers = L;
     attn::Rng r = ch.rng("receptive field");
     const attn::LanguageModel m = attn::language_model_init(r, config_of(deeper, W));
     const std::vector<int> ids = random_tokens(r, n, kVocab);
-    const Matrix before = attn::language_model_forward(m, ids, Arithmetic::rows);
+    const Matrix before = attn::language_model_forward(m, ids, Arithmetic::rows);  // [n x V]
     Matrix moved = Matrix::Zero(n, n);  // [outputs x inputs]
     for (Index p = 0; p < n; ++p) {
       std::vector<int> changed = ids;
       changed[static_cast<std::size_t>(p)] = (ids[static_cast<std::size_t>(p)] + 1) % kVocab;
-      const Matrix after = attn::language_model_forward(m, changed, Arithmetic::rows);
+      const Matrix after = attn::language_model_forward(m, changed, Arithmetic::rows);  // [n x V]
       for (Index i = 0; i < n; ++i) moved(i, p) = after.row(i) == before.row(i) ? 0.0f : 1.0f;
     }
     Index first = 0;  // the earliest input that moves the last output
@@ -390,14 +387,15 @@ void real_sizes(course::Chapter& ch) {
   if (ch.plot().enabled()) decoding::draw_cache_sizes(ch.plot());
 }
 
-void lesson(course::Chapter& ch, const Knobs& k) {
-  ch.intro("E = {}, {} heads over {} kv heads, {} layers, {}, RoPE {}, seed {}", k.d_model, k.heads,
-           k.kv_heads, k.layers, k.window ? fmt::format("window {}", k.window) : "no window",
-           k.layout, ch.seed());
-  generation(ch, k);
-  rope(ch, k);
-  grouped_queries(ch, k);
-  sliding_windows(ch, k);
+void lesson(course::Chapter& ch, const Knobs& knobs) {
+  ch.intro("E = {}, {} heads over {} kv heads, {} layers, {}, RoPE {}, seed {}", knobs.d_model,
+           knobs.heads, knobs.kv_heads, knobs.layers,
+           knobs.window ? fmt::format("window {}", knobs.window) : "no window", knobs.layout,
+           ch.seed());
+  generation(ch, knobs);
+  rope(ch, knobs);
+  grouped_queries(ch, knobs);
+  sliding_windows(ch, knobs);
   latent_attention(ch);
   real_sizes(ch);
   ch.finish(
@@ -420,30 +418,32 @@ void lesson(course::Chapter& ch, const Knobs& k) {
 int main(int argc, char** argv) {
   course::Chapter ch("11_decoding",
                      "Decoding: KV cache, RoPE, grouped queries, windows, latent attention", 2026);
-  Knobs k;
-  ch.option("--d-model", k.d_model, "E, the model's width").range(4, 64);
-  ch.option("--heads", k.heads, "h, the query heads (d_k = E / h must be even)").range(1, 16);
-  ch.option("--kv-heads", k.kv_heads, "g, the key/value heads, dividing h").range(1, 16);
-  ch.option("--layers", k.layers, "L, the decoder's layers").range(1, 6);
-  ch.option("--window", k.window, "W, each query's last keys (0: all)").range(0, 16);
-  ch.option("--prompt", k.prompt, "tokens in the prompt").range(1, 32);
-  ch.option("--new", k.fresh, "tokens to generate").range(1, 32);
-  ch.option("--layout", k.layout, "RoPE's pairs: interleaved or halves")
+  Knobs knobs;
+  ch.option("--d-model", knobs.d_model, "E, the model's width").range(4, 64);
+  ch.option("--heads", knobs.heads, "h, the query heads (d_k = E / h must be even)").range(1, 16);
+  ch.option("--kv-heads", knobs.kv_heads, "g, the key/value heads, dividing h").range(1, 16);
+  ch.option("--layers", knobs.layers, "L, the decoder's layers").range(1, 6);
+  ch.option("--window", knobs.window, "W, each query's last keys (0: all)").range(0, 16);
+  ch.option("--prompt", knobs.prompt, "tokens in the prompt").range(1, 32);
+  ch.option("--new", knobs.fresh, "tokens to generate").range(1, 32);
+  ch.option("--layout", knobs.layout, "RoPE's pairs: interleaved or halves")
       .one_of({"interleaved", "halves"});
-  ch.flag("--measure", k.measure,
+  ch.flag("--measure", knobs.measure,
           "time generation on this machine (about a minute) for the figure");
-  ch.option("--measure-n", k.measure_n, "with --measure: time contexts 128, 256, ... up to this")
+  ch.option("--measure-n", knobs.measure_n,
+            "with --measure: time contexts 128, 256, ... up to this")
       .range(128, 4096);
   ch.require_knobs([&] {
-    if (ch.given("--measure-n") && !k.measure) return std::string("--measure-n needs --measure");
-    if (k.d_model % k.heads != 0 || (k.d_model / k.heads) % 2 != 0) {
-      return fmt::format("--heads {} must divide --d-model {} into an even d_k", k.heads,
-                         k.d_model);
+    if (ch.given("--measure-n") && !knobs.measure)
+      return std::string("--measure-n needs --measure");
+    if (knobs.d_model % knobs.heads != 0 || (knobs.d_model / knobs.heads) % 2 != 0) {
+      return fmt::format("--heads {} must divide --d-model {} into an even d_k", knobs.heads,
+                         knobs.d_model);
     }
-    if (k.heads % k.kv_heads != 0) {
-      return fmt::format("--kv-heads {} must divide --heads {}", k.kv_heads, k.heads);
+    if (knobs.heads % knobs.kv_heads != 0) {
+      return fmt::format("--kv-heads {} must divide --heads {}", knobs.kv_heads, knobs.heads);
     }
     return std::string();
   });
-  return ch.run(argc, argv, [&] { lesson(ch, k); });
+  return ch.run(argc, argv, [&] { lesson(ch, knobs); });
 }

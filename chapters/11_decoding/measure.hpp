@@ -32,7 +32,7 @@ struct Measurements {
 };
 
 /// The model timed: E = 256, 8 query heads over 2 key/value heads, d_ff = 1024, 4 layers,
-/// context 4096, vocabulary 256 (a small GPT's shape; its weights are random).
+/// context 4096, vocabulary 256 (a small decoder; its weights are random).
 attn::LanguageModelConfig timed_model();
 
 /// Times both ways of generating at n = 128, 256, ... up to `longest` (a power of two from 128

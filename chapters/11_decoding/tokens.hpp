@@ -1,4 +1,5 @@
-// tokens.hpp: chapter 11's small helpers: token ids, position labels, a ring's slots.
+// tokens.hpp: chapter 11's small helpers: token ids and their lines, position labels, a ring's
+// slots.
 #pragma once
 
 #include "attn/core/matrix.hpp"
@@ -7,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -26,6 +28,19 @@ inline std::vector<std::string> from_zero(std::string_view prefix, attn::Index n
   std::vector<std::string> out;
   for (attn::Index i = 0; i < n; ++i) out.push_back(fmt::format("{}{}", prefix, i));
   return out;
+}
+
+/// Lines of "label  id id id ...", 20 ids a line at most: 64 of them (--prompt 32 --new 32)
+/// stay within 100 columns, the label on the first line only.
+inline std::vector<std::string> token_lines(std::string_view label, const std::vector<int>& ids) {
+  std::vector<std::string> lines;
+  for (std::size_t at = 0; at < ids.size(); at += 20) {
+    const std::size_t end = std::min(ids.size(), at + 20);
+    std::string line = fmt::format("{:<29}", at == 0 ? label : "");
+    for (std::size_t i = at; i < end; ++i) line += fmt::format("{}{}", i == at ? "" : " ", ids[i]);
+    lines.push_back(line);
+  }
+  return lines;
 }
 
 /// The position each slot of a rolling cache holds, slot by slot: slot s holds the held
