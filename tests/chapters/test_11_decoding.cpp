@@ -509,8 +509,9 @@ TEST(Chapter11, DrawsItsFiguresAndTheReceptiveFieldCellByCell) {
     for (std::string line; std::getline(dat, line);) {
       if (line.rfind("# panel ", 0) == 0) {
         ++panel;
-        EXPECT_TRUE(contains(line, fmt::format("[{} x {}] {} layer{}: {} inputs", n, n, panel + 1,
-                                               panel ? "s" : "", (panel + 1) * (W - 1) + 1)))
+        EXPECT_TRUE(
+            contains(line, fmt::format("[{} x {}] {} layer{}: the last output, {} inputs", n, n,
+                                       panel + 1, panel ? "s" : "", (panel + 1) * (W - 1) + 1)))
             << line;
         continue;
       }
