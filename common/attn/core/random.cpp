@@ -17,14 +17,17 @@ std::uint64_t splitmix64(std::uint64_t& state) {
   return z ^ (z >> 31);
 }
 
-std::uint64_t stream_seed(std::uint64_t seed, std::string_view name) {
-  // FNV-1a, 64-bit (Fowler, Noll, Vo): offset basis, then xor and multiply byte by byte.
-  std::uint64_t hash = 0xCBF29CE484222325ULL;
-  for (const char c : name) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 0x100000001B3ULL;
+std::uint64_t fnv1a64(std::string_view bytes) {
+  std::uint64_t hash = 0xCBF29CE484222325ULL;  // the offset basis
+  for (const char c : bytes) {
+    hash ^= static_cast<unsigned char>(c);  // the byte's value, whatever char's signedness
+    hash *= 0x100000001B3ULL;               // the FNV prime; unsigned, so it wraps mod 2^64
   }
-  std::uint64_t state = seed ^ hash;
+  return hash;
+}
+
+std::uint64_t stream_seed(std::uint64_t seed, std::string_view name) {
+  std::uint64_t state = seed ^ fnv1a64(name);
   return splitmix64(state);
 }
 

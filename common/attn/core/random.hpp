@@ -19,9 +19,15 @@ namespace attn {
 /// SplitMix64 (Steele, Lea, Flood 2014): expands one 64-bit seed into well-mixed words.
 std::uint64_t splitmix64(std::uint64_t& state);
 
+/// The 64-bit FNV-1a hash of `bytes` (Fowler, Noll, Vo): from the offset basis
+/// 0xCBF29CE484222325, xor each byte in, then multiply by the prime 0x100000001B3. Not a
+/// cryptographic hash: a fingerprint that names a stream (stream_seed below) or tells one text
+/// from another (chapter 12 checks its corpus with it), the same on every platform.
+std::uint64_t fnv1a64(std::string_view bytes);
+
 /// The seed of the stream called `name` under `seed`, for a second use of randomness in one
 /// run (a held-out set, the upstream gradient of a backward demo): SplitMix64 of seed XOR the
-/// name's 64-bit FNV-1a hash. Rng(seed + 1) would be seed + 1's own stream, so --seed 5's
+/// name's fnv1a64 hash. Rng(seed + 1) would be seed + 1's own stream, so --seed 5's
 /// "second" draws would be --seed 6's first; a named stream is no seed's own stream, and two
 /// names under one seed differ. Integer arithmetic only: the same on every platform.
 std::uint64_t stream_seed(std::uint64_t seed, std::string_view name);

@@ -9,6 +9,7 @@
 #include "attn/ops/attention.hpp"
 #include "attn/ops/masks.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -29,11 +30,12 @@ bool fits_one_tile(Index n) {
   return n <= tiles.query_tile && n <= tiles.key_tile;
 }
 
-// Whether H heads of attention over n tokens, each d_k wide, are worth a thread each: a
-// parallel region costs microseconds, far more than the heads of a short sequence.
-bool worth_threads(Index n, Index H, Index d_k) {
-  return 4.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(H * d_k) >=
-         kThreadedFlops;
+// The threads for H (sequence, head) attentions over n tokens, each d_k wide: the caller's
+// count, or by default one team when the work is worth a parallel region (threads.hpp).
+int team(int threads, Index n, Index H, Index d_k) {
+  const double flops =
+      4.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(H * d_k);
+  return team_for(threads, H, flops);
 }
 
 // The options against the layer and n tokens: the window, and the RoPE table's width and reach.
@@ -132,7 +134,12 @@ GroupedQueryResultOf<T> grouped_query_forward(const GroupedQueryAttentionOf<T>& 
   const char* where = "grouped_query_forward";
   check_grouped_query(layer, where);
   const Index E = layer.d_model(), H = layer.heads, g = layer.kv_heads, G = layer.group_size(),
-              d_k = layer.d_k(), n = x.rows();
+              d_k = layer.d_k(), B = opts.sequences;
+  require(B >= 1 && x.rows() % std::max<Index>(B, 1) == 0, where, [&] {
+    return "x has " + std::to_string(x.rows()) + " rows, which are not " + std::to_string(B) +
+           " sequences of one length: sequences must be >= 1 and divide the rows";
+  });
+  const Index n = x.rows() / B;  // each sequence's tokens
   require(n >= 1 && x.cols() == E, where, [&] {
     return "x is " + shape_str(x) + " but the layer takes [n x d_model] = [n x " +
            std::to_string(E) + "], n >= 1";
@@ -140,48 +147,54 @@ GroupedQueryResultOf<T> grouped_query_forward(const GroupedQueryAttentionOf<T>& 
   gqa::check_options(opts, d_k, n, where);
   GroupedQueryResultOf<T> r;
   r.options = opts;
-  // ---- three projections, every head at once ----------------------------------------------------
-  r.Q = linear_forward(layer.q_proj, x);  // [n x h d_k]
-  r.K = linear_forward(layer.k_proj, x);  // [n x g d_k]
-  r.V = linear_forward(layer.v_proj, x);  // [n x g d_k]
-  if (opts.rope != nullptr) {  // rotate every head of Q and of K; token r sits at position r
-    rope_inplace<T>(r.Q, *opts.rope, {.layout = opts.rope_layout, .heads = H});
-    rope_inplace<T>(r.K, *opts.rope, {.layout = opts.rope_layout, .heads = g});
+  // ---- three projections, every head (and every sequence) at once -------------------------------
+  r.Q = linear_forward(layer.q_proj, x);  // [B n x h d_k]
+  r.K = linear_forward(layer.k_proj, x);  // [B n x g d_k]
+  r.V = linear_forward(layer.v_proj, x);  // [B n x g d_k]
+  if (opts.rope != nullptr) {  // rotate every head of Q and of K; row b n + i sits at position i
+    for (Index b = 0; b < B; ++b) {
+      rope_inplace<T>(r.Q.middleRows(b * n, n), *opts.rope,
+                      {.layout = opts.rope_layout, .heads = H});
+      rope_inplace<T>(r.K.middleRows(b * n, n), *opts.rope,
+                      {.layout = opts.rope_layout, .heads = g});
+    }
   }
-  // ---- one attention per query head, on the columns of its kv head ------------------------------
-  r.concat.resize(n, H * d_k);  // [n x h d_k]
+  // ---- one attention per (sequence, query head), on the columns of its kv head ------------------
+  // Task t = b h + q reads sequence b's rows of head q's columns (and of kv head q / G's), and
+  // writes only its own block: any number of threads gives the same bytes.
+  r.concat.resize(B * n, H * d_k);  // [B n x h d_k]
+  const auto block = [&](auto& m, Index b, Index head) {
+    return m.block(b * n, head * d_k, n, d_k);  // [n x d_k]
+  };
+  const int team = gqa::team(opts.threads, n, B * H, d_k);
   if (opts.need_weights || gqa::fits_one_tile(n)) {
-    require_fits_in_memory(where, ElementCount(n, n, H), sizeof(T), "for the weights", [&] {
-      return std::to_string(H) + " heads over " + std::to_string(n) + " tokens";
+    require_fits_in_memory(where, ElementCount(n, n, B * H), sizeof(T), "for the weights", [&] {
+      return std::to_string(B * H) + " heads over " + std::to_string(n) + " tokens";
     });
     const AllowedMask mask = gqa::plain_mask(opts, n);  // [n x n], empty: every key
     AttentionOptions head_opts;                         // scale 1/sqrt(d_k), blocked scores -inf
     if (mask.size() != 0) head_opts.allowed.emplace(mask);
-    r.weights.resize(static_cast<std::size_t>(H));
-    for (Index q = 0; q < H; ++q) {
-      const Index j = q / G;  // the kv head of query head q
-      MatrixOf<T>& W = r.weights[static_cast<std::size_t>(q)];
-      const Index empty_rows = attention_weights_into(r.Q.middleCols(q * d_k, d_k),  // [n x d_k]
-                                                      r.K.middleCols(j * d_k, d_k),  // [n x d_k]
-                                                      W, head_opts);                 // [n x n]
-      weighted_values_into(W, r.V.middleCols(j * d_k, d_k),    // [n x n] [n x d_k]
-                           r.concat.middleCols(q * d_k, d_k),  // head q's columns
-                           empty_rows);
+    r.weights.resize(static_cast<std::size_t>(B * H));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (team > 1)
+    for (Index t = 0; t < B * H; ++t) {
+      const Index b = t / H, q = t % H, j = q / G;  // sequence, query head, its kv head
+      MatrixOf<T>& W = r.weights[static_cast<std::size_t>(t)];
+      const Index empty_rows = attention_weights_into(block(r.Q, b, q),  // [n x d_k]
+                                                      block(r.K, b, j),  // [n x d_k]
+                                                      W, head_opts);     // [n x n]
+      weighted_values_into(W, block(r.V, b, j), block(r.concat, b, q), empty_rows);
     }
   } else {
-    // The tiled path: no [n x n] matrix per head. One head per thread when worth it; each head
-    // writes only its own columns, so the bytes do not depend on the number of threads.
-    r.lse.resize(n, H);  // [n x h]
+    // The tiled path: no [n x n] matrix per head, each head's log-sum-exp kept instead.
+    r.lse.resize(B * n, H);  // [B n x h]
     // The window needs no mask in memory: the kernel skips the tiles older than every window.
     const TiledAttentionOptions head_opts{.causal = opts.causal, .window = opts.window};
-    const bool parallel = H > 1 && gqa::worth_threads(n, H, d_k);
-#pragma omp parallel for schedule(dynamic, 1) if (parallel)
-    for (Index q = 0; q < H; ++q) {
-      const Index j = q / G;
-      tiled_attention_into(r.Q.middleCols(q * d_k, d_k), r.K.middleCols(j * d_k, d_k),
-                           r.V.middleCols(j * d_k, d_k),       // Q_q, K_j, V_j: views
-                           r.concat.middleCols(q * d_k, d_k),  // head q's columns [n x d_k]
-                           r.lse.col(q), head_opts);           // L of head q [n]
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (team > 1)
+    for (Index t = 0; t < B * H; ++t) {
+      const Index b = t / H, q = t % H, j = q / G;
+      tiled_attention_into(block(r.Q, b, q), block(r.K, b, j), block(r.V, b, j),  // views
+                           block(r.concat, b, q),  // head q's columns [n x d_k]
+                           r.lse.col(q).segment(b * n, n), head_opts);  // L of head q [n]
     }
   }
   // ---- mix the heads ----------------------------------------------------------------------------
@@ -196,18 +209,23 @@ MatrixOf<T> grouped_query_backward(const GroupedQueryAttentionOf<T>& layer, cons
   const char* where = "grouped_query_backward";
   check_grouped_query(layer, where);
   check_grads_like(layer, grads, where, {{"x", memory_of(x)}, {"d_out", memory_of(d_out)}});
-  const Index E = layer.d_model(), H = layer.heads, g = layer.kv_heads, G = layer.group_size(),
-              d_k = layer.d_k(), n = x.rows();
   const GroupedQueryOptions& opts = cache.options;
+  const Index E = layer.d_model(), H = layer.heads, g = layer.kv_heads, G = layer.group_size(),
+              d_k = layer.d_k(), B = opts.sequences, rows = x.rows();
+  require(B >= 1 && rows % std::max<Index>(B, 1) == 0 && rows >= B, where, [&] {
+    return "x has " + std::to_string(rows) + " rows, which are not the forward's " +
+           std::to_string(B) + " sequences of one length";
+  });
+  const Index n = rows / B;
   const bool plain = !cache.weights.empty();
-  bool weights_ok = cache.weights.size() == static_cast<std::size_t>(H);
+  bool weights_ok = cache.weights.size() == static_cast<std::size_t>(B * H);
   for (const MatrixOf<T>& W : cache.weights)
     weights_ok = weights_ok && W.rows() == n && W.cols() == n;
-  require(x.cols() == E && d_out.rows() == n && d_out.cols() == E && cache.Q.rows() == n &&
-              cache.Q.cols() == H * d_k && cache.K.rows() == n && cache.K.cols() == g * d_k &&
-              cache.V.rows() == n && cache.V.cols() == g * d_k && cache.concat.rows() == n &&
+  require(x.cols() == E && d_out.rows() == rows && d_out.cols() == E && cache.Q.rows() == rows &&
+              cache.Q.cols() == H * d_k && cache.K.rows() == rows && cache.K.cols() == g * d_k &&
+              cache.V.rows() == rows && cache.V.cols() == g * d_k && cache.concat.rows() == rows &&
               cache.concat.cols() == H * d_k &&
-              (plain ? weights_ok : cache.lse.rows() == n && cache.lse.cols() == H),
+              (plain ? weights_ok : cache.lse.rows() == rows && cache.lse.cols() == H),
           where, [&] {
             return "x is " + shape_str(x) + ", d_out " + shape_str(d_out) +
                    " and the cache holds Q " + shape_str(cache.Q) + ", K " + shape_str(cache.K) +
@@ -220,41 +238,41 @@ MatrixOf<T> grouped_query_backward(const GroupedQueryAttentionOf<T>& layer, cons
   gqa::check_options(opts, d_k, n, where);
   // ---- back through the mixing of the heads -----------------------------------------------------
   const MatrixOf<T> d_concat =
-      linear_backward(layer.out_proj, cache.concat, d_out, grads.out_proj);  // [n x h d_k]
-  // ---- each query head's attention --------------------------------------------------------------
-  // Head q writes dQ_q into its own columns of dQ, and its share of dK_j, dV_j into its own
-  // columns of dK_heads, dV_heads (one block per query head, as if K and V had been repeated);
-  // each kv head then sums its group's blocks in order. With G = 1 the blocks are dK, dV.
-  MatrixOf<T> dQ(n, H * d_k);                              // [n x h d_k]
-  MatrixOf<T> dK_heads(n, H * d_k), dV_heads(n, H * d_k);  // [n x h d_k]
+      linear_backward(layer.out_proj, cache.concat, d_out, grads.out_proj);  // [B n x h d_k]
+  // ---- each (sequence, query head)'s attention --------------------------------------------------
+  // Task t = b h + q writes dQ_q into its own block of dQ, and its share of dK_j, dV_j into its
+  // own block of dK_heads, dV_heads (one column block per query head, as if K and V had been
+  // repeated); each kv head then sums its group's blocks in order. With G = 1 they are dK, dV.
+  MatrixOf<T> dQ(rows, H * d_k);                                 // [B n x h d_k]
+  MatrixOf<T> dK_heads(rows, H * d_k), dV_heads(rows, H * d_k);  // [B n x h d_k]
   const TiledAttentionOptions tiled_opts{.causal = opts.causal, .window = opts.window};
-  // Threads on the tiled path only, as multi_head.cpp: the plain path's GEMMs are Eigen's.
-  const bool parallel = !plain && H > 1 && gqa::worth_threads(n, H, d_k);
-#pragma omp parallel for schedule(dynamic, 1) if (parallel)
-  for (Index q = 0; q < H; ++q) {
-    const Index j = q / G;
-    const auto cols = [&](const auto& m, Index head) { return m.middleCols(head * d_k, d_k); };
+  const auto block = [&](auto& m, Index b, Index head) {
+    return m.block(b * n, head * d_k, n, d_k);  // [n x d_k]
+  };
+  const int team = gqa::team(opts.threads, n, B * H, d_k);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (team > 1)
+  for (Index t = 0; t < B * H; ++t) {
+    const Index b = t / H, q = t % H, j = q / G;
     if (plain) {  // the plain path's cache: every head's weights
-      attention_backward_into(cols(cache.Q, q), cols(cache.K, j), cols(cache.V, j),
-                              cache.weights[static_cast<std::size_t>(q)], cols(d_concat, q),
-                              dQ.middleCols(q * d_k, d_k), dK_heads.middleCols(q * d_k, d_k),
-                              dV_heads.middleCols(q * d_k, d_k));
-    } else {  // the tiled path's: the head's output (its columns of concat) and its L
-      tiled_attention_backward_into(cols(cache.Q, q), cols(cache.K, j), cols(cache.V, j),
-                                    cols(cache.concat, q), cache.lse.col(q), cols(d_concat, q),
-                                    dQ.middleCols(q * d_k, d_k), dK_heads.middleCols(q * d_k, d_k),
-                                    dV_heads.middleCols(q * d_k, d_k), tiled_opts);
+      attention_backward_into(block(cache.Q, b, q), block(cache.K, b, j), block(cache.V, b, j),
+                              cache.weights[static_cast<std::size_t>(t)], block(d_concat, b, q),
+                              block(dQ, b, q), block(dK_heads, b, q), block(dV_heads, b, q));
+    } else {  // the tiled path's: the head's output (its block of concat) and its L
+      tiled_attention_backward_into(
+          block(cache.Q, b, q), block(cache.K, b, j), block(cache.V, b, j),
+          block(cache.concat, b, q), cache.lse.col(q).segment(b * n, n), block(d_concat, b, q),
+          block(dQ, b, q), block(dK_heads, b, q), block(dV_heads, b, q), tiled_opts);
     }
   }
-  MatrixOf<T> dK, dV;  // [n x g d_k]
+  MatrixOf<T> dK, dV;  // [B n x g d_k]
   if (G == 1) {
     dK = std::move(dK_heads);
     dV = std::move(dV_heads);
   } else {
     // The backward of repeat_interleave: kv head j's gradient is the sum over query heads
     // jG .. jG + G - 1, added in that order.
-    dK.resize(n, g * d_k);
-    dV.resize(n, g * d_k);
+    dK.resize(rows, g * d_k);
+    dV.resize(rows, g * d_k);
     for (Index j = 0; j < g; ++j) {
       dK.middleCols(j * d_k, d_k) = dK_heads.middleCols(j * G * d_k, d_k);
       dV.middleCols(j * d_k, d_k) = dV_heads.middleCols(j * G * d_k, d_k);
@@ -266,11 +284,15 @@ MatrixOf<T> grouped_query_backward(const GroupedQueryAttentionOf<T>& layer, cons
   }
   // ---- back through RoPE: a rotation's transpose turns the gradient back ------------------------
   if (opts.rope != nullptr) {
-    rope_backward_inplace<T>(dQ, *opts.rope, {.layout = opts.rope_layout, .heads = H});
-    rope_backward_inplace<T>(dK, *opts.rope, {.layout = opts.rope_layout, .heads = g});
+    for (Index b = 0; b < B; ++b) {
+      rope_backward_inplace<T>(dQ.middleRows(b * n, n), *opts.rope,
+                               {.layout = opts.rope_layout, .heads = H});
+      rope_backward_inplace<T>(dK.middleRows(b * n, n), *opts.rope,
+                               {.layout = opts.rope_layout, .heads = g});
+    }
   }
   // ---- back through the three projections: x reached the output three ways ----------------------
-  MatrixOf<T> dx = linear_backward(layer.q_proj, x, dQ, grads.q_proj);  // [n x d_model]
+  MatrixOf<T> dx = linear_backward(layer.q_proj, x, dQ, grads.q_proj);  // [B n x d_model]
   dx += linear_backward(layer.k_proj, x, dK, grads.k_proj);
   dx += linear_backward(layer.v_proj, x, dV, grads.v_proj);
   return dx;

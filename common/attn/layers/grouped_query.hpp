@@ -110,15 +110,25 @@ struct GroupedQueryOptions {
   /// (n <= 128) there is nothing to tile and the plain path runs either way (weights kept, 64 KiB
   /// a head at most). The two agree to rounding, and the backward pass takes either cache.
   bool need_weights = false;
+  /// B >= 1 sequences of one length stacked by rows: x [B n x d_model] holds sequence b in rows
+  /// [b n, (b + 1) n), each attends within itself only, and its positions restart at 0 (RoPE
+  /// rotates row b n + i as position i). The projections, which work row by row, run on all
+  /// B n rows at once as one product each: this is how a training batch reaches the layer.
+  Index sequences = 1;
+  /// The threads of the (sequence, head) loop: 0 for default_threads() when the work is worth
+  /// them (core/threads.hpp). The bytes are the same for any count.
+  int threads = 0;
 };
 
 /// Everything one forward pass makes; also the cache grouped_query_backward reads.
 template <Real T>
 struct GroupedQueryResultOf {
+  // Shapes for one sequence of n rows; B stacked sequences (options.sequences) have B n rows.
   MatrixOf<T> Q;  ///< [n x h d_k], rotated when RoPE is on
   MatrixOf<T> K;  ///< [n x g d_k], rotated when RoPE is on: the KV cache, h / g times MHA's
   MatrixOf<T> V;  ///< [n x g d_k]
-  std::vector<MatrixOf<T>> weights;  ///< h of [n x n] (query head q's); empty on the tiled path
+  /// B h of [n x n]: sequence b's query head q at b h + q; empty on the tiled path
+  std::vector<MatrixOf<T>> weights;
   MatrixOf<T> lse;     ///< [n x h]: column q is head q's log-sum-exp; empty on the plain path
   MatrixOf<T> concat;  ///< [n x h d_k], head q in columns [q d_k, (q+1) d_k)
   MatrixOf<T> out;     ///< [n x d_model] = concat W_O^T + b_O
@@ -129,7 +139,10 @@ struct GroupedQueryResultOf {
 using GroupedQueryResult = GroupedQueryResultOf<float>;
 using GroupedQueryResultD = GroupedQueryResultOf<double>;
 
-/// The forward pass on x [n x d_model]. Throws std::invalid_argument naming the shapes:
+/// The forward pass on x [n x d_model] (or B stacked sequences, options.sequences). Heads, and
+/// with B > 1 the sequences too, run side by side on the cores when the work is worth it; each
+/// writes only its own block, so the bytes do not depend on the number of threads. Throws
+/// std::invalid_argument naming the shapes: sequences < 1 or not dividing x's rows;
 /// check_grouped_query; x not d_model wide or without rows; a negative window, or a window
 /// without causal; a RoPE table whose dim is not d_k or that covers fewer than n positions.
 template <Real T>

@@ -247,26 +247,13 @@ MatrixOf<T> language_model_decode(const LanguageModelOf<T>& model, int id,
   return logits_of(model, x, Arithmetic::rows);  // [1 x V]
 }
 
-template <Real T>
-int greedy_token(const InView<T>& logits_row) {
-  require(logits_row.rows() == 1 && logits_row.cols() >= 1, "greedy_token", [&] {
-    return "logits are " + shape_str(logits_row) + ": one row of at least one logit";
-  });
-  Index best = 0;
-  for (Index j = 1; j < logits_row.cols(); ++j) {
-    if (logits_row(0, j) > logits_row(0, best)) best = j;  // strictly: the lowest id on a tie
-  }
-  return static_cast<int>(best);
-}
-
-#define ATTN_INSTANTIATE(T)                                                                      \
-  template MatrixOf<T> language_model_forward(const LanguageModelOf<T>&, std::span<const int>,   \
-                                              Arithmetic);                                       \
-  template DecodeStateOf<T> make_decode_state(const LanguageModelOf<T>&);                        \
-  template MatrixOf<T> language_model_prefill(const LanguageModelOf<T>&, std::span<const int>,   \
-                                              DecodeStateOf<T>&, Arithmetic);                    \
-  template MatrixOf<T> language_model_decode(const LanguageModelOf<T>&, int, DecodeStateOf<T>&); \
-  template int greedy_token<T>(const InView<T>&);
+#define ATTN_INSTANTIATE(T)                                                                    \
+  template MatrixOf<T> language_model_forward(const LanguageModelOf<T>&, std::span<const int>, \
+                                              Arithmetic);                                     \
+  template DecodeStateOf<T> make_decode_state(const LanguageModelOf<T>&);                      \
+  template MatrixOf<T> language_model_prefill(const LanguageModelOf<T>&, std::span<const int>, \
+                                              DecodeStateOf<T>&, Arithmetic);                  \
+  template MatrixOf<T> language_model_decode(const LanguageModelOf<T>&, int, DecodeStateOf<T>&);
 ATTN_INSTANTIATE(float)
 ATTN_INSTANTIATE(double)
 #undef ATTN_INSTANTIATE

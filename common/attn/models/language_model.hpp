@@ -51,10 +51,13 @@
 #include "attn/layers/grouped_query.hpp"
 #include "attn/layers/layer_norm.hpp"
 #include "attn/layers/linear.hpp"
+#include "attn/layers/parameters.hpp"
 #include "attn/ops/rope.hpp"
+#include "attn/ops/sampling.hpp"  // greedy_token, sample_token: choosing the next id
 
 #include <cstddef>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace attn {
@@ -183,8 +186,45 @@ MatrixOf<T> language_model_prefill(const LanguageModelOf<T>& model, std::span<co
 template <Real T>
 MatrixOf<T> language_model_decode(const LanguageModelOf<T>& model, int id, DecodeStateOf<T>& state);
 
-/// The id of the largest logit of a row [1 x V], the lowest id on a tie: greedy decoding.
-template <Real T>
-int greedy_token(const InView<T>& logits_row);
+/// One block's parameters: norm1.*, attn.{q,k,v,o}_proj.*, norm2.*, ffn.linear1.*, ffn.linear2.*.
+template <typename L, typename F>
+requires IsA<L, LanguageModelBlockOf>
+void for_each_parameter(L& block, const std::string& prefix, F&& f) {
+  for_each_parameter(block.norm1, prefix + "norm1.", f);
+  for_each_parameter(block.attn, prefix + "attn.", f);
+  for_each_parameter(block.norm2, prefix + "norm2.", f);
+  for_each_parameter(block.ffn, prefix + "ffn.", f);
+}
+
+/// Every parameter in the named_parameters() order of the PyTorch replica
+/// (scripts/fixtures/language_model.py): tok_embed.weight [V x E], blocks.N.* per block,
+/// norm.weight/bias [E], then lm_head.weight [V x E] unless the embeddings are tied (a tied
+/// head is tok_embed itself, listed once, as PyTorch lists a shared Parameter once).
+template <typename L, typename F>
+requires IsA<L, LanguageModelOf>
+void for_each_parameter(L& model, const std::string& prefix, F&& f) {
+  f(prefix + "tok_embed.weight", model.tok_embed, Index{0});
+  for (std::size_t l = 0; l < model.blocks.size(); ++l) {
+    for_each_parameter(model.blocks[l], prefix + "blocks." + std::to_string(l) + ".", f);
+  }
+  for_each_parameter(model.norm, prefix + "norm.", f);
+  if (!model.config.tied_embeddings) for_each_parameter(model.lm_head, prefix + "lm_head.", f);
+}
+
+/// The same model in another precision (float -> double is exact); the RoPE table is shared
+/// data in double already and is copied as it is.
+template <Real U, Real T>
+LanguageModelOf<U> cast(const LanguageModelOf<T>& m) {
+  LanguageModelOf<U> out;
+  out.config = m.config;
+  out.tok_embed = m.tok_embed.template cast<U>();
+  for (const LanguageModelBlockOf<T>& b : m.blocks) {
+    out.blocks.push_back({cast<U>(b.norm1), cast<U>(b.attn), cast<U>(b.norm2), cast<U>(b.ffn)});
+  }
+  out.norm = cast<U>(m.norm);
+  out.lm_head = cast<U>(m.lm_head);
+  out.rope = m.rope;
+  return out;
+}
 
 }  // namespace attn

@@ -92,19 +92,20 @@ inline void check_threads(int threads, const char* where) {
   });
 }
 
-/// Calls `one(b, cache, shard_grads)` for every sequence b in [0, B): sequences in order within
-/// a shard, shards on OpenMP threads (`threads`; 0: default_threads(), or one thread when the
-/// batch is too small to be worth a parallel region: `tokens`, the tokens the model reads in
-/// all, times 2 flops per parameter, three times that with gradients, under kThreadedFlops).
-/// `cache` is a Cache kept for the shard's sequences; `shard_grads` is the shard's gradient, or
-/// nullptr when `grads` is. The shards' gradients are added into *grads in shard order. If any call
-/// throws, the first shard's exception (in shard order) is rethrown after every thread has
-/// finished, and *grads is left untouched.
+/// Calls `one(first, last, cache, shard_grads)` for each of `shards` runs of consecutive
+/// sequences [first, last) that cut [0, B) (shard s: [s B / shards, (s + 1) B / shards)), the
+/// shards on OpenMP threads (`threads`; 0: default_threads(), or one thread when the batch is
+/// too small to be worth a parallel region: `tokens`, the tokens the model reads in all, times
+/// 2 flops per parameter, three times that with gradients, under kThreadedFlops). `cache` is a
+/// Cache kept for the shard; `shard_grads` is the shard's zeroed gradient, or nullptr when
+/// `grads` is. The shards' gradients are added into *grads in shard order. If any call throws,
+/// the first shard's exception (in shard order) is rethrown after every thread has finished,
+/// and *grads is left untouched.
 template <typename Cache, typename Model, typename One>
-void for_each_sequence(Index B, Index tokens, const Model& model, Model* grads, int threads,
-                       One&& one) {
+void for_each_shard(Index B, Index shards, Index tokens, const Model& model, Model* grads,
+                    int threads, One&& one) {
   if (B <= 0) return;
-  const Index shards = std::min(B, kGradientShards);
+  shards = std::clamp<Index>(shards, 1, std::min(B, kGradientShards));
   thread_local ShardWorkspace<Model, Cache> kept;
   // The calling thread's workspace, by reference: inside the parallel region the name `kept`
   // would mean each worker's own (empty) one.
@@ -127,7 +128,7 @@ void for_each_sequence(Index B, Index tokens, const Model& model, Model* grads, 
         }
         g = &work.grads[at];
       }
-      for (Index b = s * B / shards; b < (s + 1) * B / shards; ++b) one(b, work.caches[at], g);
+      one(s * B / shards, (s + 1) * B / shards, work.caches[at], g);
     } catch (...) {
       failed[at] = std::current_exception();
     }
@@ -143,6 +144,17 @@ void for_each_sequence(Index B, Index tokens, const Model& model, Model* grads, 
       for (std::size_t k = 0; k < total[i].size(); ++k) total[i][k] += part[i][k];
     }
   }
+}
+
+/// Calls `one(b, cache, shard_grads)` for every sequence b in [0, B): for_each_shard with
+/// min(B, kGradientShards) shards, the sequences of a shard in order.
+template <typename Cache, typename Model, typename One>
+void for_each_sequence(Index B, Index tokens, const Model& model, Model* grads, int threads,
+                       One&& one) {
+  for_each_shard<Cache>(B, std::min(B, kGradientShards), tokens, model, grads, threads,
+                        [&](Index first, Index last, Cache& cache, Model* g) {
+                          for (Index b = first; b < last; ++b) one(b, cache, g);
+                        });
 }
 
 }  // namespace attn::detail
