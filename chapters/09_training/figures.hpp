@@ -5,7 +5,7 @@
 #include "attn/models/attention_only.hpp"
 #include "attn/training/gradient_check.hpp"
 #include "course/plot.hpp"
-#include "train.hpp"
+#include "course/training_loop.hpp"
 
 #include <string>
 #include <vector>

@@ -24,10 +24,10 @@
 #include "cost.hpp"
 #include "course/chapter.hpp"
 #include "course/checkpoint.hpp"
+#include "course/training_loop.hpp"
 #include "figures.hpp"
 #include "knobs.hpp"
 #include "tasks.hpp"
-#include "train.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,5 @@
-// train.hpp: the training loop both of chapter 09's models share, as the chapter teaches it:
+// training_loop.hpp: the training loop of chapter 09's two models and chapter 12's language
+// model, as chapter 09 teaches it:
 //
 //   for step = 1 .. steps:
 //     grads = 0                                  (PyTorch: optimizer.zero_grad())

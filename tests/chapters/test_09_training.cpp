@@ -6,8 +6,8 @@
 #include "course/folder_lock.hpp"
 
 #include "cost.hpp"
+#include "course/training_loop.hpp"
 #include "tasks.hpp"
-#include "train.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
