@@ -19,6 +19,7 @@ packages=(
   clang                           # the sanitize preset, and scripts/fuzz.sh (libFuzzer: GCC has none)
   clang-format                    # the sources' layout, checked by the tests (scripts/check_format.sh)
   libomp-dev                      # OpenMP for clang++ (g++ brings its own libgomp)
+  bible-kjv                       # chapter 12's corpus: the King James Bible, public domain
   libclang-rt-dev                 # clang's ASan/UBSan and libFuzzer runtimes (libclang-rt-14-dev)
 )
 if [[ "${1:-}" == "--torch" ]]; then

@@ -1,12 +1,13 @@
-# cmake -DEXE=<chapter> -DDIR=<scratch folder> -P expect_deterministic.cmake
-# Passes when two runs of the chapter with the same (default) options print identical bytes
-# and write identical files: every figure (.png, .gp, .dat) and every --dump array. The first
+# cmake -DEXE=<chapter> -DDIR=<scratch folder> [-DARGS=<options>] -P expect_deterministic.cmake
+# Passes when two runs of the chapter with the same options (its defaults, plus ARGS: chapter 12
+# runs its --quick set) print identical bytes and write identical files: every figure (.png,
+# .gp, .dat) and every --dump array. The first
 # run has one OpenMP thread and the second two, so the bytes must not depend on the threads
 # either (tiled attention's query tiles and heads, training's sequences: each result is summed
 # in an order the data fixes, whichever thread computes it).
 file(REMOVE_RECURSE ${DIR})
 foreach(run 1 2)
-  execute_process(COMMAND ${CMAKE_COMMAND} -E env OMP_NUM_THREADS=${run} ${EXE} --out ${DIR}/run${run}/plots --dump ${DIR}/run${run}/dump
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env OMP_NUM_THREADS=${run} ${EXE} ${ARGS} --out ${DIR}/run${run}/plots --dump ${DIR}/run${run}/dump
     OUTPUT_VARIABLE out${run} RESULT_VARIABLE code)
   if(NOT code EQUAL 0)
     message(FATAL_ERROR "${EXE} failed with exit code ${code}")

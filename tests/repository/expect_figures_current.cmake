@@ -75,6 +75,11 @@ endforeach()
 set(amplified 09_gradient_check 09_reversal_curves 09_reversal_timelapse 09_induction_curves
               09_induction_heads 09_induction_timelapse)
 
+# Chapter 12's figures come from its full run (minutes of training, scripts/course.sh); the test
+# command runs it with --quick, whose model and steps are others. Their data is checked to be
+# there, and the smoke run to draw a figure of that name, but not compared number by number.
+set(full_run_only 12_loss)
+
 # Each figure's numbers against what its chapter (the one whose number it starts with) drew.
 foreach(name IN LISTS shown)
   if(NOT EXISTS ${figures}/${name}.dat)
@@ -96,6 +101,9 @@ foreach(name IN LISTS shown)
   if(drawn_at LESS built_at)
     problem("${drawn} is older than ${BIN}/${chapter}: the chapter's smoke run did "
             "not draw it, so does the chapter still draw ${name}?")
+    continue()
+  endif()
+  if(name IN_LIST full_run_only)
     continue()
   endif()
   set(how "")

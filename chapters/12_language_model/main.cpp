@@ -1,0 +1,288 @@
+// 12_language_model: attention learns English. Chapter 11's decoder, trained on a real book
+// with chapter 09's loop, writes text through its KV cache.
+//
+//   the corpus     the King James Bible (Debian's bible-kjv), 4.1 MB of public-domain English
+//   tokens         one per character: a vocabulary of 63
+//   the model      pre-norm decoder, causal GQA with RoPE, windows of 64 characters
+//   training       batches of random windows, every position predicting the next character;
+//                  the loss in nats per character, on held-out text too
+//   writing        one character at a time through the KV cache, at a temperature, top-k
+//
+//   12_language_model [--steps N] [--batch B] [--context N] [--d-model E] [--heads H]
+//                     [--kv-heads G] [--layers L] [--lr X] [--tied] [--temperature T]
+//                     [--top-k K] [--prompt TEXT] [--corpus FILE] [--quick]
+//                     [--save DIR] [--load DIR] [--stop-at K] [--seed N] [--out DIR]
+#include "attn/core/random.hpp"
+#include "attn/layers/parameters.hpp"
+#include "attn/models/generation.hpp"
+#include "attn/models/language_model.hpp"
+#include "attn/models/language_model_training.hpp"
+#include "checkpoints.hpp"
+#include "corpus.hpp"
+#include "course/chapter.hpp"
+#include "course/training_loop.hpp"
+#include "figures.hpp"
+#include "knobs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using attn::Index;
+using lm::Knobs;
+using training::History;
+using training::StepResult;
+
+// ---- 1. The corpus and its tokens ---------------------------------------------------------------
+
+struct Text {
+  std::string name;         // where it came from
+  corpus::CharVocab vocab;  // its characters
+  corpus::Split split;      // its ids: the first 90% to train on, the last 10% held out
+};
+
+Text corpus_and_tokens(course::Chapter& ch, const Knobs& k, corpus::Source source) {
+  ch.step("The corpus: a real book, one character at a time");
+  if (source.text.empty()) source = corpus::load(k.corpus);  // says what failed, if it did
+  const std::string& text = source.text;
+  Text t;
+  t.name = source.name;
+  if (k.corpus.empty()) {
+    ch.prose("{}: {} bytes of English, one verse per line, checksum {:016x} verified. nanoGPT "
+             "trains on Shakespeare (1.1 MB); this text is almost four times as long, ships in "
+             "Debian's archive and needs no download.",
+             t.name, course::with_commas(static_cast<Index>(text.size())), corpus::kKjvChecksum);
+  } else {
+    ch.prose("{}: {} bytes (--corpus)", t.name,
+             course::with_commas(static_cast<Index>(text.size())));
+  }
+  ch.say("its first lines:");
+  std::size_t end = 0;
+  for (int line = 0; line < 3 && end != std::string::npos; ++line) {
+    const std::size_t next = text.find('\n', end);
+    ch.say("  | {}", text.substr(end, std::min<std::size_t>(next - end, 90)));
+    end = next == std::string::npos ? next : next + 1;
+  }
+
+  // [tokens]
+  // One token per character: the vocabulary is every distinct byte of the text, sorted.
+  t.vocab = corpus::make_char_vocab(text);
+  std::vector<int> ids = corpus::encode(t.vocab, text);  // [N]
+  t.split = corpus::split_tokens(std::move(ids), 0.1);   // the last tenth is held out
+  // [tokens]
+  ch.say("vocabulary: {} characters, id 0 to {}, sorted by byte; the most frequent:",
+         t.vocab.size(), t.vocab.size() - 1);
+  std::vector<int> order(static_cast<std::size_t>(t.vocab.size()));
+  for (int i = 0; i < t.vocab.size(); ++i) order[static_cast<std::size_t>(i)] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return t.vocab.counts[static_cast<std::size_t>(a)] >
+           t.vocab.counts[static_cast<std::size_t>(b)];
+  });
+  for (std::size_t r = 0; r < 8; ++r) {
+    const int id = order[r];
+    ch.say("  id {:>2} {:<6} {:>9} times", id, corpus::shown(t.vocab.chars[id]),
+           course::with_commas(t.vocab.counts[static_cast<std::size_t>(id)]));
+  }
+  ch.say("split: {} characters to train on, the last {} held out for validation",
+         course::with_commas(std::ssize(t.split.train)),
+         course::with_commas(std::ssize(t.split.validation)));
+  corpus::check_long_enough(t.split.validation.size(), k.context, "the validation split");
+  corpus::check_long_enough(t.split.train.size(), k.context, "the training split");
+  return t;
+}
+
+// What the loss means before any training: ln V if every character were equally likely, and
+// the entropy of the characters' frequencies, what a model that ignores the context can reach.
+std::pair<double, double> reference_losses(const corpus::CharVocab& vocab) {
+  double total = 0, entropy = 0;
+  for (const auto c : vocab.counts) total += static_cast<double>(c);
+  for (const auto c : vocab.counts) {
+    if (c > 0)
+      entropy -= (static_cast<double>(c) / total) * std::log(static_cast<double>(c) / total);
+  }
+  return {std::log(static_cast<double>(vocab.size())), entropy};
+}
+
+// ---- 2. Writing
+// -----------------------------------------------------------------------------------
+
+// A sample of the model's writing after `prompt`, at the knobs' temperature and top-k, drawn
+// from its own named stream: the same text for the same seed, whatever trained before.
+std::string sample_text(course::Chapter& ch, const Knobs& k, const attn::LanguageModel& model,
+                        const corpus::CharVocab& vocab, Index step) {
+  // [write]
+  const std::vector<int> prompt = corpus::encode(vocab, k.prompt);
+  attn::Rng rng = ch.rng(fmt::format("sample after step {}", step));
+  const std::vector<int> fresh = attn::language_model_generate(
+      model, prompt, k.sample_length, {.temperature = k.temperature, .top_k = k.top_k}, rng,
+      attn::Generation::cached);  // prefill the prompt, then one decode step per character
+  // [write]
+  return k.prompt + corpus::decode(vocab, fresh);
+}
+
+// The sample line by line, a long line cut every 90 characters to fit the terminal.
+void show_sample(course::Chapter& ch, const std::string& label, const std::string& text) {
+  ch.say("{}", label);
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const std::size_t line = text.find('\n', at);
+    const std::size_t stop = std::min({line, text.size(), at + 90});
+    ch.say("  | {}", text.substr(at, stop - at));
+    at = stop == line ? stop + 1 : stop;
+  }
+}
+
+// ---- 3. Training
+// ------------------------------------------------------------------------------------
+
+void lesson(course::Chapter& ch, Knobs& k, const corpus::Source& source) {
+  const Text text = corpus_and_tokens(ch, k, source);
+  const auto [uniform, unigram] = reference_losses(text.vocab);
+  attn::Matrix vocab_bytes(1, text.vocab.size());  // [1 x V]: the byte of each id
+  for (int i = 0; i < text.vocab.size(); ++i)
+    vocab_bytes(0, i) = static_cast<float>(static_cast<unsigned char>(text.vocab.chars[i]));
+  ch.dump("vocab_bytes", vocab_bytes);
+
+  ch.step("The model: chapter 11's decoder");
+  attn::Rng init_rng(ch.seed());
+  attn::LanguageModel model =
+      attn::language_model_init(init_rng, lm::config_of(k, text.vocab.size()));
+  attn::Rng batches = ch.rng("batches");  // the training windows' stream, saved with --save
+  course::TrainingState run = lm::start_training(ch, k, model, batches);
+  ch.prose("{} layers of pre-norm attention and feed-forward (E = {}, {} query heads over {} "
+           "key/value heads, d_ff = {}, RoPE, {}), {} embeddings: {} parameters.",
+           k.layers, k.d_model, k.heads, k.kv_heads, k.ff(),
+           k.window ? fmt::format("a window of {}", k.window) : "causal",
+           k.tied ? "tied" : "untied", course::with_commas(attn::parameter_count(model)));
+
+  // Held-out windows, drawn once: every evaluation reads the same characters.
+  attn::Rng held_rng = ch.rng("validation windows");
+  std::vector<attn::LanguageModelBatch> held_out;
+  for (int b = 0; b < 8; ++b)
+    held_out.push_back(corpus::random_windows(text.split.validation, k.batch, k.context, held_rng));
+  const auto evaluate = [&] {
+    double loss = 0, correct = 0, count = 0;
+    for (const attn::LanguageModelBatch& batch : held_out) {
+      const attn::LanguageModelStep s = attn::language_model_loss(model, batch, nullptr);
+      loss += static_cast<double>(s.loss);
+      correct += static_cast<double>(s.correct);
+      count += static_cast<double>(s.count);
+    }
+    return std::pair{loss / static_cast<double>(held_out.size()), correct / count};
+  };
+  const auto [start_loss, start_accuracy] = evaluate();
+  ch.prose("before training, on held-out text: {:.3f} nats per character (ln V = {:.3f}: every "
+           "character equally likely; {:.3f}: the characters' frequencies alone)",
+           start_loss, uniform, unigram);
+
+  const Index last = lm::last_step(k, run);
+  std::vector<std::pair<Index, std::string>> samples;
+  const auto snapshot = [&](Index step) {
+    if (samples.empty() || samples.back().first != step)
+      samples.emplace_back(step, sample_text(ch, k, model, text.vocab, step));
+  };
+  History h;
+  if (last > run.step) {
+    ch.step("Training: every position predicts the next character");
+    ch.prose("{} steps of {} random windows of {} characters from the first 90%: {} predictions "
+             "a step. Adam (betas 0.9, 0.98), peak lr {} after {} warm-up steps, then cosine to "
+             "0; gradients clipped to norm 1.",
+             last - run.step, k.batch, k.context, k.batch * k.context, k.lr,
+             std::min<Index>(100, run.steps));
+    // [train]
+    const training::Schedule schedule = {.steps = run.steps,
+                                         .stop = last,
+                                         .peak_lr = k.lr,
+                                         .warmup = std::min<Index>(100, run.steps),
+                                         .eval_every = k.eval_every};
+    const std::vector<Index> sample_steps = {100, 1000, last};
+    h = training::train<attn::LanguageModel>(
+        "12_language_model", model, schedule, run,
+        [&](attn::LanguageModel& grads) {
+          const attn::LanguageModelBatch batch =
+              corpus::random_windows(text.split.train, k.batch, k.context, batches);  // [B x n]
+          const attn::LanguageModelStep s = attn::language_model_loss(model, batch, &grads);
+          return StepResult{s.loss, s.count, s.correct};
+        },
+        evaluate, sample_steps, snapshot);
+    // [train]
+    ch.prose("after step {}: held-out loss {:.3f} nats per character, next character right {:.1f}% "
+             "of the time",
+             last, h.eval_loss.back(), 100.0 * h.eval_accuracy.back());
+    lm::draw_loss(ch.plot(), h, uniform, unigram);
+    attn::MatrixD curve(std::ssize(h.eval_step), 2);  // [evaluations x 2]: step, loss
+    for (Index e = 0; e < curve.rows(); ++e) {
+      curve(e, 0) = h.eval_step[static_cast<std::size_t>(e)];
+      curve(e, 1) = h.eval_loss[static_cast<std::size_t>(e)];
+    }
+    ch.dump("validation_loss", curve);
+  } else {
+    snapshot(run.step);
+  }
+
+  ch.step("Writing: one character at a time, through the KV cache");
+  ch.prose("Prompt \"{}\", then {} characters, each drawn at temperature {} from the {} most "
+           "likely (chapter 11's prefill, then one decode step per character).",
+           k.prompt, k.sample_length, k.temperature, k.top_k);
+  for (const auto& [step, sample] : samples)
+    show_sample(ch, fmt::format("after {} steps:", step), sample);
+
+  // The cache changes how the logits are computed, never which: greedy decoding, with the
+  // cache and recomputing every character, must agree character for character.
+  const std::vector<int> prompt = corpus::encode(text.vocab, k.prompt);
+  attn::Rng r1(1), r2(1);
+  const std::vector<int> cached = attn::language_model_generate(
+      model, prompt, 80, {.temperature = k.temperature, .top_k = k.top_k}, r1);
+  const std::vector<int> recomputed = attn::language_model_generate(
+      model, prompt, 80, {.temperature = k.temperature, .top_k = k.top_k}, r2,
+      attn::Generation::recomputed);
+  ch.say("80 characters with the cache and recomputing every one: {}",
+         cached == recomputed ? "the same characters" : "DIFFERENT characters");
+
+  if (!k.save.empty()) lm::save_model(ch, k.save, model, run, batches, text.vocab.chars);
+  ch.finish(
+      {"A character-level model starts at ln V nats per character and learns, step by step, "
+       "what follows what: the frequencies first, then words, then phrases.",
+       "Every position of every window is a prediction: B n of them per step.",
+       "Writing is chapter 11's loop: prefill the prompt, then one decode step per character."},
+      {{"--temperature 0.2", "the likeliest characters only: safe, repetitive text"},
+       {"--temperature 1.5", "flatter choices: invented words"},
+       {"--steps 200", "stop early and read what the model knows by then"},
+       {"--save run --stop-at 500, then --load run", "resume exactly where it stopped"}});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  course::Chapter ch("12_language_model", "A language model: attention learns English", 2026);
+  Knobs k;
+  corpus::Source source;  // the text, once the knobs are read
+  ch.option("--steps", k.steps, "training steps (the schedule's length)").range(1, lm::kMaxSteps);
+  ch.option("--batch", k.batch, "windows per step").range(1, 256);
+  ch.option("--context", k.context, "characters per window, the model's context").range(2, 1024);
+  ch.option("--d-model", k.d_model, "E, the model's width").range(4, 1024);
+  ch.option("--heads", k.heads, "h, the query heads (d_k = E / h must be even)").range(1, 64);
+  ch.option("--kv-heads", k.kv_heads, "g, the key/value heads, dividing h").range(1, 64);
+  ch.option("--layers", k.layers, "L, the decoder's layers").range(1, 24);
+  ch.option("--d-ff", k.d_ff, "the feed-forward width (0: 4 E)").range(0, 8192);
+  ch.option("--window", k.window, "W, each query's last keys (0: all)").range(0, 1024);
+  ch.flag("--tied", k.tied, "the output layer is the embedding (GPT-2's weight tying)");
+  ch.option("--lr", k.lr, "Adam's peak learning rate").range(1e-6, 1.0);
+  ch.option("--eval-every", k.eval_every, "steps between validation losses").range(1, 100000);
+  ch.option("--temperature", k.temperature, "sampling temperature (0: greedy)").range(0.0, 10.0);
+  ch.option("--top-k", k.top_k, "sample among the k likeliest characters (0: all)").range(0, 256);
+  ch.option("--sample-length", k.sample_length, "characters written per sample").range(1, 10000);
+  ch.option("--prompt", k.prompt, "the text the samples start from");
+  ch.option("--corpus", k.corpus, "train on this text file instead of the Bible");
+  ch.flag("--quick", k.quick, "a small model and 60 steps: seconds, for the tests");
+  ch.option("--stop-at", k.stop_at, "stop after this step of the schedule").range(0, lm::kMaxSteps);
+  ch.output_folder("--save", k.save, "save the model, with its training state, to DIR");
+  ch.input_folder("--load", k.load, "start from the model in DIR (alone: sample from it)");
+  ch.require_knobs([&] { return lm::knobs_problem(ch, k, source); });
+  return ch.run(argc, argv, [&] { lesson(ch, k, source); });
+}
