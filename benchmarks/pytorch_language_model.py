@@ -8,8 +8,8 @@ What one step is (as chapter 12 trains):
   positions; loss.backward(); clip_grad_norm_(params, 1.0);
   Adam(lr 2e-3, betas (0.9, 0.98), eps 1e-9).step()
 
-The model (scripts/fixtures/language_model.py has the same modules, for the fixtures; nothing is
-imported from it): tok_embed nn.Embedding(V, E) ~ N(0, 0.02^2); L pre-norm blocks of
+The model is scripts/fixtures/language_model.py's, imported from it: tok_embed
+nn.Embedding(V, E); L pre-norm blocks of
 LayerNorm -> grouped-query causal self-attention (h query heads over g key/value heads,
 d_k = E / h, q/k/v/o projections without biases, interleaved RoPE with base 10000 on q and k,
 K and V repeat_interleave(h / g)) -> residual add, LayerNorm -> Linear(E, d_ff) ReLU
@@ -53,103 +53,18 @@ import math
 import os
 import re
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-
-def rope_table(n, d_k, base):
-    """cos, sin [n x d_k/2] of the angles m theta_i, theta_i = base^(-2i/d_k), float32."""
-    theta = base ** (-torch.arange(0, d_k, 2, dtype=torch.float64) / d_k)
-    angles = torch.arange(n, dtype=torch.float64)[:, None] * theta[None, :]
-    return angles.cos().float(), angles.sin().float()
-
-
-def rope(x, cos, sin):
-    """x [B, heads, n, d_k]: the interleaved pair (2i, 2i+1) of position m turned by m theta_i."""
-    a, b = x[..., 0::2], x[..., 1::2]
-    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
-
-
-class GroupedQueryAttention(nn.Module):
-    def __init__(self, E, h, g, per_head=False):
-        super().__init__()
-        self.h, self.g, self.d_k, self.per_head = h, g, E // h, per_head
-        self.q_proj = nn.Linear(E, h * self.d_k, bias=False)
-        self.k_proj = nn.Linear(E, g * self.d_k, bias=False)
-        self.v_proj = nn.Linear(E, g * self.d_k, bias=False)
-        self.o_proj = nn.Linear(h * self.d_k, E, bias=False)
-
-    def forward(self, x, cos, sin, blocked):
-        B, n, _ = x.shape
-        q = self.q_proj(x).view(B, n, self.h, self.d_k).transpose(1, 2)  # [B, h, n, d_k]
-        k = self.k_proj(x).view(B, n, self.g, self.d_k).transpose(1, 2)  # [B, g, n, d_k]
-        v = self.v_proj(x).view(B, n, self.g, self.d_k).transpose(1, 2)
-        q, k = rope(q, cos, sin), rope(k, cos, sin)
-        G = self.h // self.g
-        if self.per_head:  # query head i reads key/value head i // G, one at a time
-            heads = torch.cat([attend(q[:, i:i + 1], k[:, i // G:i // G + 1],
-                                      v[:, i // G:i // G + 1], blocked)
-                               for i in range(self.h)], dim=1)
-        else:
-            heads = attend(q, k.repeat_interleave(G, dim=1), v.repeat_interleave(G, dim=1),
-                           blocked)
-        return self.o_proj(heads.transpose(1, 2).reshape(B, n, self.h * self.d_k))
-
-
-def attend(q, k, v, blocked):
-    """[B, heads, n, d_k] each: softmax(q k^T / sqrt(d_k), causal) v, nanoGPT's way."""
-    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))  # [B, heads, n, n]
-    att = att.masked_fill(blocked, float("-inf"))
-    return F.softmax(att, dim=-1) @ v
-
-
-class FeedForward(nn.Module):
-    def __init__(self, E, d_ff):
-        super().__init__()
-        self.linear1 = nn.Linear(E, d_ff)
-        self.linear2 = nn.Linear(d_ff, E)
-
-    def forward(self, x):
-        return self.linear2(torch.relu(self.linear1(x)))
-
-
-class Block(nn.Module):
-    def __init__(self, E, h, g, d_ff, per_head=False):
-        super().__init__()
-        self.norm1 = nn.LayerNorm(E)
-        self.attn = GroupedQueryAttention(E, h, g, per_head)
-        self.norm2 = nn.LayerNorm(E)
-        self.ffn = FeedForward(E, d_ff)
-
-    def forward(self, x, cos, sin, blocked):
-        x = x + self.attn(self.norm1(x), cos, sin, blocked)
-        return x + self.ffn(self.norm2(x))
-
-
-class LanguageModel(nn.Module):
-    def __init__(self, V, E, h, g, d_ff, L, context, base=10000.0, per_head=False):
-        super().__init__()
-        self.tok_embed = nn.Embedding(V, E)
-        nn.init.normal_(self.tok_embed.weight, 0.0, 0.02)
-        self.blocks = nn.ModuleList([Block(E, h, g, d_ff, per_head) for _ in range(L)])
-        self.norm = nn.LayerNorm(E)
-        self.lm_head = nn.Linear(E, V, bias=False)
-        cos, sin = rope_table(context, E // h, base)
-        self.register_buffer("cos", cos, persistent=False)
-        self.register_buffer("sin", sin, persistent=False)
-        blocked = torch.ones(context, context, dtype=torch.bool).triu(1)  # key j > query i
-        self.register_buffer("blocked", blocked, persistent=False)
-
-    def forward(self, inputs):
-        B, n = inputs.shape
-        cos, sin, blocked = self.cos[:n], self.sin[:n], self.blocked[:n, :n]
-        x = self.tok_embed(inputs)  # [B, n, E]
-        for block in self.blocks:
-            x = block(x, cos, sin, blocked)
-        return self.lm_head(self.norm(x)).view(B * n, -1)  # [B n, V]
+# The model is the fixtures' replica, the one whose logits and gradients the tests compare with
+# the C++ (tests/attn/models/test_language_model_torch.cpp).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts" / "fixtures"))
+from language_model import LanguageModel  # noqa: E402
 
 
 def time_training(args, threads):
@@ -157,7 +72,9 @@ def time_training(args, threads):
     torch.set_num_threads(threads)
     torch.manual_seed(12)
     model = LanguageModel(args.vocab, args.d_model, args.heads, args.kv_heads, args.d_ff,
-                          args.layers, args.context, per_head=args.attention == "heads")
+                          args.layers, args.context, window=0, layout="interleaved",
+                          base=10000.0, tied=False)
+    per_head = args.attention == "heads"
     params = list(model.parameters())
     opt = torch.optim.Adam(params, lr=2e-3, betas=(0.9, 0.98), eps=1e-9)
     # a few batches of B windows of n + 1 random ids, used in turn
@@ -167,7 +84,7 @@ def time_training(args, threads):
     def step(i):
         inputs, targets = batches[i % len(batches)]
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(inputs), targets)
+        loss = F.cross_entropy(model(inputs, loop=per_head), targets)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
@@ -226,8 +143,9 @@ def main():
 
     torch.set_num_interop_threads(1)
     torch.set_default_dtype(torch.float32)
-    n_params = sum(p.numel() for p in LanguageModel(args.vocab, E, h, g, args.d_ff,
-                                                    args.layers, args.context).parameters())
+    shape = LanguageModel(args.vocab, E, h, g, args.d_ff, args.layers, args.context, window=0,
+                          layout="interleaved", base=10000.0, tied=False)
+    n_params = sum(p.numel() for p in shape.parameters())
     print(f"torch {torch.__version__}, BLAS {build_info('BLAS_INFO')}, "
           f"CPU capability {build_info('CPU capability usage')}; "
           f"V {args.vocab}, E {E}, h {h}, g {g}, d_ff {args.d_ff}, L {args.layers}, "
