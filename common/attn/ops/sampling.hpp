@@ -13,8 +13,8 @@
 ///   (no division by zero, and no draw from the generator).
 /// - T = 1 samples the model's own distribution; T > 1 flattens it towards uniform.
 /// - top_k = k > 0 keeps the ids whose logit is at least the k-th largest, v_k. As nanoGPT
-///   writes it (`logits[logits < v[:, [-1]]] = -float('inf')` after `torch.topk`), an id tied
-///   with v_k is kept too, so a tie can keep more than k ids; k = 1 is greedy only when the
+///   does it (after torch.topk, every logit strictly below v_k becomes minus infinity), an id
+///   tied with v_k is kept too, so a tie can keep more than k ids; k = 1 is greedy only when the
 ///   largest logit is unique. A k above the vocabulary keeps every id (nanoGPT takes
 ///   min(k, V)).
 ///
