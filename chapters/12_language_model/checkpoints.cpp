@@ -85,18 +85,10 @@ std::string checkpoint_problem(const course::Chapter& ch, Knobs& k, Index vocab)
         k.steps = saved->steps;  // the saved run's schedule, printed and recorded as used
       }
       if (saved && k.trains()) {
-        course::TrainingState start = *saved;
-        start.steps = k.steps;
-        if (k.stop_at > start.steps) {
-          return fmt::format("--stop-at {} is past the end of the schedule, step {}", k.stop_at,
-                             start.steps);
-        }
-        if (last_step(k, start) <= saved->step) {
-          return fmt::format("--load: {} has trained {} steps already, and this run would stop "
-                             "at step {}: give a larger --steps or --stop-at to train on, or "
-                             "neither to sample from it",
-                             k.load, saved->step, last_step(k, start));
-        }
+        const std::string problem = course::resume_problem(
+            "--load: " + k.load, *saved, k.steps, k.stop_at,
+            "give a larger --steps or --stop-at to train on, or neither to sample from it");
+        if (!problem.empty()) return problem;
       }
     } catch (const course::CheckpointError& e) {
       return std::string("--load: ") + e.what();

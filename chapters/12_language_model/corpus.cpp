@@ -295,6 +295,19 @@ attn::LanguageModelBatch random_windows(std::span<const int> ids, Index batch, I
   return out;
 }
 
+void repeat_halves(attn::LanguageModelBatch& batch, Index rows) {
+  const Index B = batch.inputs.rows(), n = batch.inputs.cols();
+  attn::require(rows >= 0 && rows <= B, "repeat_halves",
+                [&] { return std::to_string(rows) + " rows of a batch of " + std::to_string(B); });
+  const Index period = (n + 1) / 2;
+  for (Index b = 0; b < rows; ++b) {
+    for (Index i = 0; i < n; ++i) {
+      batch.targets(b, i) = batch.inputs(b, (i + 1) % period);
+      if (i >= period) batch.inputs(b, i) = batch.inputs(b, i - period);
+    }
+  }
+}
+
 Source load(const std::string& file) {
   if (file.empty()) {
     return {"the King James Bible (Debian's bible-kjv, public domain)", read_kjv()};

@@ -114,4 +114,11 @@ void check_long_enough(std::size_t tokens, Index context, const char* which);
 attn::LanguageModelBatch random_windows(std::span<const int> ids, Index batch, Index length,
                                         attn::Rng& rng);
 
+/// Rows [0, rows) of `batch` made into text that repeats itself: each keeps the first
+/// R = ceil(n / 2) ids of its window and writes them again, so that inputs(b, i) = w_{i mod R}
+/// and targets(b, i) = w_{(i + 1) mod R} (the window read as periodic, period R). From the
+/// (R+1)-th position on every target can be read off the first copy: what an induction head
+/// does. Throws std::invalid_argument for rows outside [0, B].
+void repeat_halves(attn::LanguageModelBatch& batch, Index rows);
+
 }  // namespace corpus

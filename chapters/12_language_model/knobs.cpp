@@ -30,6 +30,10 @@ std::string knobs_problem(const course::Chapter& ch, Knobs& k, corpus::Source& s
     return fmt::format("--heads {} must divide --d-model {} into an even d_k", k.heads, k.d_model);
   if (k.heads % k.kv_heads != 0)
     return fmt::format("--kv-heads {} must divide --heads {}", k.kv_heads, k.heads);
+  if (k.repeated > k.batch)
+    return fmt::format("--repeated {} is more than the {} windows of a batch", k.repeated, k.batch);
+  if (k.prompt.empty())
+    return "--prompt is empty: the model needs at least one character to continue from";
   // The text is read here, once: the prompt and a --load need its vocabulary. A text that
   // cannot be read is not a usage error: the lesson reads it again and says what failed.
   try {

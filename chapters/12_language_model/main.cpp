@@ -6,10 +6,13 @@
 //   the model      pre-norm decoder, causal GQA with RoPE, windows of 64 characters
 //   training       batches of random windows, every position predicting the next character;
 //                  the loss in nats per character, on held-out text too
+//   the heads      what each attends to: the character before, the start of the word, and
+//                  (an induction head) what followed the same character last time
 //   writing        one character at a time through the KV cache, at a temperature, top-k
 //
 //   12_language_model [--steps N] [--batch B] [--context N] [--d-model E] [--heads H]
-//                     [--kv-heads G] [--layers L] [--lr X] [--tied] [--temperature T]
+//                     [--kv-heads G] [--layers L] [--lr X] [--tied] [--repeated R]
+//                     [--temperature T]
 //                     [--top-k K] [--prompt TEXT] [--corpus FILE] [--quick]
 //                     [--save DIR] [--load DIR] [--stop-at K] [--seed N] [--out DIR]
 #include "attn/core/random.hpp"
@@ -22,12 +25,14 @@
 #include "course/chapter.hpp"
 #include "course/training_loop.hpp"
 #include "figures.hpp"
+#include "heads.hpp"
 #include "knobs.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -137,7 +142,76 @@ void show_sample(course::Chapter& ch, const std::string& label, const std::strin
   }
 }
 
-// ---- 3. Training
+// ---- 3. What the heads learned ------------------------------------------------------------
+
+// The step where a score first reached half of the way from its first value to its last: where
+// a head "forms" (0 when it never moved).
+Index formed_at(const lm::HeadHistory& heads, std::size_t which, double lm::HeadScore::*score) {
+  const double from = heads.scores.front()[which].*score, to = heads.scores.back()[which].*score;
+  for (std::size_t t = 0; t < heads.step.size(); ++t) {
+    if (heads.scores[t][which].*score - from >= 0.5 * (to - from))
+      return static_cast<Index>(heads.step[t]);
+  }
+  return 0;
+}
+
+void what_the_heads_learned(course::Chapter& ch, const Knobs& k, const attn::LanguageModel& model,
+                            const Text& text, const lm::HeadProbes& probes,
+                            const lm::HeadHistory& heads, const History& h) {
+  ch.step("What the heads learned: attention on real text");
+  const lm::HeadScore even = lm::uniform_scores(probes, k.window);
+  ch.prose("Each head is scored by where its weight goes, on {} held-out windows and {} strings "
+           "of {} random letters written twice (a mean weight, 0 to 1). A head that spreads its "
+           "weight evenly over the keys it sees scores the last line: a score means something "
+           "only well above it.",
+           probes.text.rows(), probes.repeated.rows(), probes.period);
+  const std::vector<lm::HeadScore>& last = heads.scores.back();
+  ch.say("layer head  previous  induction  spaces  punctuation  word start");
+  for (const lm::HeadScore& s : last) {
+    ch.say("{:>5} {:>4}  {:>8.3f}  {:>9.3f}  {:>6.3f}  {:>11.3f}  {:>10.3f}", s.layer + 1,
+           s.head + 1, s.previous, s.induction, s.space, s.punctuation, s.word_start);
+  }
+  ch.say("    evenly  {:>8.3f}  {:>9.3f}  {:>6.3f}  {:>11.3f}  {:>10.3f}", even.previous,
+         even.induction, even.space, even.punctuation, even.word_start);
+
+  const lm::HeadScore& induction = lm::best_head(last, &lm::HeadScore::induction);
+  const lm::HeadScore& previous = lm::best_head(last, &lm::HeadScore::previous);
+  const lm::HeadScore& word = lm::best_head(last, &lm::HeadScore::word_start);
+  const auto index_of = [&](const lm::HeadScore& s) {
+    return static_cast<std::size_t>(s.layer * model.config.heads + s.head);
+  };
+  ch.say("the strongest previous-token head: layer {} head {} ({:.2f} of its weight on the "
+         "character just before)",
+         previous.layer + 1, previous.head + 1, previous.previous);
+  ch.say("the strongest induction head: layer {} head {} ({:.2f} on the character that "
+         "followed this one last time; evenly: {:.2f})",
+         induction.layer + 1, induction.head + 1, induction.induction, even.induction);
+  if (heads.step.size() > 2) {
+    ch.say("it formed around step {} (half of its rise, scored at {} steps from {} to {})",
+           formed_at(heads, index_of(induction), &lm::HeadScore::induction), heads.step.size(),
+           heads.step.front(), heads.step.back());
+    lm::draw_heads_training(ch.plot(), heads, h, even);
+  }
+  lm::draw_head_scores(ch.plot(), last, model.config.layers, model.config.heads);
+
+  // Three heads' weights on one sentence of the held-out text, its characters on the axes.
+  const std::string sentence =
+      lm::map_sentence(corpus::decode(text.vocab, text.split.validation), k.context);
+  const std::vector<int> ids = corpus::encode(text.vocab, sentence);  // [m]
+  ch.say("their weights on \"{}\" ({} characters): figures 12_head_previous, "
+         "12_head_induction, 12_head_word_start",
+         sentence, sentence.size());
+  for (const auto& [name, s, job] :
+       {std::tuple{"12_head_previous", previous, "the character before"},
+        std::tuple{"12_head_induction", induction, "what followed this character last time"},
+        std::tuple{"12_head_word_start", word, "the start of the word"}}) {
+    lm::draw_head_map(ch.plot(), name,
+                      fmt::format("Layer {} head {}: {}", s.layer + 1, s.head + 1, job),
+                      lm::head_map(model, ids, s.layer, s.head), sentence, k.window);
+  }
+}
+
+// ---- 4. Training
 // ------------------------------------------------------------------------------------
 
 void lesson(course::Chapter& ch, Knobs& k, const corpus::Source& source) {
@@ -181,13 +255,30 @@ void lesson(course::Chapter& ch, Knobs& k, const corpus::Source& source) {
            start_loss, uniform, unigram);
 
   const Index last = lm::last_step(k, run);
+  // What the heads attend to, scored on the same held-out windows and repeated random strings
+  // at every step of head_steps: dense early, where induction heads form.
+  attn::Rng probe_rng = ch.rng("head probes");
+  const lm::HeadProbes probes =
+      lm::make_head_probes(text.split.validation, text.vocab, 16, k.context, probe_rng);
+  const std::vector<Index> head_steps = lm::head_score_steps(run.step, last, k.eval_every);
+  const std::vector<Index> sample_steps = {100, 1000, last};
+  std::vector<Index> snapshot_steps = head_steps;
+  snapshot_steps.insert(snapshot_steps.end(), sample_steps.begin(), sample_steps.end());
+  lm::HeadHistory heads;
   std::vector<std::pair<Index, std::string>> samples;
   const auto snapshot = [&](Index step) {
-    if (samples.empty() || samples.back().first != step)
+    if (std::ranges::count(head_steps, step) && (heads.step.empty() || heads.step.back() != step)) {
+      heads.step.push_back(static_cast<double>(step));
+      heads.scores.push_back(
+          lm::score_heads(model, probes, &heads.second_copy_loss.emplace_back()));
+    }
+    if ((step == run.step || std::ranges::count(sample_steps, step)) &&
+        (samples.empty() || samples.back().first != step))
       samples.emplace_back(step, sample_text(ch, k, model, text.vocab, step));
   };
   History h;
-  if (last > run.step) {
+  const Index first = run.step;
+  if (last > first) {
     ch.step("Training: every position predicts the next character");
     ch.prose("{} steps of {} random windows of {} characters from the first 90%: {} predictions "
              "a step. Adam (betas 0.9, 0.98), peak lr {} after {} warm-up steps, then cosine to "
@@ -200,17 +291,21 @@ void lesson(course::Chapter& ch, Knobs& k, const corpus::Source& source) {
                                          .peak_lr = k.lr,
                                          .warmup = std::min<Index>(100, run.steps),
                                          .eval_every = k.eval_every};
-    const std::vector<Index> sample_steps = {100, 1000, last};
     h = training::train<attn::LanguageModel>(
         "12_language_model", model, schedule, run,
         [&](attn::LanguageModel& grads) {
-          const attn::LanguageModelBatch batch =
+          attn::LanguageModelBatch batch =
               corpus::random_windows(text.split.train, k.batch, k.context, batches);  // [B x n]
+          corpus::repeat_halves(batch, k.repeated);  // rows [0, --repeated): a piece twice
           const attn::LanguageModelStep s = attn::language_model_loss(model, batch, &grads);
           return StepResult{s.loss, s.count, s.correct};
         },
-        evaluate, sample_steps, snapshot);
+        evaluate, snapshot_steps, snapshot);
     // [train]
+    // The held-out loss before the first step starts the curves.
+    h.eval_step.insert(h.eval_step.begin(), static_cast<double>(first));
+    h.eval_loss.insert(h.eval_loss.begin(), start_loss);
+    h.eval_accuracy.insert(h.eval_accuracy.begin(), start_accuracy);
     ch.prose("after step {}: held-out loss {:.3f} nats per character, next character right {:.1f}% "
              "of the time",
              last, h.eval_loss.back(), 100.0 * h.eval_accuracy.back());
@@ -244,15 +339,21 @@ void lesson(course::Chapter& ch, Knobs& k, const corpus::Source& source) {
   ch.say("80 characters with the cache and recomputing every one: {}",
          cached == recomputed ? "the same characters" : "DIFFERENT characters");
 
+  what_the_heads_learned(ch, k, model, text, probes, heads, h);
+
   if (!k.save.empty()) lm::save_model(ch, k.save, model, run, batches, text.vocab.chars);
   ch.finish(
       {"A character-level model starts at ln V nats per character and learns, step by step, "
        "what follows what: the frequencies first, then words, then phrases.",
        "Every position of every window is a prediction: B n of them per step.",
-       "Writing is chapter 11's loop: prefill the prompt, then one decode step per character."},
+       "Writing is chapter 11's loop: prefill the prompt, then one decode step per character.",
+       "Heads take jobs: the previous character, the start of the word, and, once a previous-"
+       "token head exists, an induction head that reads what followed the same character "
+       "last time."},
       {{"--temperature 0.2", "the likeliest characters only: safe, repetitive text"},
        {"--temperature 1.5", "flatter choices: invented words"},
        {"--steps 200", "stop early and read what the model knows by then"},
+       {"--repeated 0", "the book alone: previous-token heads form, no induction head"},
        {"--save run --stop-at 500, then --load run", "resume exactly where it stopped"}});
 }
 
@@ -271,6 +372,7 @@ int main(int argc, char** argv) {
   ch.option("--layers", k.layers, "L, the decoder's layers").range(1, 24);
   ch.option("--d-ff", k.d_ff, "the feed-forward width (0: 4 E)").range(0, 8192);
   ch.option("--window", k.window, "W, each query's last keys (0: all)").range(0, 1024);
+  ch.option("--repeated", k.repeated, "windows a step written as a piece twice").range(0, 256);
   ch.flag("--tied", k.tied, "the output layer is the embedding (GPT-2's weight tying)");
   ch.option("--lr", k.lr, "Adam's peak learning rate").range(1e-6, 1.0);
   ch.option("--eval-every", k.eval_every, "steps between validation losses").range(1, 100000);

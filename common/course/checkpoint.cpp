@@ -7,6 +7,7 @@
 #include "course/folder_lock.hpp"
 #include "course/npy.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -463,6 +464,18 @@ std::optional<TrainingState> load_checkpoint(const fs::path& dir, const std::str
 std::map<std::string, std::string> checkpoint_options(const fs::path& dir,
                                                       const std::string& chapter) {
   return read_manifest(dir, chapter).options;
+}
+
+std::string resume_problem(const std::string& what, const TrainingState& saved, std::int64_t steps,
+                           std::int64_t stop_at, const std::string& advice) {
+  if (stop_at > steps)
+    return fmt::format("--stop-at {} is past the end of the schedule, step {}", stop_at, steps);
+  const std::int64_t stop = stop_at > 0 ? stop_at : steps;
+  if (stop <= saved.step) {
+    return fmt::format("{} has trained {} steps already, and this run would stop at step {}: {}",
+                       what, saved.step, stop, advice);
+  }
+  return "";
 }
 
 }  // namespace course

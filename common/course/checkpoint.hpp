@@ -140,6 +140,13 @@ std::optional<TrainingState> load_checkpoint(const std::filesystem::path& dir,
 std::map<std::string, std::string> checkpoint_options(const std::filesystem::path& dir,
                                                       const std::string& chapter);
 
+/// What stops a run that resumes from `saved` (the checkpoint `what` names, "--load: run")
+/// on a schedule of `steps` and stops after step `stop_at` (0: at the schedule's end), or "":
+/// a --stop-at past the schedule's end, or a checkpoint that has trained as far already
+/// (`advice` then says what to give instead). Chapters 09 and 12 ask it before anything runs.
+std::string resume_problem(const std::string& what, const TrainingState& saved, std::int64_t steps,
+                           std::int64_t stop_at, const std::string& advice);
+
 /// A float model with a parameter walk: attn::Seq2Seq, attn::AttentionOnly, a layer.
 template <typename M>
 concept CheckpointModel = requires {

@@ -4,6 +4,8 @@
 
 #include "course/detail/gnuplot_script.hpp"
 
+#include <limits>
+
 namespace course {
 
 using namespace plot_detail;
@@ -95,7 +97,8 @@ Series curve(std::string label, std::vector<double> x, std::vector<double> y, Cu
           .y = std::move(y),
           .points = style.points,
           .dashed = style.dashed,
-          .line = style.line};
+          .line = style.line,
+          .right_axis = style.right_axis};
 }
 
 Series curve_for_log_y(std::string label, std::vector<double> x, std::vector<double> y,
@@ -131,7 +134,7 @@ Figure Plotter::lines(const std::string& name, const std::vector<Series>& series
       if (opts.logx && sr.x[i] <= 0)
         invalid(where, which + " point " + std::to_string(i) + " has x = " + num(sr.x[i]) +
                            ", which a log x axis cannot show");
-      if (opts.logy && sr.y[i] <= 0)
+      if (opts.logy && !sr.right_axis && sr.y[i] <= 0)
         invalid(where, which + " point " + std::to_string(i) + " has y = " + num(sr.y[i]) +
                            ", which a log y axis cannot show");
     }
@@ -159,13 +162,19 @@ Figure Plotter::lines(const std::string& name, const std::vector<Series>& series
     s += "set title " + quote(opts.title) + " font \"," + std::to_string(kTitleFont) + "\"\n";
   if (!opts.xlabel.empty()) s += "set xlabel " + quote(opts.xlabel) + "\n";
   if (!opts.ylabel.empty()) s += "set ylabel " + quote(opts.ylabel) + "\n";
-  double xlo = series[0].x[0], xhi = xlo, ylo = series[0].y[0], yhi = ylo;
+  // The ranges: x over every series, y over the left axis's (a right-axis series has its own).
+  const bool right =
+      std::any_of(series.begin(), series.end(), [](const Series& sr) { return sr.right_axis; });
+  double xlo = series[0].x[0], xhi = xlo;
+  double ylo = std::numeric_limits<double>::infinity(), yhi = -ylo;
   for (const Series& sr : series) {
     const auto [x0, x1] = std::minmax_element(sr.x.begin(), sr.x.end());
-    const auto [y0, y1] = std::minmax_element(sr.y.begin(), sr.y.end());
     xlo = std::min(xlo, *x0), xhi = std::max(xhi, *x1);
+    if (sr.right_axis) continue;
+    const auto [y0, y1] = std::minmax_element(sr.y.begin(), sr.y.end());
     ylo = std::min(ylo, *y0), yhi = std::max(yhi, *y1);
   }
+  if (!std::isfinite(ylo)) ylo = opts.logy ? 1.0 : 0.0, yhi = opts.logy ? 10.0 : 1.0;
   for (const auto& line : opts.hlines)
     ylo = std::min(ylo, line.first), yhi = std::max(yhi, line.first);
   if (opts.logx) s += log_axis('x', xlo, xhi);
@@ -173,7 +182,15 @@ Figure Plotter::lines(const std::string& name, const std::vector<Series>& series
   s += "set autoscale xfix  # x runs exactly over the data, not to the next round number\n";
   s += "set grid lc rgb \"#dddddd\"\n";
   s += "set tics out nomirror\n";
-  s += "set border 3  # left and bottom only\n";
+  if (right) {
+    s += "# A second y axis on the right for the series marked (right) in the legend.\n";
+    s += "set border 11  # left, bottom and right\n";
+    s += "set ytics nomirror\n";
+    s += "set y2tics\n";
+    if (!opts.y2label.empty()) s += "set y2label " + quote(opts.y2label) + "\n";
+  } else {
+    s += "set border 3  # left and bottom only\n";
+  }
   if (!opts.xtics.empty()) {
     s += "# Named ticks, slanted so that long names do not run into each other.\n";
     s += "set xtics (";
@@ -217,8 +234,10 @@ Figure Plotter::lines(const std::string& name, const std::vector<Series>& series
          (!sr.line    ? "points pt 7 ps 1.2"
           : sr.points ? "linespoints pt 7 ps 0.7"
                       : "lines") +
-         " lw 2 lc rgb \"" + kLineColours[k % 8] + "\" dt " + (sr.dashed ? "2" : "1") + " " +
-         (sr.label.empty() ? std::string("notitle") : "title " + quote(sr.label));
+         " lw 2 lc rgb \"" + kLineColours[k % 8] + "\" dt " + (sr.dashed ? "2" : "1") +
+         (sr.right_axis ? " axes x1y2 " : " ") +
+         (sr.label.empty() ? std::string("notitle")
+                           : "title " + quote(sr.right_axis ? sr.label + " (right)" : sr.label));
   }
   s += "\n";
   return render(name, s, dat);

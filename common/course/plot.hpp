@@ -126,6 +126,9 @@ struct Series {
   bool points = true;  ///< draw markers at the data points as well as the line
   bool dashed = false;
   bool line = true;  ///< false: markers only
+  /// Read against a second y axis on the right (LineOptions::y2label), linear whatever logy
+  /// says: a quantity of other units beside the others (a loss beside scores in [0, 1]).
+  bool right_axis = false;
 };
 
 // ---- Curves from Eigen vectors ------------------------------------------------------------------
@@ -152,6 +155,7 @@ struct CurveStyle {
   bool points = true;  ///< markers at the data points as well as the line
   bool dashed = false;
   bool line = true;  ///< false: markers only, for points that are not a curve (one per layer)
+  bool right_axis = false;  ///< against the right-hand y axis (Series::right_axis)
 };
 
 /// A curve through the points (x_i, y_i). x and y must have the same length
@@ -182,6 +186,7 @@ Series curve_for_log_y(std::string label, const Eigen::DenseBase<X>& x,
 
 struct LineOptions {
   std::string title{}, xlabel{}, ylabel{};
+  std::string y2label{};  ///< the right-hand axis, drawn when a series has right_axis
   bool logx = false, logy = false;
   int width_px = 900, height_px = 560;
   /// Named ticks on x instead of numbers, {x, label} each (e.g. one per layer), written

@@ -446,4 +446,31 @@ TEST(RandomWindows, TakeTheOnlyWindowOfAShortTextAndRefuseShorterOnes) {
             "random_windows: the window length is 0: it must be at least 1");
 }
 
+// A window written twice, by hand: n = 5, R = 3, the window 10 11 12 13 14 (targets 11 .. 15)
+// becomes 10 11 12 10 11 with targets 11 12 10 11 12; rows past `rows` are left as they were.
+TEST(RepeatHalves, WritesTheFirstHalfAgainAndReadsTheWindowAsPeriodic) {
+  attn::LanguageModelBatch batch{attn::TokenIds(2, 5), attn::TokenIds(2, 5)};
+  batch.inputs << 10, 11, 12, 13, 14,  //
+      20, 21, 22, 23, 24;
+  batch.targets << 11, 12, 13, 14, 15,  //
+      21, 22, 23, 24, 25;
+  const attn::LanguageModelBatch before = batch;
+  corpus::repeat_halves(batch, 1);
+  EXPECT_EQ(batch.inputs.row(0), (attn::TokenIds(1, 5) << 10, 11, 12, 10, 11).finished());
+  EXPECT_EQ(batch.targets.row(0), (attn::TokenIds(1, 5) << 11, 12, 10, 11, 12).finished());
+  EXPECT_EQ(batch.inputs.row(1), before.inputs.row(1));
+  EXPECT_EQ(batch.targets.row(1), before.targets.row(1));
+  // n = 4, R = 2: 20 21 20 21, targets 21 20 21 20; 0 rows changes nothing.
+  attn::LanguageModelBatch even{attn::TokenIds(1, 4), attn::TokenIds(1, 4)};
+  even.inputs << 20, 21, 22, 23;
+  even.targets << 21, 22, 23, 24;
+  corpus::repeat_halves(even, 0);
+  EXPECT_EQ(even.inputs, (attn::TokenIds(1, 4) << 20, 21, 22, 23).finished());
+  corpus::repeat_halves(even, 1);
+  EXPECT_EQ(even.inputs, (attn::TokenIds(1, 4) << 20, 21, 20, 21).finished());
+  EXPECT_EQ(even.targets, (attn::TokenIds(1, 4) << 21, 20, 21, 20).finished());
+  EXPECT_EQ(message_of([&] { corpus::repeat_halves(batch, 3); }),
+            "repeat_halves: 3 rows of a batch of 2");
+}
+
 }  // namespace test_12_corpus

@@ -71,6 +71,8 @@ TEST(LanguageModelChapter, BadKnobsAreUsageErrors) {
            {"--quick --heads 3", "must divide --d-model"},
            {"--quick --kv-heads 3", "--kv-heads 3 must divide --heads 4"},
            {"--quick --prompt '#And'", "'#' never occurs"},
+           {"--quick --prompt ''", "--prompt is empty"},
+           {"--quick --batch 2 --repeated 3", "--repeated 3 is more than the 2 windows"},
            {"--quick --stop-at 61", "--stop-at 61 is past the end of the schedule"},
            {"--quick --load " + (dir / "nothing").string(), "--load"}}) {
     const Output r = chapter.run(args, dir);

@@ -283,6 +283,7 @@ std::string language_model(Draw& d) {
   a += maybe(d, 40, "--top-k", num(d.edge_or(25, {0, 1, 256}, 0, 256)));
   a += maybe(d, 40, "--sample-length", num(d.edge_or(25, {1, 100}, 1, 100)));
   a += maybe(d, 50, "--seed", num(d.in(0, 100000)));
+  a += maybe(d, 30, "--repeated", "0");  // the default, 1, is within every batch drawn
   return a;
 }
 
@@ -334,7 +335,8 @@ const std::map<std::string, std::vector<std::string>> kEdges = {
      {"--quick --steps 1 --batch 1 --context 2 --layers 1 --d-model 4 --heads 1 --kv-heads 1",
       "--quick --steps 2 --temperature 0 --top-k 1 --sample-length 1 --prompt A",
       "--quick --steps 2 --window 1 --tied --temperature 10 --top-k 256",
-      "--quick --steps 3 --d-model 64 --heads 16 --kv-heads 16 --context 48 --batch 8"}},
+      "--quick --steps 3 --d-model 64 --heads 16 --kv-heads 16 --context 48 --batch 8",
+      "--quick --steps 2 --batch 3 --repeated 3 --context 3"}},
 };
 
 const std::map<std::string, std::function<std::string(Draw&)>> kDraws = {

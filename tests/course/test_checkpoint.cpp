@@ -883,4 +883,24 @@ TEST_F(ReplayScript, ReproducesTheInductionLogitsAndChecksBothTasksOfARun) {
   std::cout << r.out;
 }
 
+// A resumed run must take at least one step of its schedule: the boundaries by hand.
+TEST(ResumeProblem, ARunMustStopPastTheCheckpointAndWithinTheSchedule) {
+  course::TrainingState saved;
+  saved.step = 400;
+  saved.steps = 800;
+  const auto problem = [&](std::int64_t steps, std::int64_t stop_at) {
+    return course::resume_problem("--load: run", saved, steps, stop_at, "train longer");
+  };
+  EXPECT_EQ(problem(800, 0), "");    // on to the end of the schedule
+  EXPECT_EQ(problem(800, 401), "");  // one step more
+  EXPECT_EQ(problem(800, 800), "");
+  EXPECT_EQ(problem(800, 400),
+            "--load: run has trained 400 steps already, and this run would stop at step 400: "
+            "train longer");
+  EXPECT_EQ(problem(400, 0),
+            "--load: run has trained 400 steps already, and this run would stop at step 400: "
+            "train longer");
+  EXPECT_EQ(problem(800, 801), "--stop-at 801 is past the end of the schedule, step 800");
+}
+
 }  // namespace test_checkpoint

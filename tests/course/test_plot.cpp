@@ -504,6 +504,33 @@ TEST_F(PlotTest, LogLinePlotRenders) {
   EXPECT_EQ(size.height, 500u);
 }
 
+// A series on the right-hand axis: its own scale, named in the legend, and left out of the
+// left axis's range (a loss of 4 beside scores in [0, 1] would squash the scores otherwise).
+TEST_F(PlotTest, ASeriesCanBeReadAgainstARightHandAxis) {
+  SKIP_WITHOUT_GNUPLOT();
+  course::Plotter plot(dir_);
+  const course::Series score = course::curve("score", {0, 1, 2}, {0.1, 0.5, 0.9});
+  const course::Series loss =
+      course::curve("loss", {0, 1, 2}, {4.0, 2.0, -1.0}, {.right_axis = true});
+  const course::Figure fig = plot.lines(
+      "right", {score, loss},
+      {.ylabel = "score",
+       .y2label = "nats",
+       .logy = true,
+       .hlines = {{0.25, "a quarter"}}});  // a log left axis: the loss's -1 is still drawable
+  EXPECT_TRUE(fig.rendered);
+  const std::string gp = slurp(fig.gp);
+  EXPECT_NE(gp.find("set y2tics"), std::string::npos);
+  EXPECT_NE(gp.find("set y2label \"nats\""), std::string::npos);
+  EXPECT_NE(gp.find("axes x1y2 title \"loss (right)\""), std::string::npos);
+  EXPECT_EQ(gp.find("axes x1y2 title \"score"), std::string::npos);
+  // The left axis's range (widened for the hline) holds the scores, not the loss: 0.1 .. 1.
+  EXPECT_NE(gp.find("set yrange [0.1:1]"), std::string::npos) << gp;
+  // Without a right-hand series nothing of it is written.
+  const std::string plain = slurp(plot.lines("plain", {score}, {.y2label = "nats"}).gp);
+  EXPECT_EQ(plain.find("y2"), std::string::npos);
+}
+
 // ---- Curves from Eigen vectors ------------------------------------------------------------------
 
 TEST(Curve, ValuesOfTakesVectorsOneRowMatricesAndExpressions) {

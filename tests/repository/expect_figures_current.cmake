@@ -78,7 +78,7 @@ set(amplified 09_gradient_check 09_reversal_curves 09_reversal_timelapse 09_indu
 # Chapter 12's figures come from its full run (minutes of training, scripts/course.sh); the test
 # command runs it with --quick, whose model and steps are others. Their data is checked to be
 # there, and the smoke run to draw a figure of that name, but not compared number by number.
-set(full_run_only 12_loss)
+set(full_run_only 12_loss 12_heads_training 12_head_scores 12_head_induction)
 
 # Each figure's numbers against what its chapter (the one whose number it starts with) drew.
 foreach(name IN LISTS shown)

@@ -21,10 +21,7 @@ std::vector<int> language_model_generate(const LanguageModelOf<T>& model,
              " of the prompt is outside the vocabulary [0, " + std::to_string(model.vocab()) + ")";
     });
   }
-  // The options are checked before any work: a draw from a row of zeros fails exactly when
-  // they are wrong (the one logit it holds is finite).
-  Rng probe(0);
-  sample_token<T>(MatrixOf<T>::Zero(1, 1), sampling, probe);
+  check_sampling_options(sampling, where);  // before any work
 
   const Index C = model.config.context;
   const Index keep = std::max<Index>(1, C / 2);  // the tokens kept past the context

@@ -29,6 +29,15 @@ void check_row(const ViewOf<T>& logits_row, const char* where) {
 
 }  // namespace
 
+void check_sampling_options(const SamplingOptions& opts, const char* where) {
+  require(std::isfinite(opts.temperature) && opts.temperature >= 0.0, where, [&] {
+    return "temperature " + num(opts.temperature) + ": it must be finite and >= 0 (0 is greedy)";
+  });
+  require(opts.top_k >= 0, where, [&] {
+    return "top_k " + std::to_string(opts.top_k) + ": it must be >= 0 (0 keeps every id)";
+  });
+}
+
 template <Real T>
 int greedy_token(const InView<T>& logits_row) {
   check_row<T>(logits_row, "greedy_token");
@@ -42,13 +51,8 @@ int greedy_token(const InView<T>& logits_row) {
 template <Real T>
 int sample_token(const InView<T>& logits_row, const SamplingOptions& opts, Rng& rng) {
   check_row<T>(logits_row, "sample_token");
+  check_sampling_options(opts, "sample_token");
   const double temperature = opts.temperature;
-  require(std::isfinite(temperature) && temperature >= 0.0, "sample_token", [&] {
-    return "temperature " + num(temperature) + ": it must be finite and >= 0 (0 is greedy)";
-  });
-  require(opts.top_k >= 0, "sample_token", [&] {
-    return "top_k " + std::to_string(opts.top_k) + ": it must be >= 0 (0 keeps every id)";
-  });
   const Index V = logits_row.cols();
   for (Index j = 0; j < V; ++j) {
     require(std::isfinite(logits_row(0, j)), "sample_token", [&] {

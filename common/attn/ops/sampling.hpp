@@ -34,6 +34,11 @@ struct SamplingOptions {
   Index top_k = 0;           ///< k >= 0: sample among the k largest logits (and ties); 0: all
 };
 
+/// Throws std::invalid_argument, naming `where`, for a temperature that is negative or not
+/// finite, or a negative top_k: what sample_token checks of its options, for a caller (the
+/// generation loop) to check them before any work.
+void check_sampling_options(const SamplingOptions& opts, const char* where);
+
 /// The id of the largest logit of a row [1 x V], the lowest id on a tie: greedy decoding.
 /// Throws std::invalid_argument unless the row is [1 x V] with V >= 1.
 template <Real T>

@@ -12,6 +12,7 @@
 //   C. The arithmetic of a window: after L layers of windows of W keys, position i reads
 //      positions i - L (W - 1) .. i and no earlier one.
 #include "attn/core/random.hpp"
+#include "attn/models/generation.hpp"
 #include "attn/models/language_model.hpp"
 
 #include "expect.hpp"
@@ -293,6 +294,22 @@ TEST(LanguageModelErrors, TheContextIsAHardLimit) {
               (void)attn::language_model_decode(model, 1, state);
             }).find("past the context"),
             std::string::npos);
+}
+
+TEST(LanguageModelErrors, GenerationRefusesBadSamplingOptionsByItsOwnName) {
+  const LanguageModel model = small_model(small_config(0));
+  const std::vector<int> prompt = {1, 2, 3};
+  attn::Rng rng(4);
+  const attn::Rng before = rng;
+  EXPECT_EQ(message_of([&] {
+              attn::language_model_generate(model, prompt, 5, {.temperature = -1.0}, rng);
+            }),
+            "language_model_generate: temperature -1: it must be finite and >= 0 (0 is greedy)");
+  EXPECT_EQ(
+      message_of([&] { attn::language_model_generate(model, prompt, 5, {.top_k = -2}, rng); }),
+      "language_model_generate: top_k -2: it must be >= 0 (0 keeps every id)");
+  EXPECT_EQ(rng.state().words, before.state().words);  // refused before any draw
+  EXPECT_EQ(attn::language_model_generate(model, prompt, 5, {.temperature = 0.5}, rng).size(), 5u);
 }
 
 }  // namespace test_language_model
