@@ -62,15 +62,21 @@ std::string checkpoint_problem(const course::Chapter& ch, Knobs& k, Index vocab)
   if (!k.load.empty()) {
     try {
       // --heads and --kv-heads change how W_Q, W_K split into heads, not every shape: compare
-      // them by name, as the shapes cannot tell.
+      // them by name, as the shapes cannot tell. --merges changes the vocabulary's size, and
+      // is named so that the message says which knob to give.
       const auto recorded = course::checkpoint_options(k.load, ch.name());
-      for (const auto& [flag, value] :
-           {std::pair{"--heads", k.heads}, std::pair{"--kv-heads", k.kv_heads}}) {
+      for (const auto& [flag, value, why] :
+           {std::tuple{"--heads", k.heads,
+                       "the same weights split into other heads compute "
+                       "another model"},
+            std::tuple{"--kv-heads", k.kv_heads,
+                       "the same weights split into other heads "
+                       "compute another model"},
+            std::tuple{"--merges", k.merges, "its tokens are other pieces of text"}}) {
         const auto it = recorded.find(flag);
         if (it != recorded.end() && it->second != std::to_string(value)) {
-          return fmt::format("--load: {} was trained with {} {}, but this run has {} {}: the "
-                             "same weights split into other heads compute another model",
-                             k.load, flag, it->second, flag, value);
+          return fmt::format("--load: {} was trained with {} {}, but this run has {} {}: {}",
+                             k.load, flag, it->second, flag, value, why);
         }
       }
       attn::Rng rng(0);

@@ -30,6 +30,7 @@ std::string knobs_problem(const course::Chapter& ch, Knobs& k, corpus::Source& s
     return fmt::format("--heads {} must divide --d-model {} into an even d_k", k.heads, k.d_model);
   if (k.heads % k.kv_heads != 0)
     return fmt::format("--kv-heads {} must divide --heads {}", k.kv_heads, k.heads);
+  if (!ch.given("--repeated")) k.repeated = k.batch / 4;  // a quarter of the windows
   if (k.repeated > k.batch)
     return fmt::format("--repeated {} is more than the {} windows of a batch", k.repeated, k.batch);
   if (k.prompt.empty())
@@ -49,7 +50,7 @@ std::string knobs_problem(const course::Chapter& ch, Knobs& k, corpus::Source& s
     return fmt::format("--context {}: the held-out tenth of {} has {} characters, fewer than a "
                        "window and the character after it",
                        k.context, source.name, held);
-  return lm::checkpoint_problem(ch, k, vocab.size());
+  return lm::checkpoint_problem(ch, k, vocab.size() + k.merges);
 }
 
 }  // namespace lm

@@ -13,6 +13,7 @@ namespace lm {
 using attn::Index;
 
 inline constexpr Index kMaxSteps = 100000;  // --steps' largest value
+inline constexpr Index kMaxMerges = 1024;   // --merges' largest: a vocabulary of about 1,100
 
 struct Knobs {
   // The model: nanoGPT's CPU configuration for Shakespeare (4 layers, 4 heads, 128 features,
@@ -28,7 +29,8 @@ struct Knobs {
   // Windows of each batch written as a piece of the book twice: text that repeats itself
   // within the context, which only an induction head can predict (the book alone rarely
   // repeats itself within 64 characters, and no induction head forms in 3,000 steps of it).
-  Index repeated = 3;  // a quarter of the default batch
+  Index merges = 0;    // byte-pair merges on top of the characters (tokens.hpp)
+  Index repeated = 3;  // unless given: a quarter of the batch, rounded down (knobs_problem)
   // Writing: nanoGPT's sample.py draws at temperature 0.8 among the 200 largest logits; with
   // under 80 characters the top-k that matters is smaller.
   double temperature = 0.8;

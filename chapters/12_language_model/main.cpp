@@ -27,6 +27,7 @@
 #include "figures.hpp"
 #include "heads.hpp"
 #include "knobs.hpp"
+#include "tokens.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -48,6 +49,7 @@ using training::StepResult;
 struct Text {
   std::string name;         // where it came from
   corpus::CharVocab vocab;  // its characters
+  corpus::Merges tokens;    // what each token id stands for: a character, or merged pieces
   corpus::Split split;      // its ids: the first 90% to train on, the last 10% held out
 };
 
@@ -96,6 +98,23 @@ Text corpus_and_tokens(course::Chapter& ch, const Knobs& k, corpus::Source sourc
   ch.say("split: {} characters to train on, the last {} held out for validation",
          course::with_commas(std::ssize(t.split.train)),
          course::with_commas(std::ssize(t.split.validation)));
+  const auto characters = static_cast<double>(t.split.train.size());
+  // [merges]
+  // --merges M: byte-pair merges learned on the training text, then applied to the held-out.
+  t.tokens = corpus::learn_merges(t.split.train, t.vocab, k.merges);  // encodes train too
+  t.split.validation = corpus::apply_merges(std::move(t.split.validation), t.tokens);
+  // [merges]
+  if (k.merges > 0) {
+    ch.prose("{} merges learned: {} tokens; the training text is {} tokens, {:.2f} characters "
+             "each. The first merges and the longest piece:",
+             k.merges, t.tokens.size(), course::with_commas(std::ssize(t.split.train)),
+             characters / static_cast<double>(t.split.train.size()));
+    std::string first;
+    for (int m = t.vocab.size(); m < std::min(t.tokens.size(), t.vocab.size() + 8); ++m)
+      first += " " + corpus::shown_piece(t.tokens.pieces[static_cast<std::size_t>(m)]);
+    const auto longest = std::ranges::max(t.tokens.pieces, {}, &std::string::size);
+    ch.prose("{}   ...   {}", first, corpus::shown_piece(longest));
+  }
   corpus::check_long_enough(t.split.validation.size(), k.context, "the validation split");
   corpus::check_long_enough(t.split.train.size(), k.context, "the training split");
   return t;
@@ -119,15 +138,16 @@ std::pair<double, double> reference_losses(const corpus::CharVocab& vocab) {
 // A sample of the model's writing after `prompt`, at the knobs' temperature and top-k, drawn
 // from its own named stream: the same text for the same seed, whatever trained before.
 std::string sample_text(course::Chapter& ch, const Knobs& k, const attn::LanguageModel& model,
-                        const corpus::CharVocab& vocab, Index step) {
+                        const Text& text, Index step) {
   // [write]
-  const std::vector<int> prompt = corpus::encode(vocab, k.prompt);
+  const std::vector<int> prompt =
+      corpus::apply_merges(corpus::encode(text.vocab, k.prompt), text.tokens);
   attn::Rng rng = ch.rng(fmt::format("sample after step {}", step));
   const std::vector<int> fresh = attn::language_model_generate(
       model, prompt, k.sample_length, {.temperature = k.temperature, .top_k = k.top_k}, rng,
       attn::Generation::cached);  // prefill the prompt, then one decode step per character
   // [write]
-  return k.prompt + corpus::decode(vocab, fresh);
+  return k.prompt + corpus::decode_pieces(text.tokens, fresh);
 }
 
 // The sample line by line, a long line cut every 90 characters to fit the terminal.
@@ -180,27 +200,31 @@ void what_the_heads_learned(course::Chapter& ch, const Knobs& k, const attn::Lan
   const auto index_of = [&](const lm::HeadScore& s) {
     return static_cast<std::size_t>(s.layer * model.config.heads + s.head);
   };
-  ch.say("the strongest previous-token head: layer {} head {} ({:.2f} of its weight on the "
-         "character just before)",
-         previous.layer + 1, previous.head + 1, previous.previous);
-  ch.say("the strongest induction head: layer {} head {} ({:.2f} on the character that "
-         "followed this one last time; evenly: {:.2f})",
-         induction.layer + 1, induction.head + 1, induction.induction, even.induction);
-  if (heads.step.size() > 2) {
-    ch.say("it formed around step {} (half of its rise, scored at {} steps from {} to {})",
-           formed_at(heads, index_of(induction), &lm::HeadScore::induction), heads.step.size(),
-           heads.step.front(), heads.step.back());
-    lm::draw_heads_training(ch.plot(), heads, h, even);
+  ch.notice("the strongest previous-token head: layer {} head {} ({:.2f} of its weight on the "
+            "character just before)",
+            previous.layer + 1, previous.head + 1, previous.previous);
+  ch.notice("the strongest induction head: layer {} head {} ({:.2f} on the character that "
+            "followed this one last time; evenly: {:.2f})",
+            induction.layer + 1, induction.head + 1, induction.induction, even.induction);
+  // A head "is" an induction head when it reads back far more than an even spread would.
+  if (induction.induction < 5 * even.induction) {
+    ch.notice("no head reads back yet: the best induction score is under 5 times an even "
+              "spread's (--repeated gives the model text that repeats itself)");
+  } else if (heads.step.size() > 2) {
+    ch.notice("it formed around step {} (half of its rise, scored at {} steps from {} to {})",
+              formed_at(heads, index_of(induction), &lm::HeadScore::induction), heads.step.size(),
+              heads.step.front(), heads.step.back());
   }
+  if (heads.step.size() > 2) lm::draw_heads_training(ch.plot(), heads, h, even);
   lm::draw_head_scores(ch.plot(), last, model.config.layers, model.config.heads);
 
   // Three heads' weights on one sentence of the held-out text, its characters on the axes.
   const std::string sentence =
       lm::map_sentence(corpus::decode(text.vocab, text.split.validation), k.context);
   const std::vector<int> ids = corpus::encode(text.vocab, sentence);  // [m]
-  ch.say("their weights on \"{}\" ({} characters): figures 12_head_previous, "
-         "12_head_induction, 12_head_word_start",
-         sentence, sentence.size());
+  ch.prose("their weights on \"{}\" ({} characters): figures 12_head_previous, "
+           "12_head_induction, 12_head_word_start",
+           sentence, sentence.size());
   for (const auto& [name, s, job] :
        {std::tuple{"12_head_previous", previous, "the character before"},
         std::tuple{"12_head_induction", induction, "what followed this character last time"},
@@ -225,7 +249,7 @@ void lesson(course::Chapter& ch, Knobs& k, const corpus::Source& source) {
   ch.step("The model: chapter 11's decoder");
   attn::Rng init_rng(ch.seed());
   attn::LanguageModel model =
-      attn::language_model_init(init_rng, lm::config_of(k, text.vocab.size()));
+      attn::language_model_init(init_rng, lm::config_of(k, text.tokens.size()));
   attn::Rng batches = ch.rng("batches");  // the training windows' stream, saved with --save
   course::TrainingState run = lm::start_training(ch, k, model, batches);
   ch.prose("{} layers of pre-norm attention and feed-forward (E = {}, {} query heads over {} "
@@ -239,11 +263,16 @@ void lesson(course::Chapter& ch, Knobs& k, const corpus::Source& source) {
   std::vector<attn::LanguageModelBatch> held_out;
   for (int b = 0; b < 8; ++b)
     held_out.push_back(corpus::random_windows(text.split.validation, k.batch, k.context, held_rng));
+  // Losses per character: a token's nats over the characters it stands for (1 without merges).
+  const auto per_character = [&](const attn::LanguageModelBatch& batch) {
+    return static_cast<double>(batch.targets.size()) /
+           static_cast<double>(corpus::target_characters(text.tokens, batch.targets));
+  };
   const auto evaluate = [&] {
     double loss = 0, correct = 0, count = 0;
     for (const attn::LanguageModelBatch& batch : held_out) {
       const attn::LanguageModelStep s = attn::language_model_loss(model, batch, nullptr);
-      loss += static_cast<double>(s.loss);
+      loss += static_cast<double>(s.loss) * per_character(batch);
       correct += static_cast<double>(s.correct);
       count += static_cast<double>(s.count);
     }
@@ -256,11 +285,16 @@ void lesson(course::Chapter& ch, Knobs& k, const corpus::Source& source) {
 
   const Index last = lm::last_step(k, run);
   // What the heads attend to, scored on the same held-out windows and repeated random strings
-  // at every step of head_steps: dense early, where induction heads form.
+  // at every step of head_steps: dense early, where induction heads form. The scores read
+  // characters: with --merges they are left out.
+  const bool by_character = k.merges == 0;
   attn::Rng probe_rng = ch.rng("head probes");
   const lm::HeadProbes probes =
-      lm::make_head_probes(text.split.validation, text.vocab, 16, k.context, probe_rng);
-  const std::vector<Index> head_steps = lm::head_score_steps(run.step, last, k.eval_every);
+      by_character
+          ? lm::make_head_probes(text.split.validation, text.vocab, 16, k.context, probe_rng)
+          : lm::HeadProbes{};
+  const std::vector<Index> head_steps =
+      by_character ? lm::head_score_steps(run.step, last, k.eval_every) : std::vector<Index>{};
   const std::vector<Index> sample_steps = {100, 1000, last};
   std::vector<Index> snapshot_steps = head_steps;
   snapshot_steps.insert(snapshot_steps.end(), sample_steps.begin(), sample_steps.end());
@@ -274,7 +308,7 @@ void lesson(course::Chapter& ch, Knobs& k, const corpus::Source& source) {
     }
     if ((step == run.step || std::ranges::count(sample_steps, step)) &&
         (samples.empty() || samples.back().first != step))
-      samples.emplace_back(step, sample_text(ch, k, model, text.vocab, step));
+      samples.emplace_back(step, sample_text(ch, k, model, text, step));
   };
   History h;
   const Index first = run.step;
@@ -298,7 +332,7 @@ void lesson(course::Chapter& ch, Knobs& k, const corpus::Source& source) {
               corpus::random_windows(text.split.train, k.batch, k.context, batches);  // [B x n]
           corpus::repeat_halves(batch, k.repeated);  // rows [0, --repeated): a piece twice
           const attn::LanguageModelStep s = attn::language_model_loss(model, batch, &grads);
-          return StepResult{s.loss, s.count, s.correct};
+          return StepResult{s.loss * per_character(batch), s.count, s.correct};
         },
         evaluate, snapshot_steps, snapshot);
     // [train]
@@ -306,9 +340,10 @@ void lesson(course::Chapter& ch, Knobs& k, const corpus::Source& source) {
     h.eval_step.insert(h.eval_step.begin(), static_cast<double>(first));
     h.eval_loss.insert(h.eval_loss.begin(), start_loss);
     h.eval_accuracy.insert(h.eval_accuracy.begin(), start_accuracy);
-    ch.prose("after step {}: held-out loss {:.3f} nats per character, next character right {:.1f}% "
-             "of the time",
-             last, h.eval_loss.back(), 100.0 * h.eval_accuracy.back());
+    ch.prose("after step {}: held-out loss {:.3f} nats per character, next {} right {:.1f}% of "
+             "the time",
+             last, h.eval_loss.back(), k.merges > 0 ? "token" : "character",
+             100.0 * h.eval_accuracy.back());
     lm::draw_loss(ch.plot(), h, uniform, unigram);
     attn::MatrixD curve(std::ssize(h.eval_step), 2);  // [evaluations x 2]: step, loss
     for (Index e = 0; e < curve.rows(); ++e) {
@@ -329,7 +364,8 @@ void lesson(course::Chapter& ch, Knobs& k, const corpus::Source& source) {
 
   // The cache changes how the logits are computed, never which: greedy decoding, with the
   // cache and recomputing every character, must agree character for character.
-  const std::vector<int> prompt = corpus::encode(text.vocab, k.prompt);
+  const std::vector<int> prompt =
+      corpus::apply_merges(corpus::encode(text.vocab, k.prompt), text.tokens);
   attn::Rng r1(1), r2(1);
   const std::vector<int> cached = attn::language_model_generate(
       model, prompt, 80, {.temperature = k.temperature, .top_k = k.top_k}, r1);
@@ -339,7 +375,7 @@ void lesson(course::Chapter& ch, Knobs& k, const corpus::Source& source) {
   ch.say("80 characters with the cache and recomputing every one: {}",
          cached == recomputed ? "the same characters" : "DIFFERENT characters");
 
-  what_the_heads_learned(ch, k, model, text, probes, heads, h);
+  if (by_character) what_the_heads_learned(ch, k, model, text, probes, heads, h);
 
   if (!k.save.empty()) lm::save_model(ch, k.save, model, run, batches, text.vocab.chars);
   ch.finish(
@@ -372,7 +408,10 @@ int main(int argc, char** argv) {
   ch.option("--layers", k.layers, "L, the decoder's layers").range(1, 24);
   ch.option("--d-ff", k.d_ff, "the feed-forward width (0: 4 E)").range(0, 8192);
   ch.option("--window", k.window, "W, each query's last keys (0: all)").range(0, 1024);
-  ch.option("--repeated", k.repeated, "windows a step written as a piece twice").range(0, 256);
+  ch.option("--merges", k.merges, "byte-pair merges on top of the characters (0: none)")
+      .range(0, lm::kMaxMerges);
+  ch.option("--repeated", k.repeated, "windows a step written as a piece twice (B / 4)")
+      .range(0, 256);
   ch.flag("--tied", k.tied, "the output layer is the embedding (GPT-2's weight tying)");
   ch.option("--lr", k.lr, "Adam's peak learning rate").range(1e-6, 1.0);
   ch.option("--eval-every", k.eval_every, "steps between validation losses").range(1, 100000);

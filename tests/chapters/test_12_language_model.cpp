@@ -53,6 +53,25 @@ TEST(LanguageModelChapter, TrainingResumesExactlyFromACheckpoint) {
   EXPECT_NE(a, c);
 }
 
+// --merges: byte-pair merges learned on the training text, the loss still per character; a
+// checkpoint of a run with merges loads only with the same merges (its vocabulary is theirs).
+TEST(LanguageModelChapter, MergesLearnTokensAndACheckpointKeepsThem) {
+  const fs::path dir = chapter.scratch("merges");
+  const Output r =
+      chapter.run("--quick --no-plots --merges 24 --save " + (dir / "m").string(), dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "24 merges learned: 87 tokens")) << r.out;  // 63 characters + 24
+  EXPECT_TRUE(contains(r.out, "nats per character")) << r.out;
+  EXPECT_FALSE(contains(r.out, "What the heads learned")) << r.out;  // the scores read characters
+  const Output again =
+      chapter.run("--quick --no-plots --merges 24 --load " + (dir / "m").string(), dir);
+  EXPECT_EQ(again.code, 0) << again.err;
+  const Output other = chapter.run("--quick --no-plots --load " + (dir / "m").string(), dir);
+  EXPECT_EQ(other.code, 2);
+  EXPECT_TRUE(contains(other.err, "was trained with --merges 24, but this run has --merges 0"))
+      << other.err;
+}
+
 // --load alone trains nothing: it writes with the loaded weights, and says so.
 TEST(LanguageModelChapter, LoadAloneSamplesWithoutTraining) {
   const fs::path dir = chapter.scratch("load_only");

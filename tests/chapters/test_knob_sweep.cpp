@@ -283,7 +283,8 @@ std::string language_model(Draw& d) {
   a += maybe(d, 40, "--top-k", num(d.edge_or(25, {0, 1, 256}, 0, 256)));
   a += maybe(d, 40, "--sample-length", num(d.edge_or(25, {1, 100}, 1, 100)));
   a += maybe(d, 50, "--seed", num(d.in(0, 100000)));
-  a += maybe(d, 30, "--repeated", "0");  // the default, 1, is within every batch drawn
+  a += maybe(d, 30, "--repeated", "0");  // the default, a quarter of the batch, always fits
+  a += maybe(d, 20, "--merges", num(d.edge_or(25, {1, 64}, 0, 64)));
   return a;
 }
 
@@ -336,7 +337,8 @@ const std::map<std::string, std::vector<std::string>> kEdges = {
       "--quick --steps 2 --temperature 0 --top-k 1 --sample-length 1 --prompt A",
       "--quick --steps 2 --window 1 --tied --temperature 10 --top-k 256",
       "--quick --steps 3 --d-model 64 --heads 16 --kv-heads 16 --context 48 --batch 8",
-      "--quick --steps 2 --batch 3 --repeated 3 --context 3"}},
+      "--quick --steps 2 --batch 3 --repeated 3 --context 3",
+      "--quick --steps 1 --merges 300 --context 4 --temperature 0"}},
 };
 
 const std::map<std::string, std::function<std::string(Draw&)>> kDraws = {
