@@ -325,10 +325,10 @@ void tiled_backward(course::Chapter& ch, const Example& e) {
   ch.dump("dQ", tiled.dQ);
   ch.dump("dK", tiled.dK);
   ch.dump("dV", tiled.dV);
-  ch.notice("Recomputing costs products: the library's two passes (key tiles for dK and dV, "
-            "query tiles for dQ, so that every gradient row has one writer) make 7 per tile "
-            "pair where the plain backward makes 4. Not storing P saves n^2 numbers per head, "
-            "which is what makes long sequences fit at all.");
+  ch.notice("Recomputing costs a product: 5 per tile pair where the plain backward makes 4 (S "
+            "again). The key tiles run in a fixed number of groups, each adding into a copy of "
+            "dQ of its own, so every sum has one order whatever the threads. Not storing P saves "
+            "n^2 numbers per head, which is what makes long sequences fit at all.");
 }
 
 // ---- 5. The measurements ------------------------------------------------------------------------

@@ -125,9 +125,10 @@ void generation(course::Chapter& ch, const Knobs& knobs) {
   ch.say("the fast path (GEMMs, tiled attention) against rows: max |diff| = {:.1e} of logits "
          "up to {:.2f}",
          attn::max_abs_diff(fast, exact), exact.cwiseAbs().maxCoeff());
-  ch.notice("A GEMM over n rows sums each product in another order than the product of one "
-            "row: the fast prefill differs from decoding by rounding, a few units in the last "
-            "place. The cache is checked bit for bit where the arithmetic is the same, and "
+  ch.notice("The tiled attention sums the keys tile by tile, a decode step one key at a time: "
+            "the fast prefill differs from decoding by rounding, a few units in the last place. "
+            "(The products agree: the library's GEMM sums each entry in the same order for one "
+            "row or n.) The cache is checked bit for bit where the arithmetic is the same, and "
             "within rounding where it cannot be.");
 
   // The cost: the uncached loop ran the model on prompt, prompt + 1, ..., n - 1 tokens; the

@@ -6,6 +6,7 @@
 #include "attn/core/memory.hpp"
 #include "attn/core/threads.hpp"
 #include "attn/kernels/detail/tile_kernel.hpp"
+#include "attn/kernels/gemm.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -189,12 +190,18 @@ double forward_flops(Index n_q, Index n_k, Index d_k, Index d_v) {
 
 // ---- One tile of scores ------------------------------------------------------------------------
 
+// The backward cuts the key tiles into at most this many groups, one task each, side by side on
+// the cores. Each group adds its share of dQ into a copy of its own ([n_q x d_k]), so the extra
+// memory is kBackwardGroups n_q d_k numbers: linear in n, as the rest. Eight keep 8 cores busy.
+constexpr Index kBackwardGroups = 8;
+
 // Each thread's scratch for the backward, kept between calls (thread_local): the score tile S
-// [B_q x B_k'] (then the weights P in place), the gradient tile dP [B_q x B_k], and an
-// accumulator per side.
+// [B_q x B_k'] (then the weights P in place), the gradient tile dP [B_q x B_k], an accumulator
+// per side, and the key and value tiles K_j^T, V_j^T and K_j in the kernel's panels.
 template <Real T>
 struct Scratch {
   MatrixOf<T> S, dP, acc1, acc2;
+  std::vector<T> Kt, Vt, Kr;  // the backward's key and value tiles in the kernel's panels
 };
 
 template <Real T>
@@ -261,9 +268,9 @@ void score_tile(const ViewOf<T>& Q, const T* Kt, Index q0, Index bq, Index k0, I
                 const Masking& masking, TileKind kind, MatrixOf<T>& S) {
   constexpr Index nr = Kernel<T>::kCols;
   const Index d_k = Q.cols();
-  Kernel<T>::template multiply<false>(bq, Kernel<T>::padded(bk), d_k, Q.row(q0).data(),
-                                      Q.outerStride(), 1, Kt, nr, d_k * nr, S.data(), S.cols(),
-                                      scale);
+  Kernel<T>::template multiply<detail::Into::store>(bq, Kernel<T>::padded(bk), d_k,
+                                                    Q.row(q0).data(), Q.outerStride(), 1, Kt, nr,
+                                                    d_k * nr, S.data(), S.cols(), scale);
   if (kind != TileKind::mixed) return;
   for (Index r = 0; r < bq; ++r) {
     T* row = S.row(r).data();
@@ -379,8 +386,9 @@ void forward_tile(const ViewOf<T>& Q, const ViewOf<T>& K, const T* value_panels,
     if (kind == TileKind::skipped) continue;
     // S^T = K_j Q_i^T * scale   [B_k x B_q']. The scale goes on the finished dot products, as
     // attention() applies it, so both round alike.
-    Kernel<T>::template multiply<false>(bk, wq, d_k, K.row(k0).data(), K.outerStride(), 1,
-                                        w.Qt.data(), nr, d_k * nr, St, wq, scale);
+    Kernel<T>::template multiply<detail::Into::store>(bk, wq, d_k, K.row(k0).data(),
+                                                      K.outerStride(), 1, w.Qt.data(), nr, d_k * nr,
+                                                      St, wq, scale);
     if (kind == TileKind::mixed) mask_transposed<T>(masking, q0, bq, k0, bk, wq, St);
 
     // The tile's largest score of each query, key row by key row. A NaN is not tracked here:
@@ -435,8 +443,8 @@ void forward_tile(const ViewOf<T>& Q, const ViewOf<T>& K, const T* value_panels,
       }
     }
     // O += P V_j   [B_q x d_v'], P read from S^T's columns, V_j from its panels.
-    Kernel<T>::template multiply<true>(bq, wv, bk, St, 1, wq, value_panels + j * t.bk * wv, nr,
-                                       bk * nr, w.O.data(), wv, T(1));
+    Kernel<T>::template multiply<detail::Into::chain>(
+        bq, wv, bk, St, 1, wq, value_panels + j * t.bk * wv, nr, bk * nr, w.O.data(), wv, T(1));
   }
 
   // Normalise once: out = O / l, L = m + log l. l = 0 means every allowed score was -inf (a NaN
@@ -557,8 +565,9 @@ void checked_backward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V
             return "dQ, dK and dV are " + shape_str(dQ) + ", " + shape_str(dK) + " and " +
                    shape_str(dV) + ": they must have the shapes of Q, K and V";
           });
-  // Pass 1 writes dV and dK tile by tile, pass 2 dQ: outputs that overlap overwrite each other
-  // (dQ over dK lost dK entirely), and an output over an input is read after it was written.
+  // The pass writes dV and dK tile by tile, then dQ at the end: outputs that overlap overwrite
+  // each other (dQ over dK would lose dK entirely), and an output over an input is read after it
+  // was written.
   require_apart(where, {{"dQ", memory_of(dQ)}, {"dK", memory_of(dK)}, {"dV", memory_of(dV)}},
                 {{"Q", memory_of(Q)},
                  {"K", memory_of(K)},
@@ -572,77 +581,95 @@ void checked_backward(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V
   auto kind_of = [&](Index q0, Index bq, Index k0, Index bk) {
     return masking.any() ? masking.kind(q0, q0 + bq, k0, k0 + bk) : TileKind::full;
   };
-  // K_j^T of every key tile, packed for the kernel in pass 1 (each task its own tile) and read
-  // again in pass 2: n_k x d_k numbers, the size of K. Kept by the calling thread between calls.
-  // (The pointer, not the name, goes into the parallel regions: there the name would be each
-  // thread's own buffer.)
-  thread_local std::vector<T> key_panels;
-  const Index panel_size = d_k * Kernel<T>::padded(t.bk);
-  fit(key_panels, t.tk * panel_size);
-  T* const panels = key_panels.data();
-  auto Kt_of = [=](Index j) { return panels + j * panel_size; };
-  // D = rowsum(dO * out) [n_q], once per call: both passes read it, every key tile again.
+  // D = rowsum(dO * out) [n_q], once per call: every key tile reads it.
   thread_local std::vector<T> row_dots;
   fit(row_dots, n_q);
   for (Index i = 0; i < n_q; ++i) row_dots[i] = d_out.row(i).dot(out.row(i));
   const T* const D = row_dots.data();
 
-  // Pass 1, one task per key tile: dV_j = sum_i P_ij^T dO_i and dK_j = scale sum_i dS_ij^T Q_i,
-  // the query tiles summed in order. dQ needs the other loop order, so it is pass 2: each
-  // gradient row is then written by one task, and the bytes do not depend on the threads.
-  const double flops = 2.0 * forward_flops(n_q, n_k, d_k, d_v);
-  const int team_k = team_size(opts.threads, t.tk, flops);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(team_k) if (team_k > 1)
-  for (Index j = 0; j < t.tk; ++j) {
-    Scratch<T>& w = scratch<T>();
-    const Index k0 = j * t.bk, bk = std::min(t.bk, n_k - k0);
-    pack_transposed<T>(K, k0, bk, Kt_of(j));  // K_j^T [d_k x B_k']
-    fit(w.S, t.bq, Kernel<T>::padded(t.bk));
-    fit(w.dP, t.bq, t.bk);
-    fit(w.acc1, t.bk, d_v);
-    fit(w.acc2, t.bk, d_k);
-    auto dV_j = w.acc1.topRows(bk);  // [B_k x d_v]
-    auto dK_j = w.acc2.topRows(bk);  // [B_k x d_k]
-    dV_j.setZero();
-    dK_j.setZero();
-    for (Index i = 0; i < t.tq; ++i) {
-      const Index q0 = i * t.bq, bq = std::min(t.bq, n_q - q0);
-      const TileKind kind = kind_of(q0, bq, k0, bk);
-      if (kind == TileKind::skipped) continue;
-      weights_tile<T>(Q, Kt_of(j), lse, q0, bq, k0, bk, scale, masking, kind, w.S);  // P
-      const auto P = w.S.topLeftCorner(bq, bk);
-      dV_j.noalias() += P.transpose() * d_out.middleRows(q0, bq);  // [B_k x d_v]
-      w.dP.topLeftCorner(bq, bk).noalias() =
-          d_out.middleRows(q0, bq) * V.middleRows(k0, bk).transpose();  // dP [B_q x B_k]
-      softmax_backward_tile<T>(w.S, D + q0, bq, bk, w.dP);              // dS, in dP's place
-      dK_j.noalias() += w.dP.topLeftCorner(bq, bk).transpose() * Q.middleRows(q0, bq);
-    }
-    dV.middleRows(k0, bk) = dV_j;
-    dK.middleRows(k0, bk) = dK_j * scale;
-  }
-
-  // Pass 2, one task per query tile: dQ_i = scale sum_j dS_ij K_j, the key tiles in order.
-  const int team_q = team_size(opts.threads, t.tq, flops);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(team_q) if (team_q > 1)
+  // One pass, one task per group of consecutive key tiles (kBackwardGroups groups at most, a
+  // number the call's size fixes, never the threads). For each key tile j of its group, in order,
+  // and each query tile i, in order: P = exp(S - L), dV_j += P^T dO_i, dP = dO_i V_j^T,
+  // dS = P * (dP - D), dK_j += dS^T Q_i, and dQ_i += dS K_j into the group's own copy of dQ.
+  // dK_j and dV_j have one owner; dQ is then the groups' copies added in group order. So every
+  // sum has an order the call fixes, and the bytes do not depend on the threads. Five products
+  // per pair of tiles, S recomputed once: the four that chapter 09's backward runs, plus S.
+  const Index groups = std::min(t.tk, kBackwardGroups);
+  thread_local std::vector<MatrixOf<T>> dQ_parts;  // [groups] x [n_q x d_k'], kept between calls
+  if (static_cast<Index>(dQ_parts.size()) < groups)
+    dQ_parts.resize(static_cast<std::size_t>(groups));
+  MatrixOf<T>* const parts = dQ_parts.data();  // the calling thread's, into the parallel region
+  // dO_i and Q_i of every query tile in the kernel's panels (pack_rows), once per call: the
+  // products dV_j += P^T dO_i and dK_j += dS^T Q_i read them for every key tile.
+  constexpr Index nr = Kernel<T>::kCols;
+  const Index wv = Kernel<T>::padded(d_v), wk = Kernel<T>::padded(d_k);
+  thread_local std::vector<T> dO_kept, Q_kept;
+  fit(dO_kept, t.tq * t.bq * wv);
+  fit(Q_kept, t.tq * t.bq * wk);
   for (Index i = 0; i < t.tq; ++i) {
-    Scratch<T>& w = scratch<T>();
     const Index q0 = i * t.bq, bq = std::min(t.bq, n_q - q0);
-    fit(w.S, t.bq, Kernel<T>::padded(t.bk));
-    fit(w.dP, t.bq, t.bk);
-    fit(w.acc1, t.bq, d_k);
-    auto dQ_i = w.acc1.topRows(bq);  // [B_q x d_k]
-    dQ_i.setZero();
-    for (Index step = 0; step < t.tk; ++step) {
-      const Index j = t.key_tile(step), k0 = j * t.bk, bk = std::min(t.bk, n_k - k0);
-      const TileKind kind = kind_of(q0, bq, k0, bk);
-      if (kind == TileKind::skipped) continue;
-      weights_tile<T>(Q, Kt_of(j), lse, q0, bq, k0, bk, scale, masking, kind, w.S);  // P
-      w.dP.topLeftCorner(bq, bk).noalias() =
-          d_out.middleRows(q0, bq) * V.middleRows(k0, bk).transpose();      // dP [B_q x B_k]
-      softmax_backward_tile<T>(w.S, D + q0, bq, bk, w.dP);                  // dS [B_q x B_k]
-      dQ_i.noalias() += w.dP.topLeftCorner(bq, bk) * K.middleRows(k0, bk);  // [B_q x d_k]
+    pack_rows<T>(d_out, q0, bq, dO_kept.data() + i * t.bq * wv);
+    pack_rows<T>(Q, q0, bq, Q_kept.data() + i * t.bq * wk);
+  }
+  const T* const dO_panels = dO_kept.data();
+  const T* const Q_panels = Q_kept.data();
+  const double flops = 2.0 * forward_flops(n_q, n_k, d_k, d_v);
+  const int team = team_size(opts.threads, groups, flops);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (team > 1)
+  for (Index g = 0; g < groups; ++g) {
+    using detail::Into;
+    Scratch<T>& w = scratch<T>();
+    MatrixOf<T>& dQ_g = parts[g];
+    fit(dQ_g, n_q, wk);
+    dQ_g.setZero();
+    const Index wb = Kernel<T>::padded(t.bk);
+    fit(w.S, t.bq, wb);
+    fit(w.dP, t.bq, wb);
+    fit(w.acc1, t.bk, wv);
+    fit(w.acc2, t.bk, wk);
+    w.Kt.resize(static_cast<std::size_t>(d_k * wb));
+    w.Vt.resize(static_cast<std::size_t>(d_v * wb));
+    w.Kr.resize(static_cast<std::size_t>(t.bk * wk));
+    for (Index j = g * t.tk / groups; j < (g + 1) * t.tk / groups; ++j) {
+      const Index k0 = j * t.bk, bk = std::min(t.bk, n_k - k0);
+      pack_transposed<T>(K, k0, bk, w.Kt.data());  // K_j^T [d_k x B_k'], for S
+      pack_transposed<T>(V, k0, bk, w.Vt.data());  // V_j^T [d_v x B_k'], for dP
+      pack_rows<T>(K, k0, bk, w.Kr.data());        // K_j [B_k x d_k'], for dQ
+      w.acc1.setZero();                            // dV_j [B_k x d_v']
+      w.acc2.setZero();                            // dK_j [B_k x d_k']
+      for (Index i = 0; i < t.tq; ++i) {
+        const Index q0 = i * t.bq, bq = std::min(t.bq, n_q - q0);
+        const TileKind kind = kind_of(q0, bq, k0, bk);
+        if (kind == TileKind::skipped) continue;
+        weights_tile<T>(Q, w.Kt.data(), lse, q0, bq, k0, bk, scale, masking, kind, w.S);  // P
+        // dV_j += P^T dO_i   [B_k x d_v']: P^T read from S's columns.
+        Kernel<T>::template multiply<Into::add>(bk, wv, bq, w.S.data(), 1, wb,
+                                                dO_panels + i * t.bq * wv, nr, bq * nr,
+                                                w.acc1.data(), wv, T(1));
+        // dP = dO_i V_j^T   [B_q x B_k']
+        Kernel<T>::template multiply<Into::store>(bq, wb, d_v, d_out.row(q0).data(),
+                                                  d_out.outerStride(), 1, w.Vt.data(), nr, d_v * nr,
+                                                  w.dP.data(), wb, T(1));
+        softmax_backward_tile<T>(w.S, D + q0, bq, bk, w.dP);  // dS, in dP's place
+        // dK_j += dS^T Q_i   [B_k x d_k'];  dQ_i += dS K_j   [B_q x d_k'], the group's copy
+        Kernel<T>::template multiply<Into::add>(bk, wk, bq, w.dP.data(), 1, wb,
+                                                Q_panels + i * t.bq * wk, nr, bq * nr,
+                                                w.acc2.data(), wk, T(1));
+        Kernel<T>::template multiply<Into::add>(bq, wk, bk, w.dP.data(), wb, 1, w.Kr.data(), nr,
+                                                bk * nr, dQ_g.row(q0).data(), wk, T(1));
+      }
+      dV.middleRows(k0, bk) = w.acc1.topLeftCorner(bk, d_v);
+      dK.middleRows(k0, bk) = w.acc2.topLeftCorner(bk, d_k) * scale;
     }
-    dQ.middleRows(q0, bq) = dQ_i * scale;
+  }
+  // dQ = scale (dQ_0 + dQ_1 + ...), the groups added in order, row by row on the threads.
+  const int team_q = team_size(opts.threads, n_q, static_cast<double>(n_q * d_k * groups));
+#pragma omp parallel for schedule(static) num_threads(team_q) if (team_q > 1)
+  for (Index i = 0; i < n_q; ++i) {
+    auto row = dQ.row(i);
+    row = parts[0].row(i).head(d_k);
+    for (Index g = 1; g < groups; ++g) row += parts[g].row(i).head(d_k);
+    row *= scale;
   }
 }
 

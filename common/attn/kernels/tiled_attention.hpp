@@ -48,15 +48,16 @@
 /// attention() gives every query), but not those for which j's whole tile is skipped, which never
 /// read V_j. There is no finite blocked_score here: -1e9 is chapter 05's lesson on the plain path.
 ///
-/// Threads: OpenMP over query tiles (forward, dQ) and over key tiles (dK, dV). Each output row
-/// is computed by one thread, summing its tiles in a fixed order, so the result is the same
-/// bytes for any number of threads. Scratch tiles are per thread and kept between calls: no
-/// allocation on the hot path once a thread has seen the largest tile.
+/// Threads: OpenMP over query tiles (forward) and over groups of key tiles (backward: at most 8
+/// groups, each with a copy of dQ of its own, added in group order at the end; dK and dV rows
+/// belong to one group). Every output sums its tiles in an order the call fixes, so the result is
+/// the same bytes for any number of threads. Scratch tiles are per thread and kept between calls:
+/// no allocation on the hot path once a thread has seen the largest tile.
 ///
-/// Arithmetic: both products of a tile run on a register-blocked kernel (tile_kernel.hpp, 6 x 16
-/// floats of the output in registers with AVX2). The forward keeps its score tile transposed,
-/// keys as rows and queries as vector lanes, so the online softmax's max, exps and sums run
-/// across queries without a reduction inside a vector.
+/// Arithmetic: every product of a tile, forward and backward, runs on a register-blocked kernel
+/// (tile_kernel.hpp: 6 x 16 floats of the output in registers with AVX2, 12 x 32 with AVX-512). The
+/// forward keeps its score tile transposed, keys as rows and queries as vector lanes, so the online
+/// softmax's max, exps and sums run across queries without a reduction inside a vector.
 ///
 /// Memory beyond the inputs and outputs, linear in n: in the forward, per thread, a score
 /// tile, Q_i^T and an accumulator, B_q (B_k + d_k + d_v) numbers (128 KiB with the default
@@ -162,7 +163,7 @@ AttentionGradsD tiled_attention_backward(const MatrixViewD& Q, const MatrixViewD
 /// and `lse` are the forward's, possibly column blocks too. Throws std::invalid_argument,
 /// before writing, on a shape mismatch, when an output shares memory with an input, or when
 /// two outputs share memory ("tiled_attention_backward: dQ and dK share memory: ..."; as one
-/// matrix, pass 2 wrote dQ over the dK of pass 1).
+/// matrix, dQ, written last, would overwrite dK).
 void tiled_attention_backward_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V,
                                    const MatrixView& out, const LseView<float>& lse,
                                    const MatrixView& d_out, Eigen::Ref<Matrix> dQ,

@@ -2,6 +2,7 @@
 #include "attn/layers/linear.hpp"
 
 #include "attn/core/memory.hpp"
+#include "attn/kernels/gemm.hpp"
 
 #include <cmath>
 #include <string>
@@ -46,7 +47,7 @@ MatrixOf<T> linear_forward(const LinearOf<T>& layer, const InView<T>& x) {
            ": x must have " + std::to_string(layer.in_features()) + " columns (in_features)";
   });
   MatrixOf<T> y(x.rows(), layer.out_features());  // [n x out]
-  y.noalias() = x * layer.weight.transpose();
+  gemm<T>(x, Op::plain, layer.weight, Op::transposed, y);
   if (layer.has_bias()) y.rowwise() += layer.bias;
   return y;
 }
@@ -76,10 +77,10 @@ MatrixOf<T> linear_backward(const LinearOf<T>& layer, const InView<T>& x, const 
                  {"the layer's bias", memory_of(layer.bias)},
                  {"x", memory_of(x)},
                  {"dy", memory_of(dy)}});
-  grads.weight.noalias() += dy.transpose() * x;            // [out x in]
-  if (layer.has_bias()) grads.bias += dy.colwise().sum();  // [1 x out]
-  MatrixOf<T> dx(x.rows(), layer.in_features());           // [n x in]
-  dx.noalias() = dy * layer.weight;
+  gemm<T>(dy, Op::transposed, x, Op::plain, grads.weight, Accumulate::yes);  // [out x in]
+  if (layer.has_bias()) grads.bias += dy.colwise().sum();                    // [1 x out]
+  MatrixOf<T> dx(x.rows(), layer.in_features());                             // [n x in]
+  gemm<T>(dy, Op::plain, layer.weight, Op::plain, dx);
   return dx;
 }
 

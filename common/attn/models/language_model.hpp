@@ -29,17 +29,18 @@
 /// ## The same bits, by design
 ///
 /// A cached run and an uncached one compute the same function; whether they print the same bits
-/// depends on the arithmetic. A matrix product over n rows (a GEMM) sums in another order than
-/// the product of one row (a GEMV): row i of x W^T differs from x_i W^T in the last bits. So the
-/// forward pass has two arithmetics:
+/// depends on the arithmetic. The library's matrix product (kernels/gemm.hpp) sums every entry
+/// in the same order for one row or n, so row i of x W^T is x_i W^T bit for bit; the attention
+/// is where they part: the tiled kernel sums keys tile by tile, a decode step one key at a time.
+/// So the forward pass has two arithmetics:
 ///
 ///   - Arithmetic::rows computes every row as a decode step computes its one row: each
 ///     projection as the product of that row alone, each attention row by decode's row kernel
 ///     (causal_attention_rows). Uncached generation with it equals cached generation bit for
 ///     bit, logits and tokens, whatever W: the test of the cache is exact.
 ///   - Arithmetic::blocked is the fast path: GEMMs over all rows and the tiled attention
-///     (kernels/tiled_attention.hpp) for the prompt. Its logits differ from rows' by rounding
-///     (a few float ulps per layer; chapter 11 prints the difference).
+///     (kernels/tiled_attention.hpp) for the prompt. Its logits differ from rows' by the
+///     attention's rounding (a few float ulps per layer; chapter 11 prints the difference).
 ///
 /// Prefill takes either: rows makes the whole run exact, blocked is the fast prefill.
 #pragma once

@@ -2,6 +2,7 @@
 // and backward, layer by layer in reverse.
 #include "attn/models/language_model_training.hpp"
 
+#include "attn/kernels/gemm.hpp"
 #include "attn/layers/embedding.hpp"
 #include "attn/layers/parameters.hpp"
 #include "attn/models/detail/sequence_shards.hpp"
@@ -79,7 +80,7 @@ const MatrixOf<T>& language_model_forward_batch(const LanguageModelOf<T>& model,
   cache.final_in = std::move(x);
   cache.normed = layer_norm_forward(model.norm, cache.final_in, &cache.norm);  // [B n x E]
   cache.logits.resize(cache.normed.rows(), model.vocab());                     // [B n x V]
-  cache.logits.noalias() = cache.normed * model.head_weight().transpose();
+  gemm<T>(cache.normed, Op::plain, model.head_weight(), Op::transposed, cache.logits);
   return cache.logits;
 }
 
@@ -93,9 +94,9 @@ void backward_batch(const LanguageModelOf<T>& model, const TokenIds& inputs,
                     LanguageModelOf<T>& g) {
   // logits = normed W_head^T: the head's weight gets d_logits^T normed; tied, that is tok_embed.
   MatrixOf<T>& d_head = model.config.tied_embeddings ? g.tok_embed : g.lm_head.weight;
-  d_head.noalias() += d_logits.transpose() * c.normed;     // [V x E]
-  MatrixOf<T> d_normed(c.normed.rows(), c.normed.cols());  // [B n x E]
-  d_normed.noalias() = d_logits * model.head_weight();
+  gemm<T>(d_logits, Op::transposed, c.normed, Op::plain, d_head, Accumulate::yes);  // [V x E]
+  MatrixOf<T> d_normed(c.normed.rows(), c.normed.cols());                           // [B n x E]
+  gemm<T>(d_logits, Op::plain, model.head_weight(), Op::plain, d_normed);
   MatrixOf<T> dx = layer_norm_backward(model.norm, c.final_in, c.norm, d_normed, g.norm);
   for (std::size_t l = model.blocks.size(); l-- > 0;) {
     const LanguageModelBlockOf<T>& block = model.blocks[l];
