@@ -10,10 +10,17 @@
 //       1 head, d_ff 64, 2 pre-norm layers each; the pairs on 1 or 2 threads
 //       (sequence_shards.hpp)
 //
+//   LanguageModelStep/threads  one training step of chapter 12's language model (forward, loss,
+//       backward, clipping, Adam) at the chapter's default sizes: vocabulary 75, d_model 128,
+//       4 query heads over 2 key/value heads, d_ff 512, 4 layers, batch 12 windows of 64 tokens,
+//       in tokens (B n) per second of wall time; benchmarks/pytorch_language_model.py times
+//       PyTorch on the same model, batch and optimiser
+//
 //   build/release/benchmarks/bench_training --benchmark_min_time=0.5
 //   (not pinned to one core with taskset: Seq2SeqStep/2 needs two)
 #include "attn/core/random.hpp"
 #include "attn/layers/parameters.hpp"
+#include "attn/models/language_model_training.hpp"
 #include "attn/models/seq2seq.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/training/optim.hpp"
@@ -104,9 +111,45 @@ void BM_Seq2SeqStep(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(B * n), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+void BM_LanguageModelStep(benchmark::State& state) {
+  constexpr Index V = 75, B = 12, n = 64;
+  const int threads = static_cast<int>(state.range(0));
+  attn::Rng rng(7);
+  attn::LanguageModel model = attn::language_model_init(rng, {.vocab = V,
+                                                              .d_model = 128,
+                                                              .heads = 4,
+                                                              .kv_heads = 2,
+                                                              .d_ff = 512,
+                                                              .layers = 4,
+                                                              .context = n});
+  attn::LanguageModel grads = attn::zeros_like(model);
+  // Random ids: a step's time does not depend on them.
+  attn::LanguageModelBatch batch{attn::TokenIds(B, n), attn::TokenIds(B, n)};  // [B x n] each
+  for (Index b = 0; b < B; ++b) {
+    for (Index i = 0; i < n; ++i) {
+      batch.inputs(b, i) = static_cast<int>(rng.next_u64() % V);
+      batch.targets(b, i) = static_cast<int>(rng.next_u64() % V);
+    }
+  }
+  auto params = attn::parameters(model);
+  const auto grad_list = attn::parameters(grads);
+  attn::Adam adam({.lr = 2e-3, .betas = {0.9, 0.98}, .eps = 1e-9});
+  for (auto _ : state) {
+    attn::set_zero(grads);
+    attn::LanguageModelStep step =
+        attn::language_model_loss(model, batch, &grads, nullptr, false, threads);
+    attn::clip_grad_norm(grad_list, 1.0);
+    adam.step(params, grad_list);
+    benchmark::DoNotOptimize(step.loss);
+  }
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(B * n), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 BENCHMARK(BM_AttentionForward)->Arg(64)->Arg(256)->Arg(1024);
 BENCHMARK(BM_AttentionBackward)->Arg(64)->Arg(256)->Arg(1024);
 BENCHMARK(BM_Seq2SeqStep)->Arg(1)->Arg(2)->UseRealTime();
+BENCHMARK(BM_LanguageModelStep)->Arg(1)->Arg(2)->UseRealTime();
 
 }  // namespace
 

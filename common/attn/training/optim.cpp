@@ -188,22 +188,29 @@ void AdamOf<T>::step_impl(const std::vector<Parameter<T>>& params,
     const T bc2_sqrt = static_cast<T>(std::sqrt(bias_correction2));
 
     auto pv = params[i].value;  // a copy of the Map: writable through a const list
-    T* p = pv.data();
-    const T* g_in = grads[i].value.data();
-    T* m = s.exp_avg.data();
-    T* v = s.exp_avg_sq.data();
+    T* __restrict p = pv.data();
+    const T* __restrict g_in = grads[i].value.data();
+    T* __restrict m = s.exp_avg.data();
+    T* __restrict v = s.exp_avg_sq.data();
     const Index n = pv.size();
-    for (Index k = 0; k < n; ++k) {
+    // One entry's update; `decay` is a constant in each loop below, so that the compiler keeps no
+    // branch inside it and runs the loop in vectors (the same operations, entry by entry).
+    const auto update = [&](Index k, bool decay_grad, bool decay_param) {
       T g = g_in[k];
-      if (l2) {
-        if (wd != 0.0) g = std::fma(p[k], wd_t, g);  // grad.add(param, alpha=wd)
-      } else {
-        p[k] = p[k] * shrink;  // param.mul_(1 - lr * wd), always (torch does not test wd)
-      }
+      if (decay_grad) g = std::fma(p[k], wd_t, g);              // grad.add(param, alpha=wd)
+      if (decay_param) p[k] = p[k] * shrink;                    // param.mul_(1 - lr * wd)
       m[k] = std::fma(g, one_minus_beta1, m[k] * beta1_t);      // mul_(b1).add_(g, alpha=1-b1)
       v[k] = std::fma(one_minus_beta2 * g, g, v[k] * beta2_t);  // mul_(b2).addcmul_(g, g, 1-b2)
       const T denom = std::sqrt(v[k]) / bc2_sqrt + eps;         // (v.sqrt() / bc2_sqrt).add_(eps)
       p[k] = p[k] + (neg_step_size * m[k]) / denom;             // addcdiv_(m, denom, -step_size)
+    };
+    if (!l2) {
+      // AdamW multiplies by (1 - lr wd) always: torch does not test wd.
+      for (Index k = 0; k < n; ++k) update(k, false, true);
+    } else if (wd != 0.0) {
+      for (Index k = 0; k < n; ++k) update(k, true, false);
+    } else {
+      for (Index k = 0; k < n; ++k) update(k, false, false);
     }
   }
   ++steps_;

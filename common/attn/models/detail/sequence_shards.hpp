@@ -137,11 +137,18 @@ void for_each_shard(Index B, Index shards, Index tokens, const Model& model, Mod
     if (e) std::rethrow_exception(e);
   }
   if (!grads) return;
+  // Each entry adds the shards' parts in shard order, one pass over the memory; the tensors are
+  // shared out among the threads, which changes who adds, never the order of the additions.
   const auto total = tensor_spans(*grads);
-  for (Index s = 0; s < shards; ++s) {
-    const auto& part = work.grad_tensors[static_cast<std::size_t>(s)];
-    for (std::size_t i = 0; i < total.size(); ++i) {
-      for (std::size_t k = 0; k < total[i].size(); ++k) total[i][k] += part[i][k];
+  const auto tensors = static_cast<Index>(total.size());
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (team > 1)
+  for (Index i = 0; i < tensors; ++i) {
+    const auto at = static_cast<std::size_t>(i);
+    typename Model::Scalar* __restrict sum = total[at].data();
+    for (Index s = 0; s < shards; ++s) {
+      const typename Model::Scalar* __restrict part =
+          work.grad_tensors[static_cast<std::size_t>(s)][at].data();
+      for (std::size_t k = 0; k < total[at].size(); ++k) sum[k] += part[k];
     }
   }
 }
