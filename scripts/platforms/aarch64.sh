@@ -48,7 +48,7 @@ qemu_limits=(
   'PlotTest\.(GridShrinksToFitThePageAndTurnsWideLabels|GridWritesOneBlockPerPanelAndRenders)'
   'PlotTest\.(HistogramBinsMatchAHandCount|CurveForLogYDropsOnlyThePointsALogAxisCannotShow)'
   'PlotTest\.(MissingGnuplotWritesDataAndScriptAndSaysHowToRender|NumbersIgnoreTheLocale)'
-  'PlotTest\.RerenderingGivesIdenticalDataAndScript'
+  'PlotTest\.(RerenderingGivesIdenticalDataAndScript|GridWithoutColourBarDrawsNoneAndIsNarrower)'
   'Signals\.GnuplotKeepsASignalTheUserIgnored'
 )
 
