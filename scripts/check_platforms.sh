@@ -17,8 +17,9 @@
 #             in a chroot made by debootstrap from Debian's archive: the README's first command,
 #             scripts/course.sh, end to end in a fresh clone (scripts/platforms/trixie.sh).
 #   aarch64   Debian's cross compiler g++-aarch64-linux-gnu with the arm64 -dev packages, run
-#             under qemu-user-static: build, every chapter with --no-plots, and the release
-#             tests that finish under emulation (scripts/platforms/aarch64.sh says which).
+#             under qemu-user-static: build, every chapter with --no-plots (12 also --quick),
+#             and the release tests that finish under emulation (scripts/platforms/aarch64.sh
+#             says which).
 #
 # Run it before landing a change to the build, to SIMD code or to the scripts; it takes about
 # an hour on two cores, most of it compiling. It installs what each row needs (Debian
