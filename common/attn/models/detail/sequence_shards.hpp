@@ -137,8 +137,9 @@ void for_each_shard(Index B, Index shards, Index tokens, const Model& model, Mod
     if (e) std::rethrow_exception(e);
   }
   if (!grads) return;
-  // Each entry adds the shards' parts in shard order, one pass over the memory; the tensors are
-  // shared out among the threads, which changes who adds, never the order of the additions.
+  // Each entry adds the shards' parts in shard order, a tensor at a time (a tensor's sum stays in
+  // cache while its parts are added); the tensors are shared out among the threads, which
+  // changes who adds, never the order of the additions.
   const auto total = tensor_spans(*grads);
   const auto tensors = static_cast<Index>(total.size());
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (team > 1)
