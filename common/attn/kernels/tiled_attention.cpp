@@ -6,7 +6,6 @@
 #include "attn/core/memory.hpp"
 #include "attn/core/threads.hpp"
 #include "attn/kernels/detail/tile_kernel.hpp"
-#include "attn/kernels/gemm.hpp"
 
 #include <algorithm>
 #include <cmath>
