@@ -3,6 +3,7 @@
 #include "attn/training/optim.hpp"
 
 #include "attn/core/memory.hpp"
+#include "attn/core/threads.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -14,6 +15,13 @@
 namespace attn {
 
 namespace {
+
+// Entries an update's task holds: enough to pay for its scheduling, few enough that the
+// largest tensor is shared out among the threads.
+constexpr Index kAdamChunk = 16384;
+// About what one entry of Adam's update costs in flops (a square root and a division among
+// them): what a parallel region weighs the update by (threads.hpp).
+constexpr double kAdamFlopsPerEntry = 12.0;
 
 /// The shortest text that reads back as x ("1e-09", "0.98", "nan"), for messages.
 std::string number(double x) {
@@ -93,21 +101,24 @@ void AdamOf<T>::restore(std::vector<AdamStateOf<T>> state) {
 
 template <Real T>
 void AdamOf<T>::step(const std::vector<Parameter<T>>& params,
-                     const std::vector<Parameter<T>>& grads) {
-  step_impl(params, grads);
+                     const std::vector<Parameter<T>>& grads, int threads) {
+  step_impl(params, grads, threads);
 }
 
 template <Real T>
 void AdamOf<T>::step(const std::vector<Parameter<T>>& params,
-                     const std::vector<Parameter<const T>>& grads) {
-  step_impl(params, grads);
+                     const std::vector<Parameter<const T>>& grads, int threads) {
+  step_impl(params, grads, threads);
 }
 
 template <Real T>
 template <typename G>
 void AdamOf<T>::step_impl(const std::vector<Parameter<T>>& params,
-                          const std::vector<Parameter<G>>& grads) {
+                          const std::vector<Parameter<G>>& grads, int threads) {
   const char* where = "Adam::step";
+  require(threads >= 0, where, [&] {
+    return "threads is " + std::to_string(threads) + ": it must be >= 0 (0: default_threads())";
+  });
   // ---- Every check before the first change: a refused step leaves model and state as they were.
   require(params.size() == grads.size(), where, [&] {
     return std::to_string(params.size()) + " parameters but " + std::to_string(grads.size()) +
@@ -178,21 +189,46 @@ void AdamOf<T>::step_impl(const std::vector<Parameter<T>>& params,
   const T wd_t = static_cast<T>(wd);
   const T shrink = static_cast<T>(1.0 - lr * wd);  // AdamW: param.mul_(1 - lr * weight_decay)
 
+  // Each tensor's scalars first, in order; then the entries, cut into chunks of kChunk that
+  // run on `team` threads. An entry's update reads and writes that entry alone, so the threads
+  // change who updates it, never a bit of the result.
+  struct Tensor {
+    T* p;
+    const T* g;
+    T* m;
+    T* v;
+    Index n;
+    T neg_step_size, bc2_sqrt;
+  };
+  std::vector<Tensor> tensors;
+  tensors.reserve(params.size());
+  std::vector<std::pair<std::size_t, Index>> chunks;  // (tensor, first entry)
   for (std::size_t i = 0; i < params.size(); ++i) {
     AdamStateOf<T>& s = state_[i];
     ++s.step;
     const double t = static_cast<double>(s.step);  // torch: step_t.item(), a float
     const double bias_correction1 = 1.0 - std::pow(beta1, t);
     const double bias_correction2 = 1.0 - std::pow(beta2, t);
-    const T neg_step_size = static_cast<T>(-(lr / bias_correction1));
-    const T bc2_sqrt = static_cast<T>(std::sqrt(bias_correction2));
-
     auto pv = params[i].value;  // a copy of the Map: writable through a const list
-    T* __restrict p = pv.data();
-    const T* __restrict g_in = grads[i].value.data();
-    T* __restrict m = s.exp_avg.data();
-    T* __restrict v = s.exp_avg_sq.data();
-    const Index n = pv.size();
+    tensors.push_back({pv.data(), grads[i].value.data(), s.exp_avg.data(), s.exp_avg_sq.data(),
+                       pv.size(), static_cast<T>(-(lr / bias_correction1)),
+                       static_cast<T>(std::sqrt(bias_correction2))});
+    for (Index k = 0; k < pv.size(); k += kAdamChunk) chunks.emplace_back(i, k);
+  }
+  const auto tasks = static_cast<Index>(chunks.size());
+  Index entries = 0;
+  for (const Tensor& x : tensors) entries += x.n;
+  const int team = team_for(threads, tasks, kAdamFlopsPerEntry * static_cast<double>(entries));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (team > 1)
+  for (Index c = 0; c < tasks; ++c) {
+    const auto [i, first] = chunks[static_cast<std::size_t>(c)];
+    const Tensor& x = tensors[i];
+    T* __restrict p = x.p;
+    const T* __restrict g_in = x.g;
+    T* __restrict m = x.m;
+    T* __restrict v = x.v;
+    const T neg_step_size = x.neg_step_size, bc2_sqrt = x.bc2_sqrt;
+    const Index last = std::min(x.n, first + kAdamChunk);
     // One entry's update; `decay` is a constant in each loop below, so that the compiler keeps no
     // branch inside it and runs the loop in vectors (the same operations, entry by entry).
     const auto update = [&](Index k, bool decay_grad, bool decay_param) {
@@ -206,20 +242,23 @@ void AdamOf<T>::step_impl(const std::vector<Parameter<T>>& params,
     };
     if (!l2) {
       // AdamW multiplies by (1 - lr wd) always: torch does not test wd.
-      for (Index k = 0; k < n; ++k) update(k, false, true);
+      for (Index k = first; k < last; ++k) update(k, false, true);
     } else if (wd != 0.0) {
-      for (Index k = 0; k < n; ++k) update(k, true, false);
+      for (Index k = first; k < last; ++k) update(k, true, false);
     } else {
-      for (Index k = 0; k < n; ++k) update(k, false, false);
+      for (Index k = first; k < last; ++k) update(k, false, false);
     }
   }
   ++steps_;
 }
 
 template <Real T>
-T clip_grad_norm(const std::vector<Parameter<T>>& grads, double max_norm) {
+T clip_grad_norm(const std::vector<Parameter<T>>& grads, double max_norm, int threads) {
   require(std::isfinite(max_norm) && max_norm > 0.0, "clip_grad_norm",
           [&] { return "max_norm is " + number(max_norm) + ": it must be positive and finite"; });
+  require(threads >= 0, "clip_grad_norm", [&] {
+    return "threads is " + std::to_string(threads) + ": it must be >= 0 (0: default_threads())";
+  });
   if (grads.empty()) return T(0);  // torch returns tensor(0.) and touches nothing
   double sum = 0.0;
   for (const auto& g : grads) {
@@ -233,9 +272,22 @@ T clip_grad_norm(const std::vector<Parameter<T>>& grads, double max_norm) {
   // clip_coef = max_norm / (total_norm + 1e-6) on a tensor is reciprocal(total + 1e-6) * max_norm;
   // clamp(max=1) keeps a NaN, and so does std::min with the NaN first.
   const T coef = std::min(T(1) / (total + static_cast<T>(1e-6)) * static_cast<T>(max_norm), T(1));
+  // torch multiplies even when coef is 1. Entry by entry: any number of threads, the same bits.
+  std::vector<std::pair<T*, Index>> chunks;  // (first entry, entries)
+  Index entries = 0;
   for (const auto& g : grads) {
     auto gv = g.value;  // writable copy of the Map
-    gv *= coef;         // torch multiplies even when coef is 1
+    for (Index k = 0; k < gv.size(); k += kAdamChunk) {
+      chunks.emplace_back(gv.data() + k, std::min(kAdamChunk, gv.size() - k));
+    }
+    entries += gv.size();
+  }
+  const auto tasks = static_cast<Index>(chunks.size());
+  const int team = team_for(threads, tasks, static_cast<double>(entries));
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (team > 1)
+  for (Index c = 0; c < tasks; ++c) {
+    const auto [x, n] = chunks[static_cast<std::size_t>(c)];
+    for (Index k = 0; k < n; ++k) x[k] *= coef;
   }
   return total;
 }
@@ -286,7 +338,7 @@ double warmup_cosine_lr(std::int64_t step, double base_lr, std::int64_t warmup,
 
 template class AdamOf<float>;
 template class AdamOf<double>;
-template float clip_grad_norm(const std::vector<Parameter<float>>&, double);
-template double clip_grad_norm(const std::vector<Parameter<double>>&, double);
+template float clip_grad_norm(const std::vector<Parameter<float>>&, double, int);
+template double clip_grad_norm(const std::vector<Parameter<double>>&, double, int);
 
 }  // namespace attn

@@ -165,9 +165,14 @@ class AdamOf {
   /// grads come from attn::parameters(model) and attn::parameters(grads) (a const gradient
   /// holder is fine). Throws std::invalid_argument, before changing anything, when the two
   /// lists differ in a key, block, shape or length, when the list is not the first step's, or
-  /// when a gradient shares memory with any parameter (its own or another's).
-  void step(const std::vector<Parameter<T>>& params, const std::vector<Parameter<T>>& grads);
-  void step(const std::vector<Parameter<T>>& params, const std::vector<Parameter<const T>>& grads);
+  /// when a gradient shares memory with any parameter (its own or another's), or for a negative
+  /// `threads`. The entries are shared out among `threads` (0: the default, threads.hpp, when
+  /// the update is worth a parallel region); each entry's update is its own, so the count
+  /// changes no bit.
+  void step(const std::vector<Parameter<T>>& params, const std::vector<Parameter<T>>& grads,
+            int threads = 0);
+  void step(const std::vector<Parameter<T>>& params, const std::vector<Parameter<const T>>& grads,
+            int threads = 0);
 
   /// The learning rate of the next step() and the ones after it (param_group['lr'] = lr).
   /// Throws std::invalid_argument unless lr >= 0 and finite.
@@ -190,7 +195,8 @@ class AdamOf {
 
  private:
   template <typename G>
-  void step_impl(const std::vector<Parameter<T>>& params, const std::vector<Parameter<G>>& grads);
+  void step_impl(const std::vector<Parameter<T>>& params, const std::vector<Parameter<G>>& grads,
+                 int threads);
 
   AdamOptions options_;
   std::vector<AdamStateOf<T>> state_;
@@ -204,8 +210,10 @@ using AdamD = AdamOf<double>;
 /// returns the norm before clipping (0 for an empty list, which is left alone). Throws
 /// std::invalid_argument unless max_norm is positive and finite (not clipping means not
 /// calling it). A non-finite norm is returned as it is; the gradients are then NaN or 0 (above).
+/// The norm is one sum in a fixed order; the scaling is shared out among `threads` (0: the
+/// default, threads.hpp), entry by entry, so the count changes no bit.
 template <Real T>
-T clip_grad_norm(const std::vector<Parameter<T>>& grads, double max_norm);
+T clip_grad_norm(const std::vector<Parameter<T>>& grads, double max_norm, int threads = 0);
 
 /// The paper's schedule (Attention Is All You Need, section 5.3), times `factor`:
 ///

@@ -414,6 +414,58 @@ TEST(OptimAdamBehaviour, StateIsPerParameter) {
   EXPECT_GT(state[2].exp_avg.cwiseAbs().maxCoeff(), 0.0f);
 }
 
+// Adam's update and clipping's scaling are cut into chunks of entries that run on the threads.
+// Against the same numbers stepped as one-row tensors (each row a single chunk, whatever the
+// chunk size): a chunk that skipped, repeated or overran entries would change some row. And the
+// thread count changes no bit. The weight holds 300 x 257 = 77,100 entries, several chunks with a
+// ragged last one; the two small tensors run with it in one list.
+TEST(OptimAdamBehaviour, ChunkedAcrossThreadsEqualsEntryByEntry) {
+  constexpr Index R = 300, C = 257;
+  attn::Rng rng(29);
+  const Matrix start = attn::random_normal(rng, R, C);  // [R x C]
+  const RowVector small_start = attn::random_normal(rng, 1, 5);
+  std::vector<Matrix> grads_at;  // one gradient per step, large enough that clipping scales them
+  for (int t = 0; t < 3; ++t) grads_at.push_back(attn::random_normal(rng, R, C) * 3.0f);
+  const AdamOptions options{.lr = 0.01, .betas = {0.9, 0.98}, .eps = 1e-9, .weight_decay = 0.02};
+  const auto run = [&](int threads, bool by_rows) {
+    Matrix w = start, g(R, C);
+    RowVector b = small_start, gb(5);
+    std::vector<Parameter<float>> params, grads;
+    if (by_rows) {
+      for (Index r = 0; r < R; ++r) {
+        params.emplace_back("w", Parameter<float>::View(w.row(r).data(), 1, C), r, false);
+        grads.emplace_back("w", Parameter<float>::View(g.row(r).data(), 1, C), r, false);
+      }
+    } else {
+      params.emplace_back("w", Parameter<float>::View(w.data(), R, C), 0, false);
+      grads.emplace_back("w", Parameter<float>::View(g.data(), R, C), 0, false);
+    }
+    params.emplace_back("b", Parameter<float>::View(b.data(), 1, 5), 0, true);
+    grads.emplace_back("b", Parameter<float>::View(gb.data(), 1, 5), 0, true);
+    Adam adam(options);
+    for (const Matrix& step_grad : grads_at) {
+      g = step_grad;
+      gb.setConstant(0.5f);
+      attn::clip_grad_norm(grads, 1.0, by_rows ? 1 : threads);
+      adam.step(params, grads, by_rows ? 1 : threads);
+    }
+    return std::pair{w, b};
+  };
+  const auto [w_rows, b_rows] = run(1, true);
+  for (const int threads : {1, 2, 3}) {
+    const auto [w, b] = run(threads, false);
+    EXPECT_TRUE(identical(w, w_rows)) << threads << " threads";
+    EXPECT_TRUE(identical(b, b_rows)) << threads << " threads";
+  }
+  EXPECT_FALSE(identical(w_rows, start));  // the steps moved the weight
+  Pair model{Matrix::Ones(3, 4), RowVector::Ones(4)}, grads{Matrix::Ones(3, 4), RowVector::Ones(4)};
+  const std::string m =
+      message_of([&] { Adam().step(attn::parameters(model), attn::parameters(grads), -1); });
+  EXPECT_NE(m.find("Adam::step: threads is -1"), std::string::npos) << m;
+  const std::string c = message_of([&] { attn::clip_grad_norm(attn::parameters(grads), 1.0, -2); });
+  EXPECT_NE(c.find("clip_grad_norm: threads is -2"), std::string::npos) << c;
+}
+
 TEST(OptimAdamBehaviour, MismatchedListsThrowNamingTheKey) {
   attn::Rng rng(3);
   attn::FeedForward model = attn::ffn_init(rng, 4, 6);
