@@ -10,9 +10,11 @@
 // 4096} unless said. Flops are counted as the two products Q K^T and P V, 2 n^2 d each:
 // 4 n^2 d per call for EVERY variant, so a masked variant that skips work reads as faster:
 //   BM_PeakFMA        the peak kernel itself; FLOP/s = 2 x lanes x FMAs
-//   BM_Plain          attn::attention_into: two Eigen GEMMs and a row softmax over the kept
-//                     [n x n] weights (the library's plain path)
-//   BM_PlainCausal    the same with causal_mask(n); counted at 4 n^2 d (it computes them all)
+//   BM_Plain          attn::attention_into: two products and a row softmax over the kept
+//                     [n x n] weights (the library's plain path; past 256 x 256 weights, a
+//                     block of query rows at a time, on the library's GEMM)
+//   BM_PlainCausal    the same with causal_mask(n); counted at 4 n^2 d, although past 256 x 256
+//                     a block of rows multiplies only the keys it may see (~half the work)
 //   BM_Gemms          only the plain path's two GEMMs, W = Q K^T and W V: its ceiling
 //   BM_Tiled          attn::tiled_attention_into into kept out and L, threads = 1, default tiles
 //   BM_TiledCausal    causal = true, threads = 1; counted at 4 n^2 d although the tiles above

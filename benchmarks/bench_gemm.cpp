@@ -1,4 +1,4 @@
-// bench_gemm: the library's product (kernels/gemm.hpp) against Eigen's on the products a training
+// bench_gemm: the library's product (core/gemm.hpp) against Eigen's on the products a training
 // step of chapter 12's model makes, one core, as a share of that core's FMA peak measured in the
 // same run (peak_ratio.hpp). Rows are a batch's stacked positions (192: a quarter of chapter
 // 12's 12 windows of 64, one shard of the batch; 768: all of them), the sizes the model's:
@@ -7,8 +7,8 @@
 //   EigenGemm/<kind>/<rows>/<out>/<in>  the same product written as an Eigen expression
 //
 //   taskset -c 1 build/release/benchmarks/bench_gemm
+#include "attn/core/gemm.hpp"
 #include "attn/core/random.hpp"
-#include "attn/kernels/gemm.hpp"
 #include "peak_ratio.hpp"
 
 #include <benchmark/benchmark.h>

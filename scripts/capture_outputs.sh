@@ -35,6 +35,7 @@ declare -A other=(
   [09_training]="--seed 7 --steps 60 --layers 1 --heads 2 --d-model 16 --length 6 --context 12 --norm post --label-smoothing 0.1"
   [10_efficient_attention]="--seed 7 --row 2,7,1,8 --split 2 --n 7 --d 3 --query-tile 2 --key-tile 5 --mask pad --padding 2"
   [11_decoding]="--seed 7 --d-model 24 --heads 6 --kv-heads 3 --layers 3 --window 5 --prompt 7 --new 10 --layout halves"
+  [12_language_model]="--quick --seed 7 --merges 16"
 )
 
 rm -rf "$out"

@@ -15,9 +15,10 @@
 /// Each folder uses only the folders above it (and its own), so the library reads top down and
 /// has no cycle:
 ///
-/// - `core/`: the tensors (matrix.hpp, batch.hpp), the random numbers every initialisation
-///   draws (random.hpp), the thread count (threads.hpp), and what memory a tensor occupies and
-///   the machine has (memory.hpp: the overlap and size checks below). Every chapter.
+/// - `core/`: the tensors (matrix.hpp, batch.hpp), the matrix product every layer and the
+///   plain attention run on (gemm.hpp), the random numbers every initialisation draws
+///   (random.hpp), the thread count (threads.hpp), and what memory a tensor occupies and the
+///   machine has (memory.hpp: the overlap and size checks below). Every chapter.
 /// - `ops/`: functions without parameters: softmax and its statistics, masks, attention with
 ///   its backward, the notes' column form, the online softmax, cross-entropy (loss.hpp).
 ///   Chapters 02-05, 09, 10.
@@ -34,8 +35,9 @@
 ///   and the gradient check (gradient_check.hpp). Chapter 09.
 ///
 /// A `detail/` folder holds its folder's internal headers, for the library's .cpp files only:
-/// `kernels/detail/tile_kernel.hpp` (one tile's arithmetic), `models/detail/sequence_shards.hpp`
-/// (a batch's sequences on every core, the same bits for any thread count). Everything public
+/// `core/detail/tile_kernel.hpp` (one block's arithmetic, for the GEMM and the tiled kernels),
+/// `models/detail/sequence_shards.hpp` (a batch's sequences on every core, the same bits for any
+/// thread count). Everything public
 /// is in namespace attn, whatever its folder; an include names the folder
 /// (`#include "attn/layers/linear.hpp"`), or `#include "attn/attn.hpp"` takes it all.
 ///
@@ -174,6 +176,7 @@
 
 // In the order of the folders' table above.
 #include "attn/core/batch.hpp"
+#include "attn/core/gemm.hpp"
 #include "attn/core/matrix.hpp"
 #include "attn/core/random.hpp"
 #include "attn/core/threads.hpp"

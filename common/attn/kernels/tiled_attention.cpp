@@ -3,9 +3,9 @@
 // register kernel of tile_kernel.hpp, the backward's other four products on Eigen's GEMM.
 #include "attn/kernels/tiled_attention.hpp"
 
+#include "attn/core/detail/tile_kernel.hpp"
 #include "attn/core/memory.hpp"
 #include "attn/core/threads.hpp"
-#include "attn/kernels/detail/tile_kernel.hpp"
 
 #include <algorithm>
 #include <cmath>

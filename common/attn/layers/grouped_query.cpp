@@ -179,10 +179,8 @@ GroupedQueryResultOf<T> grouped_query_forward(const GroupedQueryAttentionOf<T>& 
     for (Index t = 0; t < B * H; ++t) {
       const Index b = t / H, q = t % H, j = q / G;  // sequence, query head, its kv head
       MatrixOf<T>& W = r.weights[static_cast<std::size_t>(t)];
-      const Index empty_rows = attention_weights_into(block(r.Q, b, q),  // [n x d_k]
-                                                      block(r.K, b, j),  // [n x d_k]
-                                                      W, head_opts);     // [n x n]
-      weighted_values_into(W, block(r.V, b, j), block(r.concat, b, q), empty_rows);
+      attention_into(block(r.Q, b, q), block(r.K, b, j), block(r.V, b, j),  // [n x d_k] each
+                     W, block(r.concat, b, q), head_opts);  // W [n x n], head q's columns
     }
   } else {
     // The tiled path: no [n x n] matrix per head, each head's log-sum-exp kept instead.

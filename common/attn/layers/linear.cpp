@@ -1,8 +1,8 @@
 // linear.cpp: y = x W^T + b with PyTorch's [out x in] weight.
 #include "attn/layers/linear.hpp"
 
+#include "attn/core/gemm.hpp"
 #include "attn/core/memory.hpp"
-#include "attn/kernels/gemm.hpp"
 
 #include <cmath>
 #include <string>

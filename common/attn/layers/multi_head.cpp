@@ -142,13 +142,12 @@ MultiHeadResultOf<T> multi_head_forward(const MultiHeadAttentionOf<T>& mha, cons
     const AttentionOptions head_opts{.allowed = opts.allowed};  // scale 1/sqrt(d_k), -inf
     for (Index h = 0; h < H; ++h) {
       MatrixOf<T>& W = r.weights[static_cast<std::size_t>(h)];
-      const Index empty_rows =
-          attention_weights_into(r.Q.middleCols(h * d_k, d_k),  // Q_h [n_q x d_k], a view
-                                 r.K.middleCols(h * d_k, d_k),  // K_h [n_k x d_k]
-                                 W, head_opts);                 // W   [n_q x n_k]
-      weighted_values_into(W, r.V.middleCols(h * d_k, d_k),     // [n_q x n_k] [n_k x d_k]
-                           r.concat.middleCols(h * d_k, d_k),   // head h's columns of the concat
-                           empty_rows);
+      attention_into(r.Q.middleCols(h * d_k, d_k),       // Q_h [n_q x d_k], a view
+                     r.K.middleCols(h * d_k, d_k),       // K_h [n_k x d_k]
+                     r.V.middleCols(h * d_k, d_k),       // V_h [n_k x d_k]
+                     W,                                  // W   [n_q x n_k]
+                     r.concat.middleCols(h * d_k, d_k),  // head h's columns of the concat
+                     head_opts);
     }
   } else {
     // The tiled path: no [n_q x n_k] matrix at all. One head per thread when the heads are

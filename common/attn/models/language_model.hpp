@@ -29,7 +29,7 @@
 /// ## The same bits, by design
 ///
 /// A cached run and an uncached one compute the same function; whether they print the same bits
-/// depends on the arithmetic. The library's matrix product (kernels/gemm.hpp) sums every entry
+/// depends on the arithmetic. The library's matrix product (core/gemm.hpp) sums every entry
 /// in the same order for one row or n, so row i of x W^T is x_i W^T bit for bit; the attention
 /// is where they part: the tiled kernel sums keys tile by tile, a decode step one key at a time.
 /// So the forward pass has two arithmetics:

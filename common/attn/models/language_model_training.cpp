@@ -2,7 +2,7 @@
 // and backward, layer by layer in reverse.
 #include "attn/models/language_model_training.hpp"
 
-#include "attn/kernels/gemm.hpp"
+#include "attn/core/gemm.hpp"
 #include "attn/layers/embedding.hpp"
 #include "attn/layers/parameters.hpp"
 #include "attn/models/detail/sequence_shards.hpp"

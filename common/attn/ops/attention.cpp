@@ -1,6 +1,7 @@
 // attention.cpp: softmax(Q K^T / sqrt(d_k)) V with tokens as rows, two GEMMs and a row pass.
 #include "attn/ops/attention.hpp"
 
+#include "attn/core/gemm.hpp"
 #include "attn/core/memory.hpp"
 #include "attn/ops/softmax.hpp"
 
@@ -8,8 +9,10 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace attn {
@@ -35,9 +38,43 @@ void require_weights_fit(Index n_q, Index n_k, const char* where) {
   });
 }
 
+// Row r of the scores, its first `cols` entries (the keys a causal block may see; the rest are
+// blocked and already 0): scale, mask, softmax. A row is contiguous in row-major storage and
+// small enough to stay in L1 across the passes; this is ~2x faster than chained rowwise()
+// expressions (measured). The scale is applied to the finished dot product, as the column form
+// does, so both round alike. Returns false for a query the mask left no key (its row zeros).
 template <Real T>
-Index weights_into(const ViewOf<T>& Q, const ViewOf<T>& K, MatrixOf<T>& W,
-                   const AttentionOptions& opts) {
+bool softmax_row(T* row, Index r, Index cols, Index n_k, T scale, const AttentionOptions& opts) {
+  const auto n = static_cast<std::size_t>(cols);
+  if (scale != T(1)) {
+    for (std::size_t c = 0; c < n; ++c) row[c] *= scale;
+  }
+  // Masked after the scaling, as PyTorch's masked_fill after the division: a blocked score
+  // is then exactly blocked_score whatever the scale (-1e9 * 0.125 would not be -1e9).
+  if (opts.allowed) {
+    const std::span<const bool> allowed = opts.allowed->row(r);  // [n_k], contiguous
+    for (std::size_t c = 0; c < n; ++c) {
+      if (!allowed[c]) row[c] = static_cast<T>(opts.blocked_score);
+    }
+  }
+  // Every score -inf, and the row zeros: the mask left the query nothing (attend to nothing),
+  // or its allowed scores all came out -inf from the inputs, where the weights are 0 / 0 and
+  // NaN says so, rather than pass for an empty row. Checked once per row, on this path only.
+  if (softmax_inplace(std::span<T>(row, n))) [[likely]]
+    return true;
+  const std::span<const bool> allowed =
+      opts.allowed ? opts.allowed->row(r) : std::span<const bool>();
+  const bool has_key =
+      !opts.allowed || std::find(allowed.begin(), allowed.end(), true) != allowed.end();
+  if (!has_key) return false;
+  std::fill(row, row + n_k, std::numeric_limits<T>::quiet_NaN());
+  return true;
+}
+
+// Q, K and the options against each other (attention.hpp), before anything is allocated;
+// returns the scale.
+template <Real T>
+T check_scores(const ViewOf<T>& Q, const ViewOf<T>& K, const AttentionOptions& opts) {
   require(Q.cols() == K.cols(), "attention", [&] {
     return "Q is " + shape_str(Q) + " but K is " + shape_str(K) +
            ": queries and keys must have the same width d_k (columns)";
@@ -58,44 +95,110 @@ Index weights_into(const ViewOf<T>& Q, const ViewOf<T>& K, MatrixOf<T>& W,
   // The [n_q x n_k] weights are what makes plain attention quadratic (chapter 10): Q and K of a
   // million tokens fit in memory, their weights do not. Refused before the resize.
   require_weights_fit<T>(n_q, n_k, "attention");
+  return scale;
+}
+
+// The keys row block [r0, r0 + rows) may see: 1 + the last key any of its rows allows, when
+// blocked scores are -inf and every row allows some key (the weights past it are then exactly
+// 0 for every row of the block); otherwise every key. For a causal mask, r0 + rows.
+Index keys_seen(const AttentionOptions& opts, Index r0, Index rows, Index n_k) {
+  if (!opts.allowed || opts.blocked_score != -std::numeric_limits<float>::infinity()) return n_k;
+  Index seen = 0;
+  for (Index r = r0; r < r0 + rows; ++r) {
+    const std::span<const bool> allowed = opts.allowed->row(r);
+    Index last = n_k;
+    while (last > seen && !allowed[static_cast<std::size_t>(last - 1)]) --last;
+    if (last == seen && (seen == 0 || std::find(allowed.begin(), allowed.begin() + seen, true) ==
+                                          allowed.begin() + seen)) {
+      return n_k;  // a row with no key: its softmax must see the whole row (attention.hpp)
+    }
+    seen = last;
+  }
+  return seen;
+}
+
+// Whether float's attention runs blocked: when its weights outgrow one block (256 KiB, more than
+// 256 x 256). Below that the weights stay in cache anyway, and Eigen's product keeps the bits the
+// chapters' hand computations reproduce with Eigen expressions (a small product is computed
+// coefficient by coefficient there, not as one fused chain).
+bool runs_blocked(Index n_q, Index n_k) { return n_q * n_k > 256 * 256; }
+
+// Rows of the weights a block holds: about 256 KiB of them, so that a block's scores stay in
+// cache from the product through the softmax to W V; a multiple of 24 rows (two or four of the
+// product's register blocks, gemm.cpp), at least 24.
+Index rows_per_block(Index n_k) {
+  constexpr Index kBytes = 256 * 1024, kQuantum = 24;
+  return std::max(kQuantum,
+                  kBytes / (n_k * static_cast<Index>(sizeof(float))) / kQuantum * kQuantum);
+}
+
+// float's plain attention, a block of query rows at a time: the block's scores Q_b K^T (against
+// K^T packed once), its softmax row by row, and, when V is given, its output W_b V (against V
+// packed once), while the block's weights are still in cache: the [n_q x n_k] weights are written
+// once and never read back from memory. A causal block multiplies only the keys it may see
+// (keys_seen); the weights past them are written as zeros. Every entry is the same chain of
+// multiply-adds as one product over all rows (gemm.hpp), so the block size changes no bit.
+// Returns the queries with no allowed key; their rows of W and of out are zeros.
+Index blocked_attention(const MatrixView& Q, const MatrixView& K, const MatrixView* V, Matrix& W,
+                        Eigen::Ref<Matrix>* out, float scale, const AttentionOptions& opts) {
+  const Index n_q = Q.rows(), n_k = K.rows();
+  W.resize(n_q, n_k);  // a no-op when the shape is unchanged: the buffer is reused
+  const PackedOperand keys(K, Op::transposed);  // K^T [d_k x n_k]
+  std::optional<PackedOperand> values;          // V [n_k x d_v]
+  // A value row past a block's keys is skipped, which is exact (its weight is 0 and 0 v adds
+  // nothing) unless v is not finite: 0 * inf = NaN must still reach the output (attention.hpp).
+  Index finite_after = 0;  // the rows of V from here on are all finite
+  if (V != nullptr) {
+    values.emplace(*V, Op::plain);
+    for (Index j = n_k; j > 0 && finite_after == 0; --j) {
+      if (!V->row(j - 1).allFinite()) finite_after = j;
+    }
+  }
+  const Index block_rows = rows_per_block(n_k);
+  Index empty_rows = 0;
+  for (Index r0 = 0; r0 < n_q; r0 += block_rows) {
+    const Index rows = std::min(block_rows, n_q - r0);
+    const Index seen = keys_seen(opts, r0, rows, n_k);
+    gemm(Q.middleRows(r0, rows), Op::plain, keys, W.block(r0, 0, rows, seen));  // [rows x seen]
+    W.block(r0, seen, rows, n_k - seen).setZero();  // blocked for every row of the block
+    Index empty_here = 0;
+    for (Index r = r0; r < r0 + rows; ++r) {
+      if (!softmax_row<float>(W.row(r).data(), r, seen, n_k, scale, opts)) ++empty_here;
+    }
+    empty_rows += empty_here;
+    if (V == nullptr) continue;
+    const Index reach = finite_after <= seen ? seen : n_k;  // the value rows the product reads
+    auto out_rows = out->middleRows(r0, rows);              // [rows x d_v]
+    gemm(W.block(r0, 0, rows, reach), Op::plain, *values, out_rows);
+    for (Index r = r0; r < r0 + rows && empty_here > 0; ++r) {
+      if ((W.row(r).array() == 0.0f).all()) {  // only an empty row is all zeros (attention.hpp)
+        out->row(r).setZero();
+        --empty_here;
+      }
+    }
+  }
+  return empty_rows;
+}
+
+template <Real T>
+Index weights_into(const ViewOf<T>& Q, const ViewOf<T>& K, MatrixOf<T>& W,
+                   const AttentionOptions& opts) {
+  const T scale = check_scores<T>(Q, K, opts);
+  if constexpr (std::is_same_v<T, float>) {
+    if (runs_blocked(Q.rows(), K.rows())) {
+      return blocked_attention(Q, K, nullptr, W, nullptr, scale, opts);
+    }
+  }
+  const Index n_q = Q.rows(), n_k = K.rows();
 
   // ---- scores: W = Q K^T ------------------------------------------------------------------------
   W.resize(n_q, n_k);               // a no-op when the shape is unchanged: the buffer is reused
   W.noalias() = Q * K.transpose();  // [n_q x n_k] = [n_q x d_k] [d_k x n_k]
 
   // ---- one row at a time: scale, mask, softmax --------------------------------------------------
-  // A row is contiguous in row-major storage and small enough to stay in L1 across the
-  // passes; this is ~2x faster than chained rowwise() expressions (measured). The scale is
-  // applied to the finished dot product, as the column form does, so both round alike.
-  const auto cols = static_cast<std::size_t>(n_k);
   Index empty_rows = 0;
   for (Index r = 0; r < n_q; ++r) {
-    T* row = W.row(r).data();
-    if (scale != T(1)) {
-      for (std::size_t c = 0; c < cols; ++c) row[c] *= scale;
-    }
-    // Masked after the scaling, as PyTorch's masked_fill after the division: a blocked score
-    // is then exactly blocked_score whatever the scale (-1e9 * 0.125 would not be -1e9).
-    if (opts.allowed) {
-      const std::span<const bool> allowed = opts.allowed->row(r);  // [n_k], contiguous
-      for (std::size_t c = 0; c < cols; ++c) {
-        if (!allowed[c]) row[c] = static_cast<T>(opts.blocked_score);
-      }
-    }
-    // Every score -inf, and the row zeros: the mask left the query nothing (attend to nothing),
-    // or its allowed scores all came out -inf from the inputs, where the weights are 0 / 0 and
-    // NaN says so, rather than pass for an empty row. Checked once per row, on this path only.
-    if (!softmax_inplace(std::span<T>(row, cols))) [[unlikely]] {
-      const std::span<const bool> allowed =
-          opts.allowed ? opts.allowed->row(r) : std::span<const bool>();
-      const bool has_key =
-          !opts.allowed || std::find(allowed.begin(), allowed.end(), true) != allowed.end();
-      if (has_key) {
-        std::fill(row, row + cols, std::numeric_limits<T>::quiet_NaN());
-      } else {
-        ++empty_rows;
-      }
-    }
+    if (!softmax_row<T>(W.row(r).data(), r, n_k, n_k, scale, opts)) ++empty_rows;
   }
   return empty_rows;
 }
@@ -149,9 +252,40 @@ void checked_attention_into(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf
       {{"Q", memory_of(Q)}, {"K", memory_of(K)}, {"V", memory_of(V)}});
   require_fits_in_memory("attention", ElementCount(Q.rows(), V.cols()), sizeof(T), "for the output",
                          [&] { return "Q " + shape_str(Q) + " and V " + shape_str(V); });
+  if constexpr (std::is_same_v<T, float>) {
+    if (runs_blocked(Q.rows(), K.rows())) {
+      const float scale = check_scores<float>(Q, K, opts);  // before anything is resized
+      result.out.resize(Q.rows(), V.cols());
+      Eigen::Ref<Matrix> out(result.out);
+      blocked_attention(Q, K, &V, result.weights, &out, scale, opts);  // [n_q x n_k], [n_q x d_v]
+      return;
+    }
+  }
   const Index empty_rows = weights_into<T>(Q, K, result.weights, opts);  // [n_q x n_k]
   result.out.resize(Q.rows(), V.cols());
   multiply_values<T>(result.weights, V, result.out, empty_rows);  // [n_q x d_v]
+}
+
+template <Real T>
+Index checked_parts_into(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V, MatrixOf<T>& W,
+                         Eigen::Ref<MatrixOf<T>> out, const AttentionOptions& opts) {
+  require(K.rows() == V.rows() && out.rows() == Q.rows() && out.cols() == V.cols(), "attention",
+          [&] {
+            return "Q is " + shape_str(Q) + ", K " + shape_str(K) + ", V " + shape_str(V) +
+                   " and out " + shape_str(out) +
+                   ": every key needs a value (same number of rows), and out is [n_q x d_v]";
+          });
+  require_apart("attention_into", {{"W", memory_of(W)}, {"out", memory_of(out)}},
+                {{"Q", memory_of(Q)}, {"K", memory_of(K)}, {"V", memory_of(V)}});
+  if constexpr (std::is_same_v<T, float>) {
+    if (runs_blocked(Q.rows(), K.rows())) {
+      const float scale = check_scores<float>(Q, K, opts);
+      return blocked_attention(Q, K, &V, W, &out, scale, opts);  // [n_q x n_k], [n_q x d_v]
+    }
+  }
+  const Index empty_rows = weights_into<T>(Q, K, W, opts);  // [n_q x n_k]
+  multiply_values<T>(W, V, out, empty_rows);                // [n_q x d_v]
+  return empty_rows;
 }
 
 // The backward pass of out = P V, P = softmax(S), S = mask(Q K^T * scale) (attention.hpp).
@@ -241,6 +375,15 @@ void attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& 
 void attention_into(const MatrixViewD& Q, const MatrixViewD& K, const MatrixViewD& V,
                     AttentionResultD& result, const AttentionOptions& opts) {
   checked_attention_into<double>(Q, K, V, result, opts);
+}
+
+Index attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V, Matrix& W,
+                     Eigen::Ref<Matrix> out, const AttentionOptions& opts) {
+  return checked_parts_into<float>(Q, K, V, W, out, opts);
+}
+Index attention_into(const MatrixViewD& Q, const MatrixViewD& K, const MatrixViewD& V, MatrixD& W,
+                     Eigen::Ref<MatrixD> out, const AttentionOptions& opts) {
+  return checked_parts_into<double>(Q, K, V, W, out, opts);
 }
 
 AttentionResult attention(const MatrixView& Q, const MatrixView& K, const MatrixView& V,

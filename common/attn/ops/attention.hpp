@@ -12,10 +12,16 @@
 /// It is the transpose of the notes' column form (column_attention.hpp): out = Y^T and
 /// weights = A'^T when both scale alike; chapter 03 checks this to the last bit.
 ///
-/// Speed (chapters 03 and 10 measure it): two GEMMs through Eigen with noalias(), the scores
-/// scaled and softmaxed one contiguous row at a time in the weights buffer itself (no
-/// temporaries), and attention_into() for callers that run many times and want to keep that
-/// buffer.
+/// Speed (chapters 03 and 10 measure it): two GEMMs, the scores scaled and softmaxed one
+/// contiguous row at a time in the weights buffer itself (no temporaries), and attention_into()
+/// for callers that run many times and want to keep that buffer. Up to 256 x 256 weights the
+/// products are Eigen's (noalias()). Larger float weights run a block of query rows at a time
+/// (about 256 KiB of weights) on the library's GEMM (gemm.hpp), K^T and V packed once: a
+/// block's scores, its softmax and, in attention_into(), its share of weights V, while the
+/// block is still in cache. With a mask whose blocked scores are -inf, a block multiplies only
+/// the keys up to the last one its rows allow (a causal block's: about half the work); the
+/// weights past them are written as zeros, and a value row it skips is read anyway when it is
+/// not finite (0 * inf must stay NaN, below).
 ///
 /// Inputs are Eigen::Ref views, so a head's column block of a bigger projection
 /// (Q.middleCols(h * d_k, d_k), chapter 06) is used in place, without a copy.
@@ -136,6 +142,17 @@ void attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& 
                     AttentionResult& result, const AttentionOptions& opts = {});
 void attention_into(const MatrixViewD& Q, const MatrixViewD& K, const MatrixViewD& V,
                     AttentionResultD& result, const AttentionOptions& opts = {});
+
+/// The weights into W [n_q x n_k] (resized only when its shape changes) and the output into
+/// `out` [n_q x d_v], a view (a head's columns of multi-head attention's concatenation): the
+/// numbers of attention_weights_into() followed by weighted_values_into(), in one call, so that
+/// large weights are multiplied by V a block at a time while still in cache (above). Returns the
+/// queries the mask left no key. Checks as attention(), and throws std::invalid_argument unless
+/// out is [n_q x d_v], or when W or out shares memory with Q, K, V or each other.
+Index attention_into(const MatrixView& Q, const MatrixView& K, const MatrixView& V, Matrix& W,
+                     Eigen::Ref<Matrix> out, const AttentionOptions& opts = {});
+Index attention_into(const MatrixViewD& Q, const MatrixViewD& K, const MatrixViewD& V, MatrixD& W,
+                     Eigen::Ref<MatrixD> out, const AttentionOptions& opts = {});
 
 // ---- The backward pass --------------------------------------------------------------------------
 

@@ -24,7 +24,10 @@
 
 namespace test_attention {
 
+using attn::Index;
 using attn::Matrix;
+using attn_test::identical;
+using attn_test::message_of;
 
 Matrix fixture(const std::string& case_name, const std::string& what) {
   return course::read_npy(
@@ -171,6 +174,52 @@ TEST(Attention, IntoReusesTheBuffersAndMatches) {
   EXPECT_EQ(r.weights.rows(), 2);
 }
 
+// The weights and the output into places of the caller's (a head's columns of a concatenation),
+// in one call: the numbers of attention() bit for bit, below the blocked size (6 x 9) and past
+// it (300 x 280, a block of query rows at a time), with a mask that blocks keys at random and
+// leaves query 3 none. Past it, the value too: within float's rounding of the double-precision
+// attention (scores of 16 terms of N(0, 1) products, a softmax and a weighted sum of 280 values
+// of O(1): a few hundred float roundings of O(1) numbers, under 1e-5; a wrong block of rows or
+// keys would be off by O(0.1)).
+TEST(Attention, WeightsAndOutputIntoPlacesOfTheirOwnMatchAttention) {
+  attn::Rng rng(41);
+  for (const auto& [n_q, n_k] :
+       {std::pair<Index, Index>{6, 9}, std::pair<Index, Index>{300, 280}}) {
+    const Matrix Q = attn::random_normal(rng, n_q, 16), K = attn::random_normal(rng, n_k, 16);
+    const Matrix V = attn::random_normal(rng, n_k, 8);
+    attn::AllowedMask mask(n_q, n_k);  // [n_q x n_k], about a third of the keys blocked
+    for (Index i = 0; i < n_q; ++i) {
+      for (Index j = 0; j < n_k; ++j) mask(i, j) = rng.next_u64() % 3 != 0;
+    }
+    mask.row(3).setConstant(false);
+    const attn::AttentionOptions opts{.allowed = mask};
+    Matrix W = Matrix::Constant(n_q, n_k, 7.0f);      // [n_q x n_k], overwritten
+    Matrix concat = Matrix::Constant(n_q, 24, 7.0f);  // [n_q x 3 d_v]: the output in its middle
+    const Index empty = attn::attention_into(Q, K, V, W, concat.middleCols(8, 8), opts);
+    const auto want = attn::attention(Q, K, V, opts);
+    SCOPED_TRACE(testing::Message() << n_q << " x " << n_k);
+    EXPECT_EQ(empty, 1);
+    EXPECT_TRUE(identical(W, want.weights));
+    EXPECT_TRUE(identical(concat.middleCols(8, 8).eval(), want.out));
+    EXPECT_TRUE((concat.leftCols(8).array() == 7.0f).all());  // the other columns untouched
+    EXPECT_TRUE((concat.rightCols(8).array() == 7.0f).all());
+    EXPECT_TRUE(concat.row(3).segment(8, 8).isZero(0.0f));
+    const auto exact = attn::attention(Q.cast<double>().eval(), K.cast<double>().eval(),
+                                       V.cast<double>().eval(), opts);
+    EXPECT_LT((want.out.cast<double>() - exact.out).cwiseAbs().maxCoeff(), 1e-5);
+    EXPECT_LT((want.weights.cast<double>() - exact.weights).cwiseAbs().maxCoeff(), 1e-5);
+  }
+  const Matrix Q = Matrix::Ones(4, 3), K = Matrix::Ones(5, 3), V = Matrix::Ones(5, 2);
+  Matrix W, out(4, 3);
+  const std::string shape = message_of([&] { attn::attention_into(Q, K, V, W, out); });
+  EXPECT_NE(shape.find("attention: Q is [4 x 3], K [5 x 3], V [5 x 2] and out [4 x 3]"),
+            std::string::npos)
+      << shape;
+  Matrix q = Matrix::Ones(4, 3);  // out over the first columns of Q
+  const std::string overlap = message_of([&] { attn::attention_into(q, K, V, W, q.leftCols(2)); });
+  EXPECT_NE(overlap.find("attention_into"), std::string::npos) << overlap;
+}
+
 TEST(Attention, AcceptsColumnBlocksWithoutCopies) {
   // Head h of a [n x d_model] projection is the column block [h*d_k, (h+1)*d_k) (chapter 06).
   attn::Rng rng(5);
@@ -212,8 +261,6 @@ TEST(Attention, ShapeErrorsNameTheShapes) {
 }
 
 // ---- Outputs that alias inputs ------------------------------------------------------------------
-
-using attn_test::message_of;
 
 TEST(Attention, OutputsThatAliasInputsAreRejected) {
   // attention_into(r.out, r.out, r.out, r) wrote the weights, then the output over the Q, K

@@ -347,6 +347,43 @@ TEST(NonFiniteInputs, InfinityInAValueIsInfOrNaNAndAnEmptyRowStaysZero) {
 }
 
 // Finite scores of any size are safe: a score of ~1e17 gives one-hot weights, no inf, no NaN.
+// float's plain attention runs a block of query rows at a time once its weights outgrow
+// 256 x 256 (216 rows at 300 keys), and a causal block multiplies only the keys its rows may
+// see. With blocked_score -1e30 (finite, so every block multiplies every key) the weights are
+// the same floats (exp(-1e30 - max) is 0), and so are the outputs (the skipped terms are 0 v = 0);
+// a value row past a block's keys that is not finite still reaches it as 0 * inf = NaN
+// (attention.hpp); a query with no key in a block whose other rows have some leaves the block
+// on the whole-row path, its row zeros.
+TEST(MaskedAttention, ACausalBlockMultipliesOnlyTheKeysItSees) {
+  constexpr Index n = 300;
+  Qkv x = random_qkv(23, n, n, 16, 8);
+  const AllowedMask causal = attn::causal_mask(n);
+  const auto skipped = attn::attention(x.Q, x.K, x.V, {.allowed = causal});
+  const auto whole = attn::attention(x.Q, x.K, x.V, {.allowed = causal, .blocked_score = -1e30f});
+  EXPECT_TRUE(skipped.weights == whole.weights);
+  EXPECT_TRUE(skipped.out == whole.out);
+  EXPECT_EQ(skipped.weights(0, n - 1), 0.0f);
+  EXPECT_GT(skipped.out.cwiseAbs().maxCoeff(), 0.0f);
+  // Into a buffer that held other numbers: the skipped weights are written, not left.
+  attn::AttentionResult reused{Matrix::Constant(n, 8, 7.0f), Matrix::Constant(n, n, 7.0f)};
+  attn::attention_into(x.Q, x.K, x.V, reused, {.allowed = causal});
+  EXPECT_TRUE(reused.weights == whole.weights);
+  EXPECT_TRUE(reused.out == whole.out);
+  x.V(n - 1, 2) = std::numeric_limits<float>::infinity();  // a key only the last query sees
+  const auto inf = attn::attention(x.Q, x.K, x.V, {.allowed = causal});
+  for (Index i : {Index{0}, Index{100}, Index{215}, Index{216}, n - 2}) {
+    EXPECT_TRUE(std::isnan(inf.out(i, 2))) << i;  // weight 0 times inf
+    EXPECT_TRUE(identical(inf.out.row(i).head(2), skipped.out.row(i).head(2))) << i;
+  }
+  EXPECT_EQ(inf.out(n - 1, 2), std::numeric_limits<float>::infinity());
+  AllowedMask holed = causal;
+  holed.row(5).setConstant(false);  // query 5 may see nothing
+  const auto empty = attn::attention(x.Q, x.K, x.V, {.allowed = holed});
+  EXPECT_TRUE(row_is_zero(empty.weights, 5));
+  EXPECT_TRUE(row_is_zero(empty.out, 5));
+  EXPECT_TRUE(identical(empty.weights.row(6), inf.weights.row(6)));
+}
+
 TEST(NonFiniteInputs, HugeFiniteScoresAreFine) {
   const Qkv x = random_qkv(9, 4, 4, 4, 3);
   Qkv z = x;

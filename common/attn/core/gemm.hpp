@@ -40,6 +40,10 @@
 
 #include "attn/core/matrix.hpp"
 
+#include <Eigen/Core>
+
+#include <vector>
+
 namespace attn {
 
 /// How an operand enters a product.
@@ -57,5 +61,27 @@ enum class Accumulate : char { no, yes };
 template <Real T>
 void gemm(const InView<T>& a, Op op_a, const InView<T>& b, Op op_b, Eigen::Ref<MatrixOf<T>> c,
           Accumulate accumulate = Accumulate::no);
+
+/// op(b) [K x N] packed once, as gemm packs its second operand on every call, for many
+/// products against it: plain attention multiplies K^T and V by one block of query rows at a
+/// time, and packing them per block would cost as much as the products.
+class PackedOperand {
+ public:
+  /// Packs op(b). Throws std::invalid_argument when the machine cannot hold it.
+  PackedOperand(const InView<float>& b, Op op);
+  Index rows() const { return rows_; }  ///< K
+  Index cols() const { return cols_; }  ///< N
+
+ private:
+  friend void gemm(const InView<float>& a, Op op_a, const PackedOperand& b, Eigen::Ref<Matrix> c);
+  Index rows_ = 0, cols_ = 0;
+  std::vector<float, Eigen::aligned_allocator<float>> data_;
+};
+
+/// C = op(a) B[0:K, 0:N], the leading K rows and N columns of a packed operand, where op(a) is
+/// [M x K] and C [M x N]: the same bits as gemm on that block of op(b) (the same chains; a
+/// causal row block of attention reads only the keys it may see). Throws std::invalid_argument
+/// naming the shapes when K or N exceed the operand's, or when C shares memory with a.
+void gemm(const InView<float>& a, Op op_a, const PackedOperand& b, Eigen::Ref<Matrix> c);
 
 }  // namespace attn

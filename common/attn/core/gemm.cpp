@@ -1,8 +1,8 @@
 // gemm.cpp: the packed, register-blocked float product (gemm.hpp says why and what it computes).
-#include "attn/kernels/gemm.hpp"
+#include "attn/core/gemm.hpp"
 
+#include "attn/core/detail/tile_kernel.hpp"
 #include "attn/core/memory.hpp"
-#include "attn/kernels/detail/tile_kernel.hpp"
 
 #include <Eigen/Core>
 
@@ -13,8 +13,8 @@
 
 namespace attn {
 
-// Named, inside the anonymous namespace: with ATTN_UNITY this file shares one unit with
-// tiled_attention.cpp, whose helpers have names of their own.
+// Named, inside the anonymous namespace: with ATTN_UNITY this file shares one unit with the
+// other files of core/, whose helpers have names of their own.
 namespace {
 namespace packed {
 
@@ -138,11 +138,30 @@ void block(const Strided<float>& a, Index r0, Index k0, const float* b, Index de
   for (Index r = 0; r < rows; ++r) std::copy_n(tile + r * kCols, cols, c + r * c_row);
 }
 
+// One block of depth of C = A B (k in [k0, k0 + depth)), B's panels packed at `packed`, panel p
+// at packed + p panel_stride: every block of rows of C against every panel, a band of A's rows
+// at a time (a panel of B stays in L1 while the rows of A's band pass it).
+void multiply_depth_block(const Strided<float>& a, Index k0, Index depth, const float* packed,
+                          Index panel_stride, Index N, float* c, Index c_row, Into mode) {
+  const Index M = a.rows, panels = (N + kCols - 1) / kCols;
+  for (Index i0 = 0; i0 < M; i0 += kPanelRows) {
+    const Index rows = std::min(kPanelRows, M - i0);
+    for (Index p = 0; p < panels; ++p) {
+      const float* b_panel = packed + p * panel_stride;
+      const Index cols = std::min(kCols, N - p * kCols);
+      for (Index r0 = i0; r0 < i0 + rows; r0 += kRows) {
+        block(a, r0, k0, b_panel, depth, c + r0 * c_row + p * kCols, c_row,
+              std::min(kRows, i0 + rows - r0), cols, mode);
+      }
+    }
+  }
+}
+
 // C = A B, or C += A B with `add` when K fits one block of depth (each entry's sum then ends in
 // the kernel's registers, before it is added to C).
 void packed_product(const Strided<float>& a, const Strided<float>& b, float* c, Index c_row,
                     bool add) {
-  const Index M = a.rows, N = b.cols, K = a.cols;
+  const Index N = b.cols, K = a.cols;
   thread_local std::vector<float, Eigen::aligned_allocator<float>> packed;
   const Index panels = (N + kCols - 1) / kCols;
   packed.resize(static_cast<std::size_t>(panels * kCols * std::min(K, kDepth)));
@@ -151,18 +170,7 @@ void packed_product(const Strided<float>& a, const Strided<float>& b, float* c, 
     // The first block of depth starts each chain from 0, the next ones continue it from C.
     const Into mode = add ? Into::add : k0 == 0 ? Into::store : Into::chain;
     pack_b(b, k0, depth, packed.data());
-    for (Index i0 = 0; i0 < M; i0 += kPanelRows) {
-      const Index rows = std::min(kPanelRows, M - i0);
-      // A panel of B stays in L1 while the rows of A's band pass it.
-      for (Index p = 0; p < panels; ++p) {
-        const float* b_panel = packed.data() + p * depth * kCols;
-        const Index cols = std::min(kCols, N - p * kCols);
-        for (Index r0 = i0; r0 < i0 + rows; r0 += kRows) {
-          block(a, r0, k0, b_panel, depth, c + r0 * c_row + p * kCols, c_row,
-                std::min(kRows, i0 + rows - r0), cols, mode);
-        }
-      }
-    }
+    multiply_depth_block(a, k0, depth, packed.data(), depth * kCols, N, c, c_row, mode);
   }
 }
 
@@ -278,6 +286,47 @@ void gemm(const InView<T>& a, Op op_a, const InView<T>& b, Op op_b, Eigen::Ref<M
     assign(c, a.transpose() * b, add);
   } else {
     assign(c, a.transpose() * b.transpose(), add);
+  }
+}
+
+PackedOperand::PackedOperand(const InView<float>& b, Op op) {
+  using namespace packed;
+  const Strided<float> B = operand<float>(b, op);
+  rows_ = B.rows;
+  cols_ = B.cols;
+  const Index panels = (cols_ + kCols - 1) / kCols;
+  require_fits_in_memory("PackedOperand", ElementCount(std::max<Index>(rows_, 1), panels * kCols),
+                         sizeof(float), "for the packed operand",
+                         [&] { return "op(b) " + shape_str(rows_, cols_); });
+  data_.resize(static_cast<std::size_t>(rows_ * panels * kCols));
+  // Block of depth k0 / kDepth holds rows [k0, k0 + depth) of every panel, as gemm packs them.
+  for (Index k0 = 0; k0 < rows_; k0 += kDepth) {
+    pack_b(B, k0, std::min(kDepth, rows_ - k0), data_.data() + k0 * panels * kCols);
+  }
+}
+
+void gemm(const InView<float>& a, Op op_a, const PackedOperand& b, Eigen::Ref<Matrix> c) {
+  using namespace packed;
+  const Strided<float> A = operand<float>(a, op_a);
+  const Index M = A.rows, K = A.cols, N = c.cols();
+  require(c.rows() == M && K <= b.rows() && N <= b.cols(), "gemm", [&] {
+    return "a" + std::string(name(op_a)) + " is " + shape_str(M, K) + ", the packed operand " +
+           shape_str(b.rows(), b.cols()) + " and c is " + shape_str(c) +
+           ": [M x K] times the packed [K' x N'] needs K <= K', c [M x N] with N <= N'";
+  });
+  require_apart("gemm", {{"c", memory_of(c)}}, {{"a", memory_of(a)}});
+  if (K == 0) {
+    c.setZero();
+    return;
+  }
+  if (c.size() == 0) return;
+  const Index panels = (b.cols() + kCols - 1) / kCols;
+  for (Index k0 = 0; k0 < K; k0 += kDepth) {
+    // The packed block of depth k0 holds min(kDepth, K' - k0) rows per panel; the product reads
+    // the first min(kDepth, K - k0) of them.
+    const Index stored = std::min(kDepth, b.rows() - k0), depth = std::min(kDepth, K - k0);
+    multiply_depth_block(A, k0, depth, b.data_.data() + k0 * panels * kCols, stored * kCols, N,
+                         c.data(), c.outerStride(), k0 == 0 ? Into::store : Into::chain);
   }
 }
 

@@ -1,4 +1,4 @@
-// The product every layer runs on (kernels/gemm.hpp):
+// The product every layer runs on (core/gemm.hpp):
 //
 //   - what it computes: each entry is one fused multiply-add chain over k in order, from 0. The
 //     expected values come from that definition, written as a scalar loop of std::fma (a hand
@@ -13,7 +13,7 @@
 //   - the value: against a double-precision product, within float's rounding of a K-term sum;
 //   - double goes through Eigen, with the same checks of its arguments;
 //   - bad shapes, overlapping memory, and K = 0.
-#include "attn/kernels/gemm.hpp"
+#include "attn/core/gemm.hpp"
 
 #include "attn/core/random.hpp"
 
@@ -202,6 +202,46 @@ TEST(Gemm, RefusesAnOutputThatOverlapsAnInput) {
   EXPECT_NE(what.find("gemm"), std::string::npos) << what;
   EXPECT_NE(what.find("c"), std::string::npos) << what;
   EXPECT_TRUE(identical(m, Matrix::Ones(4, 4)));  // refused before writing
+}
+
+// A packed operand is packed once and multiplied many times, on its leading block: the chain
+// definition again, for a depth that ends inside a packed block of 256 and one past it, a width
+// that ends inside a panel, both transposes of b, and the whole operand.
+TEST(Gemm, APackedOperandsLeadingBlockIsTheChainDefinition) {
+  attn::Rng rng(37);
+  constexpr Index K = 300, N = 70;  // op(b) [K x N]: two packed blocks of depth, three panels
+  const Matrix b = attn::random_normal(rng, K, N);
+  for (const Op op_b : {Op::plain, Op::transposed}) {
+    const attn::PackedOperand packed(apply(b, op_b), op_b);
+    EXPECT_EQ(packed.rows(), K);
+    EXPECT_EQ(packed.cols(), N);
+    for (const Shape s :
+         {Shape{29, 45, 270}, Shape{13, 70, 300}, Shape{1, 33, 200}, Shape{24, 1, 1}}) {
+      const Matrix a = attn::random_normal(rng, s.M, s.K);  // [M x K]
+      Matrix c = Matrix::Constant(s.M, s.N, 7.0f);          // overwritten
+      attn::gemm(a, Op::plain, packed, c);
+      const Matrix want = chain(a, b.topLeftCorner(s.K, s.N), Matrix::Zero(s.M, s.N));
+      SCOPED_TRACE(testing::Message()
+                   << s.M << " x " << s.N << " x " << s.K << ", op " << int(op_b));
+      if (kFused) {
+        EXPECT_TRUE(identical(c, want));
+      } else {  // as in EveryEntryIsOneFusedChainInOrder: 1e-5 relative
+        EXPECT_LE((c - want).cwiseAbs().maxCoeff(), 1e-5f * want.cwiseAbs().maxCoeff() + 1e-6f);
+      }
+    }
+  }
+  const attn::PackedOperand packed(b, Op::plain);
+  Matrix c(2, 10);
+  const std::string deep =
+      message_of([&] { attn::gemm(Matrix::Ones(2, 301), Op::plain, packed, c); });
+  EXPECT_NE(deep.find("gemm: a is [2 x 301], the packed operand [300 x 70] and c is [2 x 10]"),
+            std::string::npos)
+      << deep;
+  Matrix wide(2, 71);
+  EXPECT_NE(message_of([&] {
+              attn::gemm(Matrix::Ones(2, 5), Op::plain, packed, wide);
+            }).find("the packed operand [300 x 70]"),
+            std::string::npos);
 }
 
 }  // namespace test_gemm
