@@ -35,6 +35,9 @@
 //   BM_TiledBackward  attn::tiled_attention_backward_into from out and L; counted at 8 n^2 d as
 //                     well, so that the two compare directly, although FlashAttention's backward
 //                     recomputes S = Q K^T per tile (five products at least)
+//   BM_TiledForwardBackward  the tiled forward and then its backward, threads = 1, n in {256,
+//                     1024, 4096}, causal 0 or 1; in ms, for benchmarks/pytorch_attention.py's
+//                     same sizes; counted at 12 n^2 d (4 forward + 8 backward)
 //   BM_MultiHead      attn::multi_head_forward, d_model 512, 8 heads (d_k = 64), n = 1024,
 //                     self-attention (query = key = value = x [n x 512]), a new result each call
 //                     (as the function returns one); need_weights:0 is the tiled path (as
@@ -224,6 +227,30 @@ void BM_TiledBackward(benchmark::State& state) {
   count_flops(state, attention_flops(n, 4.0));
 }
 
+// One training use of attention: the tiled forward, then its backward, on one thread; in ms,
+// against benchmarks/pytorch_attention.py's forward and autograd backward of the same sizes.
+// Causal when the second argument is 1 (the tiles above the diagonal skipped both ways).
+void BM_TiledForwardBackward(benchmark::State& state) {
+  const Index n = state.range(0);
+  const Inputs in = make_inputs(n);
+  const Matrix d_out = make_d_out(n);
+  const attn::TiledAttentionOptions opts{.causal = state.range(1) != 0, .threads = 1};
+  attn::TiledAttentionResult fwd = attn::tiled_attention(in.Q, in.K, in.V, opts);  // kept
+  Matrix dQ = Matrix::Zero(n, kD), dK = Matrix::Zero(n, kD), dV = Matrix::Zero(n, kD);
+  const auto once = [&] {
+    attn::tiled_attention_into(in.Q, in.K, in.V, fwd.out, fwd.lse, opts);
+    attn::tiled_attention_backward_into(in.Q, in.K, in.V, fwd.out, fwd.lse, d_out, dQ, dK, dV,
+                                        opts);
+  };
+  once();  // warm-up: the kept buffers and the scratch tiles
+  for (auto _ : state) {
+    once();
+    benchmark::DoNotOptimize(dQ.data());
+    benchmark::ClobberMemory();
+  }
+  count_flops(state, attention_flops(n, 6.0));  // 4 n^2 d forward + 8 n^2 d backward
+}
+
 void BM_MultiHead(benchmark::State& state) {
   constexpr Index n = 1024, d_model = 512, heads = 8;
   attn::Rng rng(42);
@@ -271,6 +298,10 @@ BENCHMARK(BM_TiledPadding)->Apply(sizes);
 BENCHMARK(BM_TileSweep)->Apply(tile_grid);
 BENCHMARK(BM_PlainBackward)->Apply(backward_sizes);
 BENCHMARK(BM_TiledBackward)->Apply(backward_sizes);
+BENCHMARK(BM_TiledForwardBackward)
+    ->ArgNames({"n", "causal"})
+    ->ArgsProduct({{256, 1024, 4096}, {0, 1}})
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MultiHead)->ArgName("need_weights")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 // Two threads on one core would measure the scheduler, not the speed-up: BM_TiledThreads is
