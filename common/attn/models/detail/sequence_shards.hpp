@@ -121,25 +121,31 @@ void for_each_shard(Index B, Index shards, Index tokens, const Model& model, Mod
     const auto at = static_cast<std::size_t>(s);
     // An exception must not leave an OpenMP region: it is kept and rethrown below.
     try {
-      Model* g = nullptr;
-      if (grads) {
-        for (std::span<typename Model::Scalar> t : work.grad_tensors[at]) {
-          std::fill(t.begin(), t.end(), typename Model::Scalar(0));
-        }
-        g = &work.grads[at];
-      }
+      // A shard's gradient is zeros here: made so, and zeroed again as it is added below.
+      Model* g = grads ? &work.grads[at] : nullptr;
       one(s * B / shards, (s + 1) * B / shards, work.caches[at], g);
     } catch (...) {
       failed[at] = std::current_exception();
     }
   }
   for (const std::exception_ptr& e : failed) {
-    if (e) std::rethrow_exception(e);
+    if (!e) continue;
+    // The shards' gradients hold parts of a sum that will not be made: zeros again for the
+    // next call.
+    if (grads) {
+      for (Index s = 0; s < shards; ++s) {
+        for (std::span<typename Model::Scalar> t : work.grad_tensors[static_cast<std::size_t>(s)]) {
+          std::fill(t.begin(), t.end(), typename Model::Scalar(0));
+        }
+      }
+    }
+    std::rethrow_exception(e);
   }
   if (!grads) return;
   // Each entry adds the shards' parts in shard order, a tensor at a time (a tensor's sum stays in
   // cache while its parts are added); the tensors are shared out among the threads, which
-  // changes who adds, never the order of the additions.
+  // changes who adds, never the order of the additions. A part is zeroed as it is read, while
+  // it is in cache: the next call finds its shard's gradient zeros without a pass of its own.
   const auto total = tensor_spans(*grads);
   const auto tensors = static_cast<Index>(total.size());
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (team > 1)
@@ -147,9 +153,12 @@ void for_each_shard(Index B, Index shards, Index tokens, const Model& model, Mod
     const auto at = static_cast<std::size_t>(i);
     typename Model::Scalar* __restrict sum = total[at].data();
     for (Index s = 0; s < shards; ++s) {
-      const typename Model::Scalar* __restrict part =
+      typename Model::Scalar* __restrict part =
           work.grad_tensors[static_cast<std::size_t>(s)][at].data();
-      for (std::size_t k = 0; k < total[at].size(); ++k) sum[k] += part[k];
+      for (std::size_t k = 0; k < total[at].size(); ++k) {
+        sum[k] += part[k];
+        part[k] = typename Model::Scalar(0);
+      }
     }
   }
 }
