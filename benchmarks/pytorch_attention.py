@@ -9,7 +9,7 @@ nn.MultiheadAttention (it has no F.scaled_dot_product_attention),
 
 and then autograd's backward from a fixed d_out, which gives dQ, dK and dV. Q, K, V [n x d] of
 N(0, 1), d = 64, n in 256, 1024, 4096, causal or not: the sizes of BM_TiledForwardBackward.
-Every size runs twice untimed, then --rounds rounds of --calls calls timed with
+Each of --rounds rounds runs two calls untimed, then about --seconds of calls timed with
 time.perf_counter; a line per size gives the median round's ms per call.
 
 usage (Debian's python3-torch 1.13, with OpenBLAS as pytorch_language_model.py explains):
@@ -18,12 +18,10 @@ usage (Debian's python3-torch 1.13, with OpenBLAS as pytorch_language_model.py e
 """
 import argparse
 import math
-import statistics
-import time
 
 import torch
 
-from torch_blas import blas_loaded, build_info, fix_openblas_core
+from torch_bench import describe, time_rounds
 
 
 def time_attention(n, d, causal, calls, rounds):
@@ -34,7 +32,7 @@ def time_attention(n, d, causal, calls, rounds):
     above = torch.ones(n, n, dtype=torch.bool).triu(1) if causal else None  # [n x n]
     scale = 1.0 / math.sqrt(d)
 
-    def once():
+    def once(_):
         s = (q @ k.t()) * scale  # [n x n]
         if above is not None:
             s = s.masked_fill(above, float("-inf"))
@@ -42,17 +40,10 @@ def time_attention(n, d, causal, calls, rounds):
         q.grad = k.grad = v.grad = None
         out.backward(d_out)
 
-    for _ in range(2):
-        once()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(calls):
-            once()
-        times.append((time.perf_counter() - start) / calls)
+    seconds, times, _ = time_rounds(once, calls, rounds, warmup=2)
     if not all(torch.isfinite(t.grad).all() for t in (q, k, v)):
         raise SystemExit("a gradient is not finite")
-    return statistics.median(times), times
+    return seconds, times
 
 
 def main():
@@ -66,12 +57,7 @@ def main():
     args = p.parse_args()
     torch.set_num_threads(1)
     torch.set_num_interop_threads(1)
-    print(f"torch {torch.__version__}, BLAS {build_info('BLAS_INFO')}, "
-          f"CPU capability {build_info('CPU capability usage')}; d {args.d}, one thread, "
-          f"{args.rounds} rounds")
-    core = fix_openblas_core()
-    print("BLAS loaded: " + (", ".join(blas_loaded()) or "none found in /proc/self/maps") +
-          (f"; OpenBLAS kernels: {core}" if core else ""))
+    describe(f"d {args.d}, one thread, {args.rounds} rounds")
     for n in args.sizes:
         for causal in (False, True):
             probe, _ = time_attention(n, args.d, causal, 1, 1)

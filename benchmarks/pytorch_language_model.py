@@ -54,9 +54,7 @@ nearest to it here.
 """
 import argparse
 import math
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -68,7 +66,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts" / "fixtures"))
 from language_model import LanguageModel  # noqa: E402
 
-from torch_blas import blas_loaded, build_info, fix_openblas_core  # noqa: E402
+from torch_bench import describe, time_rounds  # noqa: E402
 
 
 def time_training(args, threads):
@@ -94,17 +92,10 @@ def time_training(args, threads):
         opt.step()
         return loss
 
-    rounds = []
-    for _ in range(args.rounds):
-        for i in range(args.warmup):
-            step(i)
-        start = time.perf_counter()
-        for i in range(args.steps):
-            loss = step(i)
-        rounds.append((time.perf_counter() - start) / args.steps)
+    seconds, rounds, loss = time_rounds(step, args.steps, args.rounds, args.warmup)
     if not math.isfinite(loss.item()):
         raise SystemExit("the loss is not finite")
-    return statistics.median(rounds), rounds
+    return seconds, rounds
 
 
 def main():
@@ -135,14 +126,9 @@ def main():
     shape = LanguageModel(args.vocab, E, h, g, args.d_ff, args.layers, args.context, window=0,
                           layout="interleaved", base=10000.0, tied=False)
     n_params = sum(p.numel() for p in shape.parameters())
-    print(f"torch {torch.__version__}, BLAS {build_info('BLAS_INFO')}, "
-          f"CPU capability {build_info('CPU capability usage')}; "
-          f"V {args.vocab}, E {E}, h {h}, g {g}, d_ff {args.d_ff}, L {args.layers}, "
-          f"n {args.context}, B {args.batch}: {n_params:,} parameters; {args.attention} "
-          f"attention; {args.rounds} rounds of {args.steps} steps after {args.warmup}")
-    core = fix_openblas_core()
-    print("BLAS loaded: " + (", ".join(blas_loaded()) or "none found in /proc/self/maps") +
-          (f"; OpenBLAS kernels: {core}" if core else ""))
+    describe(f"V {args.vocab}, E {E}, h {h}, g {g}, d_ff {args.d_ff}, L {args.layers}, "
+             f"n {args.context}, B {args.batch}: {n_params:,} parameters; {args.attention} "
+             f"attention; {args.rounds} rounds of {args.steps} steps after {args.warmup}")
     tokens = args.batch * args.context
     for threads in args.threads:
         seconds, rounds = time_training(args, threads)

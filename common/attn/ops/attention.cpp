@@ -132,6 +132,19 @@ Index rows_per_block(Index n_k) {
                   kBytes / (n_k * static_cast<Index>(sizeof(float))) / kQuantum * kQuantum);
 }
 
+// The rows of out whose row of W is all zeros, written as zeros: `empty_rows` of them, the
+// queries with no allowed key (only such a row of weights is all zeros, attention.hpp). Usually
+// there are none, and then nothing is scanned.
+template <typename Weights, typename Out>
+void zero_empty_rows(const Weights& W, Out&& out, Index empty_rows) {
+  for (Index r = 0; r < W.rows() && empty_rows > 0; ++r) {
+    if ((W.row(r).array() == typename Weights::Scalar(0)).all()) {
+      out.row(r).setZero();
+      --empty_rows;
+    }
+  }
+}
+
 // float's plain attention, a block of query rows at a time: the block's scores Q_b K^T (against
 // K^T packed once), its softmax row by row, and, when V is given, its output W_b V (against V
 // packed once), while the block's weights are still in cache: the [n_q x n_k] weights are written
@@ -170,12 +183,7 @@ Index blocked_attention(const MatrixView& Q, const MatrixView& K, const MatrixVi
     const Index reach = finite_after <= seen ? seen : n_k;  // the value rows the product reads
     auto out_rows = out->middleRows(r0, rows);              // [rows x d_v]
     gemm(W.block(r0, 0, rows, reach), Op::plain, *values, out_rows);
-    for (Index r = r0; r < r0 + rows && empty_here > 0; ++r) {
-      if ((W.row(r).array() == 0.0f).all()) {  // only an empty row is all zeros (attention.hpp)
-        out->row(r).setZero();
-        --empty_here;
-      }
-    }
+    zero_empty_rows(W.middleRows(r0, rows), out_rows, empty_here);
   }
   return empty_rows;
 }
@@ -209,12 +217,7 @@ Index weights_into(const ViewOf<T>& Q, const ViewOf<T>& K, MatrixOf<T>& W,
 template <Real T, typename Out>
 void multiply_values(const MatrixOf<T>& W, const ViewOf<T>& V, Out&& out, Index empty_rows) {
   out.noalias() = W * V;  // [n_q x d_v] = [n_q x n_k] [n_k x d_v]
-  for (Index r = 0; r < W.rows() && empty_rows > 0; ++r) {
-    if ((W.row(r).array() == T(0)).all()) {  // only an empty row is all zeros (attention.hpp)
-      out.row(r).setZero();
-      --empty_rows;
-    }
-  }
+  zero_empty_rows(W, out, empty_rows);
 }
 
 template <Real T>
@@ -238,6 +241,22 @@ void checked_values_into(const MatrixOf<T>& W, const ViewOf<T>& V, Eigen::Ref<Ma
   multiply_values<T>(W, V, out, empty_rows);
 }
 
+// The weights into W [n_q x n_k] and out = W V [n_q x d_v], out already shaped: float past
+// 256 x 256 a block at a time (blocked_attention), otherwise the two products whole. Returns the
+// queries with no allowed key.
+template <Real T>
+Index weights_and_values(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V, MatrixOf<T>& W,
+                         Eigen::Ref<MatrixOf<T>> out, const AttentionOptions& opts) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (runs_blocked(Q.rows(), K.rows())) {
+      return blocked_attention(Q, K, &V, W, &out, check_scores<float>(Q, K, opts), opts);
+    }
+  }
+  const Index empty_rows = weights_into<T>(Q, K, W, opts);  // [n_q x n_k]
+  multiply_values<T>(W, V, out, empty_rows);                // [n_q x d_v]
+  return empty_rows;
+}
+
 template <Real T>
 void checked_attention_into(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>& V,
                             AttentionResultOf<T>& result, const AttentionOptions& opts) {
@@ -252,18 +271,9 @@ void checked_attention_into(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf
       {{"Q", memory_of(Q)}, {"K", memory_of(K)}, {"V", memory_of(V)}});
   require_fits_in_memory("attention", ElementCount(Q.rows(), V.cols()), sizeof(T), "for the output",
                          [&] { return "Q " + shape_str(Q) + " and V " + shape_str(V); });
-  if constexpr (std::is_same_v<T, float>) {
-    if (runs_blocked(Q.rows(), K.rows())) {
-      const float scale = check_scores<float>(Q, K, opts);  // before anything is resized
-      result.out.resize(Q.rows(), V.cols());
-      Eigen::Ref<Matrix> out(result.out);
-      blocked_attention(Q, K, &V, result.weights, &out, scale, opts);  // [n_q x n_k], [n_q x d_v]
-      return;
-    }
-  }
-  const Index empty_rows = weights_into<T>(Q, K, result.weights, opts);  // [n_q x n_k]
+  check_scores<T>(Q, K, opts);  // before anything is resized
   result.out.resize(Q.rows(), V.cols());
-  multiply_values<T>(result.weights, V, result.out, empty_rows);  // [n_q x d_v]
+  weights_and_values<T>(Q, K, V, result.weights, result.out, opts);
 }
 
 template <Real T>
@@ -277,15 +287,7 @@ Index checked_parts_into(const ViewOf<T>& Q, const ViewOf<T>& K, const ViewOf<T>
           });
   require_apart("attention_into", {{"W", memory_of(W)}, {"out", memory_of(out)}},
                 {{"Q", memory_of(Q)}, {"K", memory_of(K)}, {"V", memory_of(V)}});
-  if constexpr (std::is_same_v<T, float>) {
-    if (runs_blocked(Q.rows(), K.rows())) {
-      const float scale = check_scores<float>(Q, K, opts);
-      return blocked_attention(Q, K, &V, W, &out, scale, opts);  // [n_q x n_k], [n_q x d_v]
-    }
-  }
-  const Index empty_rows = weights_into<T>(Q, K, W, opts);  // [n_q x n_k]
-  multiply_values<T>(W, V, out, empty_rows);                // [n_q x d_v]
-  return empty_rows;
+  return weights_and_values<T>(Q, K, V, W, out, opts);
 }
 
 // The backward pass of out = P V, P = softmax(S), S = mask(Q K^T * scale) (attention.hpp).

@@ -1,5 +1,5 @@
-r"""Which BLAS a PyTorch process runs its products on, and OpenBLAS at its best: the helpers of
-the PyTorch timing scripts (pytorch_language_model.py, pytorch_attention.py).
+r"""The helpers of the PyTorch timing scripts (pytorch_language_model.py, pytorch_attention.py):
+which BLAS the process runs its products on, OpenBLAS at its best, and timed rounds.
 
 OpenBLAS chooses its kernels by CPU model, and Debian 12's 0.3.21 does not know the newest Xeons:
 it falls back to SSE3 ("Prescott"), 2.5 times slower there. fix_openblas_core() notices the
@@ -8,7 +8,9 @@ fallback and starts the process again with OPENBLAS_CORETYPE set to the kernels 
 import ctypes
 import os
 import re
+import statistics
 import sys
+import time
 
 import torch
 
@@ -63,3 +65,27 @@ def build_info(key):
     """A value of torch.__config__.show(): BLAS_INFO=..., or 'CPU capability usage: ...'."""
     m = re.search(key + r"[=:] *(\w+)", torch.__config__.show())
     return m.group(1) if m else "unknown"
+
+
+def describe(what):
+    """The first lines every script prints: torch and its BLAS, then `what` (the sizes timed); then
+    OpenBLAS set to its best kernels (this may start the process again), and the BLAS loaded."""
+    print(f"torch {torch.__version__}, BLAS {build_info('BLAS_INFO')}, "
+          f"CPU capability {build_info('CPU capability usage')}; {what}")
+    core = fix_openblas_core()
+    print("BLAS loaded: " + (", ".join(blas_loaded()) or "none found in /proc/self/maps") +
+          (f"; OpenBLAS kernels: {core}" if core else ""))
+
+
+def time_rounds(run, calls, rounds, warmup):
+    """Each round: `warmup` untimed calls run(0), run(1), ..., then `calls` timed ones. The median
+    round's seconds per call, every round's, and the last call's result."""
+    times, result = [], None
+    for _ in range(rounds):
+        for i in range(warmup):
+            run(i)
+        start = time.perf_counter()
+        for i in range(calls):
+            result = run(i)
+        times.append((time.perf_counter() - start) / calls)
+    return statistics.median(times), times, result
