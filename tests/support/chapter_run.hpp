@@ -23,6 +23,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -36,12 +37,43 @@ struct Output {
   std::string out, err;
 };
 
-/// A fresh, empty folder per test and process, so `ctest -j` can run tests side by side.
+/// The scratch folders this process made, each with the test that made it. When the process
+/// ends, the folders of tests that passed are removed (a learner's /tmp does not fill up with
+/// a folder per test and run); a failed test's folder stays, to be looked at.
+class ScratchFolders {
+ public:
+  static ScratchFolders& instance() {
+    // Made on the first scratch(), after GoogleTest's UnitTest (made while tests register), so
+    // destroyed before it: the results it reads are still there.
+    static ScratchFolders folders;
+    return folders;
+  }
+  void add(const fs::path& dir) {
+    made_.emplace_back(dir, ::testing::UnitTest::GetInstance()->current_test_info());
+  }
+  ScratchFolders(const ScratchFolders&) = delete;
+  ScratchFolders& operator=(const ScratchFolders&) = delete;
+  ~ScratchFolders() {
+    for (const auto& [dir, test] : made_) {
+      if (test != nullptr && !test->result()->Passed()) continue;
+      std::error_code ignored;  // a folder already gone is what was wanted
+      fs::remove_all(dir, ignored);
+    }
+  }
+
+ private:
+  ScratchFolders() = default;
+  std::vector<std::pair<fs::path, const ::testing::TestInfo*>> made_;
+};
+
+/// A fresh, empty folder per test and process, so `ctest -j` can run tests side by side;
+/// removed when the process ends if the test passed (ScratchFolders).
 inline fs::path scratch(const std::string& prefix, const std::string& name) {
   const fs::path dir = fs::temp_directory_path() /
                        ("attn_test_" + prefix + "_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
+  ScratchFolders::instance().add(dir);
   return dir;
 }
 
