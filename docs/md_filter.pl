@@ -10,6 +10,7 @@
 #   ![c](../../docs/figures/a.png)  ->       \image html a.png "c"         (copied from plots/)
 #   ![c](../../docs/diagrams/b.svg) ->       \image html b.svg "c"         (rendered by dot)
 #   <!-- snippet: main.cpp step -->  ->      \snippet{lineno} chapters/NN_x/main.cpp step
+#   (or ../../tests/chapters/exercise_NN_solution.cpp answer_NN_k: an exercise's worked answer)
 #   ```cpp (the region's copy) ```           (dropped: the site pulls the region itself)
 #   <!-- end snippet -->
 #   [t](../03_x/README.md)          ->       [t](@ref ch03)
@@ -73,12 +74,14 @@ sub snippet_region {
 }
 
 # The copy of a region as the page holds it, fence lines included (no ``` in C++ code, but a
-# longer fence if a line ever starts with one).
+# longer fence if a line ever starts with one), each line indented by $indent.
 sub snippet_copy {
-  my @region = @_;
+  my ($indent, @region) = @_;
   my $fence = '```';
   $fence .= '`' while grep { /^\s*\Q$fence\E/ } @region;
-  return ("$fence" . "cpp\n", @region, "$fence\n");
+  # Indented as the marker is: inside a list item (an exercise's worked answer) the copy stays
+  # part of the item; a blank line stays empty.
+  return map { /\S/ ? "$indent$_" : $_ } ("$fence" . "cpp\n", @region, "$fence\n");
 }
 
 my $snippet_re = qr/^\s*<!--\s*snippet:\s*(\S+)\s+(\S+)\s*-->\s*$/;
@@ -123,8 +126,9 @@ if (@ARGV && $ARGV[0] eq '--expand') {
       } elsif ($line =~ $snippet_re) {
         my ($file, $name) = ($1, $2);
         my $end = copy_end($page, $name, \@lines, $i);
-        my @copy = snippet_copy(snippet_region($page, $dir . $file, $name));
-        push @copy, "<!-- end snippet -->\n";
+        my ($indent) = $line =~ /^( *)/;
+        my @copy = snippet_copy($indent, snippet_region($page, $dir . $file, $name));
+        push @copy, "$indent<!-- end snippet -->\n";
         my @old = $end >= 0 ? @lines[$i + 1 .. $end] : ();
         push @changed, $name if join('', @copy) ne join('', @old);
         push @out, @copy;
@@ -141,7 +145,7 @@ if (@ARGV && $ARGV[0] eq '--expand') {
     close $out or die "md_filter.pl: cannot write $tmp: $!\n";
     chmod((stat $page)[2] & 07777, $tmp);
     rename($tmp, $page) or die "md_filter.pl: cannot replace $page: $!\n";
-    print "$page: copied " . join(", ", @changed) . " from main.cpp\n";
+    print "$page: copied " . join(", ", @changed) . " from their sources\n";
   }
   exit 0;
 }
@@ -274,7 +278,8 @@ for (my $i = 0; $i < @page; ++$i) {
       die "md_filter.pl: $path:$n: snippet '$name' has no copy of the region below its marker, "
         . "so GitHub shows nothing there: $fix_snippets\n";
     }
-    my @want = snippet_copy(snippet_region($path, $page_dir . $file, $name));
+    my ($indent) = $line =~ /^( *)/;
+    my @want = snippet_copy($indent, snippet_region($path, $page_dir . $file, $name));
     my @have = @page[$i + 1 .. $end - 1];
     for my $k (0 .. (@want > @have ? $#want : $#have)) {
       next if $k <= $#want && $k <= $#have && $want[$k] eq $have[$k];
@@ -282,7 +287,10 @@ for (my $i = 0; $i < @page; ++$i) {
         . "not the region [$name] of $file as it is now (first difference on this "
         . "line): $fix_snippets\n";
     }
-    print "\\snippet{lineno} $chapter_dir/$file $name\n";
+    # A worked answer's region lives in tests/ (../../tests/chapters/...): Doxygen is given the
+    # path from the top of the repository, without the "NN_x/../../".
+    (my $site_file = "$chapter_dir/$file") =~ s{^chapters/[^/]+/\.\./\.\./}{};
+    print "$indent\\snippet{lineno} $site_file $name\n";
     $i = $end;
     next;
   }

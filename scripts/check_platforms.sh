@@ -41,7 +41,7 @@ for row in "${rows[@]}"; do
 done
 
 # Release tests: what `ctest --preset release` runs (every label but the exercise stubs).
-release_tests=(-LE '^exercise$' -j "$jobs" --output-on-failure --no-tests=error)
+release_tests=(-LE '^exercises$' -j "$jobs" --output-on-failure --no-tests=error)
 
 # x86 ROW CONFIGURE_ARGS...: configure, build everything and (unless told not to run) test.
 # Prints the row's detail; returns non-zero on the first failure.

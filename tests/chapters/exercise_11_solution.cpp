@@ -9,6 +9,7 @@
 #include <cmath>
 
 // 11.1: pair i = (x_{2i}, x_{2i+1}) turns counterclockwise by m theta_i.
+// [answer_11_1]
 attn::MatrixD exercise_rope_rotate_row(const attn::MatrixD& x, attn::Index m,
                                        const attn::VectorD& theta) {
   attn::MatrixD out(1, x.cols());  // [1 x d]
@@ -21,13 +22,17 @@ attn::MatrixD exercise_rope_rotate_row(const attn::MatrixD& x, attn::Index m,
   }
   return out;
 }
+// [answer_11_1]
 
 // 11.2: the last W keys counting the query's own, none in the future.
+// [answer_11_2]
 bool exercise_sliding_window_allowed(attn::Index i, attn::Index j, attn::Index W) {
   return i - W < j && j <= i;
 }
+// [answer_11_2]
 
 // 11.3: store in row p mod W, then read the held positions oldest first.
+// [answer_11_3]
 ExerciseDecodeStep exercise_append_and_attend(ExerciseRing& ring, const attn::MatrixD& q,
                                               const attn::MatrixD& k, const attn::MatrixD& v) {
   const attn::Index W = ring.capacity(), d = ring.keys.cols();
@@ -49,3 +54,4 @@ ExerciseDecodeStep exercise_append_and_attend(ExerciseRing& ring, const attn::Ma
   for (attn::Index t = first; t <= p; ++t) out += weights(0, t - first) * ring.values.row(t % W);
   return {out, weights};
 }
+// [answer_11_3]

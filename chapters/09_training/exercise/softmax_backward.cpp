@@ -1,4 +1,4 @@
-// Exercise 09: the backward pass of softmax. Write the body of exercise_softmax_backward below,
+// Exercise 09.1: the backward pass of softmax. Write the body of exercise_softmax_backward below,
 // then build and run its tests (README.md, beside this file):
 //
 //   cmake --build build/release --target exercise_09
