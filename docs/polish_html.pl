@@ -8,6 +8,9 @@
 #                                             click opens the figure at full size; a diagram's
 #                                             .svg, which Doxygen embeds as an <object>, becomes
 #                                             an <img> the same way)
+#   a heat map's figure                  ->  + <details class="twin"><iframe src="a.html">
+#                                             (its interactive twin, when the chapter wrote one
+#                                             and the docs target copied it beside the page)
 #   ( \(x\)                              ->  (\(x\)     (Doxygen puts a space between an opening
 #                                                        bracket and an inline formula)
 #   a class's summary link to a section the page does not have: removed
@@ -41,6 +44,19 @@ sub plain {
   $html =~ s/^ | $//g;
   $html =~ s/"/&quot;/g;
   return $html;
+}
+
+# A heat map's interactive twin (the chapter wrote <name>.html beside <name>.png, and the docs
+# target copied it here): embedded under the figure, folded, loaded only when opened.
+my $twins = 0;
+sub twin {
+  my ($png) = @_;
+  (my $name = $png) =~ s/\.png$// or return '';
+  return '' unless -f "$dir/$name.html";
+  ++$twins;
+  return "\n" . '<details class="twin"><summary>Explore this figure cell by cell</summary>'
+    . '<iframe src="' . $name . '.html" loading="lazy" title="' . $name
+    . ': the figure\'s numbers, cell by cell"></iframe></details>';
 }
 
 sub slurp {
@@ -80,7 +96,7 @@ for my $page (@pages) {
   $figures += $html =~ s{<div class="image">\s*(?|<img src="([^"]+)" alt=""/>|<object type="image/svg\+xml" data="([^"]+)"[^>]*></object>)\s*<div class="caption">\s*(.*?)</div>}
     {'<div class="image"><a href="' . $1 . '" title="open at full size"><img src="' . $1
       . '" alt="' . plain($2) . '"/></a>' . "\n" . '<div class="caption">' . "\n"
-      . $2 . '</div>'}gse;
+      . $2 . '</div>' . twin($1)}gse;
   $spaces += $html =~ s{([(\[]) (\\\()}{$1$2}g;
   $html =~ s{"output/HTML-CSS"}{"output/CommonHTML"}g;
   # A class's summary bar links each section; for a private nested class Doxygen 1.9.4 links
@@ -125,7 +141,8 @@ closedir $sh;
 for my $page (sort keys %gone) {
   unlink "$dir/$page" or die "polish_html.pl: cannot remove $dir/$page: $!\n";
 }
-print "polish_html.pl: ", scalar(@pages), " pages, $figures figures given alt text and a link, ",
+print "polish_html.pl: ", scalar(@pages), " pages, $figures figures given alt text and a link ",
+  "($twins with their interactive twin), ",
   "$spaces spaces before formulas removed, $dead links to missing sections removed, ",
   scalar(keys %gone), " empty pages of Markdown files removed with $unlinked links and ",
   "$searched search entries to them\n";

@@ -13,7 +13,11 @@ on what a reader would see broken:
     outside the site (file:// links are the reader's own disk, not the course);
   - a page, or anything in its text column, wider than the window at 1280 px;
   - a page with nothing under its title (Doxygen writes one for every file and folder it reads),
-    or a folder's page that does not say what the folder holds (a \\dir comment).
+    or a folder's page that does not say what the folder holds (a \\dir comment);
+  - a figure's interactive twin (a heat map's .html, which the site embeds beside its PNG) where
+    hovering a cell does not show that cell: in its first map and, for a grid, in its last, the
+    check rests the pointer on a cell and reads the page's readout, which must name the cell's
+    row and column (with their labels) and its value as the figure's data holds them.
 
     scripts/check_site.py build/release/docs/html        check the site (exit 1 on a defect)
     scripts/check_site.py --self-test DIR                 prove the check fails: DIR's pages each
@@ -24,6 +28,7 @@ python3-selenium (scripts/setup.sh installs them).
 """
 import argparse
 import concurrent.futures
+import decimal
 import html
 import os
 import pathlib
@@ -37,6 +42,7 @@ import urllib.parse
 from selenium import webdriver
 from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 
 WIDTH, HEIGHT = 1280, 900
 
@@ -228,12 +234,75 @@ def visit(pages):
             try:
                 driver.get(page.as_uri())
                 results[page] = driver.execute_async_script(PAGE_CHECK, has_math)
+                if b'id="figure-data"' in html:
+                    results[page]['problems'] += hover_problems(driver)
             except WebDriverException as e:
                 results[page] = {'problems': ['the browser failed: ' + e.msg.splitlines()[0]],
                                  'links': []}
     finally:
         driver.quit()
     return results
+
+
+def js_number(v):
+    """A JSON number as the viewer prints it, JavaScript's String(v) (ECMA-262's
+    Number::toString: the shortest digits, exponential only below 1e-6 or from 1e21), or the
+    name of a non-finite one."""
+    if isinstance(v, str):
+        return {'inf': '+\u221e', '-inf': '\u2212\u221e'}.get(v, 'NaN')
+    x = float(v)
+    if x == 0:
+        return '0'
+    t = decimal.Decimal(repr(abs(x))).normalize().as_tuple()
+    digits = ''.join(map(str, t.digits))
+    k, n = len(digits), len(digits) + t.exponent  # x = 0.digits * 10^n
+    if k <= n <= 21:
+        text = digits + '0' * (n - k)
+    elif 0 < n <= 21:
+        text = digits[:n] + '.' + digits[n:]
+    elif -6 < n <= 0:
+        text = '0.' + '0' * -n + digits
+    else:
+        text = digits[0] + ('.' + digits[1:] if k > 1 else '') + f'e{"+" if n > 0 else "-"}{abs(n - 1)}'
+    return ('-' if x < 0 else '') + text
+
+
+def hover_problems(driver):
+    """Rests the pointer on a cell of a twin's first map (and, for a grid, of its last, picked
+    in the page's menu), and checks that the readout shows that cell. Returns the problems."""
+    data = driver.execute_script('return JSON.parse(document.getElementById("figure-data").textContent)')
+    problems = []
+    panels = data['panels']
+    for n in sorted({0, len(panels) - 1}):
+        p = panels[n]
+        if len(panels) > 1:
+            driver.execute_script('const s = document.getElementById("panel"); s.value = arguments[0];'
+                                  's.dispatchEvent(new Event("change"));', str(n))
+        # The cell: the middle one, or the nearest allowed one before it (a blocked cell shows
+        # no value in the PNG, but the readout still names it).
+        i, j = p['rows'] // 2, p['cols'] // 2
+        canvas = driver.find_element('id', 'map')
+        driver.execute_script('arguments[0].scrollIntoView({block: "center", inline: "center"})', canvas)
+        px, left, top = (float(canvas.get_attribute('data-' + k)) for k in ('cell-px', 'left', 'top'))
+        x = left + (j + 0.5) * px - canvas.size['width'] / 2
+        y = top + (i + 0.5) * px - canvas.size['height'] / 2
+        ActionChains(driver).move_to_element_with_offset(canvas, round(x), round(y)).perform()
+        text = driver.find_element('id', 'readout').text
+        k = i * p['cols'] + j
+        base = data['first_index']
+        want = [f"{data['ylabel'] or 'row'} {i + base}", f"{data['xlabel'] or 'column'} {j + base}",
+                f"{data['value_name']} {js_number(p['values'][k])}"]
+        if p['ytics']:
+            want.append(f"\u201c{p['ytics'][i]}\u201d")
+        if p['xtics']:
+            want.append(f"\u201c{p['xtics'][j]}\u201d")
+        if p['scores'] is not None:
+            want.append(f"score before softmax {js_number(p['scores'][k])}")
+        missing = [w for w in want if w not in text]
+        if missing:
+            problems.append(f'hovering a cell: map {n + 1}, cell ({i + base}, {j + base}) reads '
+                            f'"{text}", without {missing}')
+    return problems
 
 
 BROWSERS = 2  # one per core

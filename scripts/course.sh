@@ -57,5 +57,6 @@ printf '%s\n' "${summary[@]}"
 echo
 echo "  site:     $root/$build_dir/docs/html/index.html"
 echo "  figures:  $root/plots/  ($(ls plots/*.png 2>/dev/null | wc -l) PNG, each with its .gp script and .dat data)"
+echo "  explore:  $root/plots/*.html  ($(grep -l 'id="figure-data"' plots/*.html 2>/dev/null | wc -l) heat maps to open in a browser and read cell by cell)"
 echo "  one chapter again:  $build_dir/bin/${chapters[0]} --help"
 echo "  done in $(minutes $((SECONDS - started)))"

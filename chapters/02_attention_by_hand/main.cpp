@@ -179,7 +179,9 @@ void lesson(course::Chapter& ch, const Knobs& k) {
                      .cmin = 0.0,
                      .cmax = 1.0,
                      .width_px = 640,
-                     .height_px = 560});
+                     .height_px = 560,
+                     .value_name = "weight",
+                     .scores = A});
 
   ch.step("Outputs: y^i = sum_j alpha'_{{i,j}} v^j (a weighted sum of values)");
   ch.say("Note 000's own example first, with its values and made-up weights:");

@@ -174,14 +174,23 @@ void lesson(course::Chapter& ch, const Knobs& k) {
             k.scale ? fmt::format("1/sqrt({}) in both", d_k) : "unscaled in both; try --scale");
   ch.notice("from chapter 04 on the library speaks rows, like the paper and PyTorch.");
   ch.plot().heatmap_grid("03_weights",
-                         {{A_prime, "column form: A' (a column per query)", q_i, k_j},
-                          {row.weights, "row form: A'^T (a row per query)", k_j, q_i}},
+                         {{.values = A_prime,
+                           .title = "column form: A' (a column per query)",
+                           .xtics = q_i,
+                           .ytics = k_j,
+                           .scores = A},
+                          {.values = row.weights,
+                           .title = "row form: A'^T (a row per query)",
+                           .xtics = k_j,
+                           .ytics = q_i,
+                           .scores = A.transpose()}},
                          {.title = "The same weights in both conventions",
                           .columns = 2,
                           .cmin = 0.0,
                           .cmax = 1.0,
                           .show_values = true,
-                          .panel_px = 360});
+                          .panel_px = 360,
+                          .value_name = "weight"});
 
   ch.step("Note 001: X {}, X X^T measures how alike the words are",
           attn::shape_str(k.n, k.d_model));

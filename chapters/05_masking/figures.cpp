@@ -27,7 +27,8 @@ void draw_batch_weights(course::Plotter& plot, const attn::Batch& weights,
        .cmin = 0.0,
        .cmax = 1.0,
        .show_values = ids.cols() <= 8,
-       .panel_px = 340});
+       .panel_px = 340,
+       .value_name = "weight"});
 }
 
 void draw_four_masks(course::Plotter& plot, const std::vector<course::HeatmapPanel>& panels) {
@@ -40,7 +41,8 @@ void draw_four_masks(course::Plotter& plot, const std::vector<course::HeatmapPan
                      .columns = 2,
                      .cmin = 0.0,
                      .cmax = 1.0,
-                     .panel_px = 260});
+                     .panel_px = 260,
+                     .value_name = "weight"});
 }
 
 }  // namespace masking

@@ -181,7 +181,10 @@ void lesson(course::Chapter& ch, const Knobs& k) {
          .cmin = 0.0,
          .cmax = 1.0,
          .show_values = n <= 6,
-         .panel_px = 220});
+         .panel_px = 220,
+         .value_name = "weight",
+         .row_name = "query",
+         .column_name = "key"});
   }
   ch.dump("out", r.out);
   ch.dump("weights_avg", r.average_weights());

@@ -29,7 +29,8 @@ void draw_permutation(course::Plotter& plot, const attn::Matrix& plain_a,
        .cmin = 0.0,
        .cmax = 1.0,
        .show_values = true,
-       .panel_px = 300});
+       .panel_px = 300,
+       .value_name = "weight"});
 }
 
 void draw_encoding(course::Plotter& plot, const attn::Matrix& pe) {
@@ -41,7 +42,8 @@ void draw_encoding(course::Plotter& plot, const attn::Matrix& pe) {
                 .cmin = -1.0,
                 .cmax = 1.0,
                 .width_px = 900,
-                .height_px = 640});
+                .height_px = 640,
+                .value_name = "PE"});
 }
 
 void draw_frequencies(course::Plotter& plot, const attn::Matrix& pe, const attn::VectorD& omega) {

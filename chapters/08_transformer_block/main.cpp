@@ -338,7 +338,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
                      .cmin = 0.0,
                      .cmax = 1.0,
                      .width_px = 620,
-                     .height_px = 560});
+                     .height_px = 560,
+                     .value_name = "weight"});
 
   // The model's attention, per layer (up to 4) and head (up to 8), from the caches, with the
   // tokens on the axes and each mask's blocked cells hatched.
@@ -364,7 +365,10 @@ void lesson(course::Chapter& ch, const Knobs& k) {
                                .columns = heads_shown,
                                .cmin = 0.0,
                                .cmax = 1.0,
-                               .panel_px = 200};
+                               .panel_px = 200,
+                               .value_name = "weight",
+                               .row_name = "query",
+                               .column_name = "key"};
   };
   ch.plot().heatmap_grid(
       "08_encoder_attention", enc,

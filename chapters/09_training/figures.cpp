@@ -38,7 +38,8 @@ void draw_reversal_training(course::Plotter& plot, const std::vector<course::Hea
                      .columns = static_cast<int>(std::min<std::size_t>(frames.size(), 3)),
                      .cmin = 0.0,
                      .cmax = 1.0,
-                     .panel_px = 260});
+                     .panel_px = 260,
+                     .value_name = "weight"});
   plot.lines("09_reversal_curves",
              {course::curve("train loss (each step)", h.step, h.loss, {.points = false}),
               course::curve("held-out loss", h.eval_step, h.eval_loss),
@@ -69,7 +70,8 @@ void draw_induction_heads(course::Plotter& plot, const attn::AttentionOnly& mode
                      .columns = static_cast<int>(std::min<std::size_t>(heads.size(), 4)),
                      .cmin = 0.0,
                      .cmax = 1.0,
-                     .panel_px = 420});
+                     .panel_px = 420,
+                     .value_name = "weight"});
 }
 
 void draw_induction_training(course::Plotter& plot, const std::vector<course::HeatmapPanel>& frames,
@@ -81,7 +83,8 @@ void draw_induction_training(course::Plotter& plot, const std::vector<course::He
                      .columns = static_cast<int>(std::min<std::size_t>(frames.size(), 3)),
                      .cmin = 0.0,
                      .cmax = 1.0,
-                     .panel_px = 300});
+                     .panel_px = 300,
+                     .value_name = "weight"});
   plot.lines("09_induction_curves",
              {course::curve("train loss (each step)", h.step, h.loss, {.points = false}),
               course::curve("held-out loss", h.eval_step, h.eval_loss),

@@ -100,7 +100,8 @@ void draw_tile_sweep(course::Plotter& plot, const Measurements& m) {
        .xtics = tics,
        .ytics = tics,
        .show_values = true,
-       .value_precision = 0});
+       .value_precision = 0,
+       .value_name = "GFLOP/s"});
 }
 
 }  // namespace

@@ -103,7 +103,8 @@ void draw_head_scores(course::Plotter& plot, const std::vector<HeadScore>& score
                      .cmax = 1.0,
                      .show_values = true,
                      .panel_px = 170,
-                     .max_width_px = 1000});
+                     .max_width_px = 1000,
+                     .value_name = "mean weight"});
 }
 
 void draw_head_map(course::Plotter& plot, const std::string& name, const std::string& title,
@@ -122,7 +123,8 @@ void draw_head_map(course::Plotter& plot, const std::string& name, const std::st
                 .cmax = 1.0,
                 // 15 pixels a character, so that every one of them is labelled on both axes.
                 .width_px = std::max(640, 15 * static_cast<int>(m) + 230),
-                .height_px = std::max(560, 15 * static_cast<int>(m) + 170)});
+                .height_px = std::max(560, 15 * static_cast<int>(m) + 170),
+                .value_name = "weight"});
 }
 
 }  // namespace lm

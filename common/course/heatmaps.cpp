@@ -6,6 +6,7 @@
 #include "course/plot.hpp"
 
 #include "course/detail/gnuplot_script.hpp"
+#include "course/detail/heatmap_twin.hpp"
 
 namespace course {
 
@@ -28,6 +29,7 @@ Figure Plotter::heatmap(const std::string& name, const Matrix& values, const Hea
                        " (one per row)");
   check_first_index(where, opts.first_index);
   check_mask(where, "", opts.allowed, values);
+  check_scores(where, "", opts.scores, values);
   const Range cr = colour_range(where, values, opts.cmin, opts.cmax);
   if (!enabled_) return {};
 
@@ -97,7 +99,18 @@ Figure Plotter::heatmap(const std::string& name, const Matrix& values, const Hea
   if (masked) s += blocked_key(W, H);
   s += section("Plot");
   s += cell_plot("", cell_w, cell_h, value_font, opts.value_precision, masked);
-  return render(name, s, dat);
+  const Matrix* scores = opts.scores.size() > 0 ? &opts.scores : nullptr;
+  Figure fig = render(name, s, dat);
+  fig.html = write_twin(out_dir_, name,
+                        {.title = opts.title,
+                         .xlabel = opts.xlabel,
+                         .ylabel = opts.ylabel,
+                         .value_name = opts.value_name,
+                         .first_index = first,
+                         .cmin = cr.lo,
+                         .cmax = cr.hi,
+                         .maps = {{"", &values, scores, &opts.xtics, &opts.ytics, &opts.allowed}}});
+  return fig;
 }
 
 // ---- Grid of heat maps --------------------------------------------------------------------------
@@ -129,6 +142,7 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
     tics_fit(panels[k].ytics, panels[k].values.rows(), "ytics");
     check_mask(where, "panel " + std::to_string(k) + " has a ", panels[k].allowed,
                panels[k].values);
+    check_scores(where, "panel " + std::to_string(k) + " has ", panels[k].scores, panels[k].values);
   }
   if (!enabled_) return {};
 
@@ -251,7 +265,21 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
                    blocks_any(p.allowed));
   }
   s += "unset multiplot\n";
-  return render(name, s, dat);
+  TwinFigure twin_figure{.title = opts.title,
+                         .xlabel = opts.xlabel.empty() ? opts.column_name : opts.xlabel,
+                         .ylabel = opts.ylabel.empty() ? opts.row_name : opts.ylabel,
+                         .value_name = opts.value_name,
+                         .first_index = first,
+                         .cmin = opts.cmin && opts.cmax ? opts.cmin : std::nullopt,
+                         .cmax = opts.cmin && opts.cmax ? opts.cmax : std::nullopt,
+                         .maps = {}};
+  for (const HeatmapPanel& p : panels) {
+    twin_figure.maps.push_back({p.title, &p.values, p.scores.size() > 0 ? &p.scores : nullptr,
+                                &p.xtics, &p.ytics, &p.allowed});
+  }
+  Figure fig = render(name, s, dat);
+  fig.html = write_twin(out_dir_, name, twin_figure);
+  return fig;
 }
 
 }  // namespace course

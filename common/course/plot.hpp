@@ -53,6 +53,9 @@ namespace course {
 /// A disabled plotter writes nothing and returns empty paths.
 struct Figure {
   std::filesystem::path png{}, gp{}, dat{};
+  /// A heat map's interactive twin, <name>.html: the same numbers in a page a browser explores
+  /// cell by cell (hover: row, column, their labels, the value, the score). Heat maps only.
+  std::filesystem::path html{};
   bool rendered = false;
 };
 
@@ -75,6 +78,10 @@ struct HeatmapOptions {
   bool colorbar = true;
   std::optional<double> cmin{}, cmax{};  ///< fixed colour range (e.g. 0..1 for weights)
   int width_px = 800, height_px = 640;
+  /// For the interactive twin (Figure::html): what a cell holds ("weight"), and the scores
+  /// before the softmax (the values' shape), shown beside each weight; empty: none.
+  std::string value_name = "value";
+  Matrix scores{};
 };
 
 /// One panel of a heat-map grid.
@@ -84,6 +91,7 @@ struct HeatmapPanel {
   std::vector<std::string> xtics{};  ///< one label per column (empty: indices), e.g. tokens
   std::vector<std::string> ytics{};  ///< one label per row (empty: indices)
   attn::AllowedMask allowed{};       ///< blocked cells (false) hatched grey; empty: all allowed
+  Matrix scores{};  ///< the scores before the softmax, for the twin (values' shape); empty: none
 };
 
 /// A grid of heat maps. With cmin and cmax both given, all panels share that colour scale and
@@ -102,6 +110,10 @@ struct GridOptions {
   /// The widest the figure may be: panels shrink below panel_px (to 100 px at least) to fit,
   /// so that a page's text column (about 870 px on the site) shows it at full size.
   int max_width_px = 900;
+  /// For the interactive twin: what a cell holds ("weight"), and what rows and columns are
+  /// ("query", "key") where the grid leaves its axes untitled to give the panels the room.
+  std::string value_name = "value";
+  std::string row_name{}, column_name{};
 };
 
 /// One histogram panel: the values and the title above it. The bins are computed here, not

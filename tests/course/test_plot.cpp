@@ -175,7 +175,7 @@ TEST_F(PlotTest, HeatmapRendersPngOfTheRequestedSize) {
   const PngSize size = png_size(fig.png);
   EXPECT_EQ(size.width, 640u);
   EXPECT_EQ(size.height, 480u);
-  EXPECT_EQ(listing(), (std::vector<std::string>{"hm.dat", "hm.gp", "hm.png"}))
+  EXPECT_EQ(listing(), (std::vector<std::string>{"hm.dat", "hm.gp", "hm.html", "hm.png"}))
       << "no .tmp files are left behind";
 }
 
@@ -636,7 +636,8 @@ TEST_F(PlotTest, MissingGnuplotWritesDataAndScriptAndSaysHowToRender) {
   EXPECT_FALSE(fs::exists(dir_ / "hm.png"));
   EXPECT_EQ(out,
             "plot: gnuplot not found; render with: cd " + dir_.string() + " && gnuplot hm.gp\n");
-  EXPECT_EQ(listing(), (std::vector<std::string>{"hm.dat", "hm.gp"}));
+  // The interactive twin needs no gnuplot: it is written all the same.
+  EXPECT_EQ(listing(), (std::vector<std::string>{"hm.dat", "hm.gp", "hm.html"}));
 }
 
 TEST_F(PlotTest, FailingGnuplotThrowsWithItsStderrAndLeavesNoPng) {
@@ -814,15 +815,13 @@ TEST_F(PlotTest, RerenderingGivesIdenticalDataAndScript) {
   };
   draw();
   std::vector<std::string> first;
-  for (const char* f :
-       {"hm.dat", "hm.gp", "lines.dat", "lines.gp", "hist.dat", "hist.gp", "grid.dat", "grid.gp"})
-    first.push_back(slurp(dir_ / f));
+  const auto files = {"hm.dat",   "hm.gp",   "hm.html",  "lines.dat", "lines.gp",
+                      "hist.dat", "hist.gp", "grid.dat", "grid.gp",   "grid.html"};
+  for (const char* f : files) first.push_back(slurp(dir_ / f));
   draw();
   testing::internal::GetCapturedStdout();
   std::size_t i = 0;
-  for (const char* f :
-       {"hm.dat", "hm.gp", "lines.dat", "lines.gp", "hist.dat", "hist.gp", "grid.dat", "grid.gp"})
-    EXPECT_EQ(slurp(dir_ / f), first[i++]) << f;
+  for (const char* f : files) EXPECT_EQ(slurp(dir_ / f), first[i++]) << f;
 }
 
 // A decimal comma, as German or French number formatting has it: always available as a C++

@@ -137,6 +137,14 @@ inline void check_mask(std::string_view where, const std::string& what,
                        shape_str(m) + " (the same shape, or empty for no mask)");
 }
 
+// The scores shown in a heat map's twin: none (empty) or one per cell of the matrix.
+inline void check_scores(std::string_view where, const std::string& what, const Matrix& scores,
+                         const Matrix& m) {
+  if (scores.size() != 0 && (scores.rows() != m.rows() || scores.cols() != m.cols()))
+    invalid(where, what + "scores " + shape_str(scores) + " for a matrix " + shape_str(m) +
+                       " (the same shape, or empty for none)");
+}
+
 inline void check_limit(std::string_view where, const char* what, const std::optional<double>& v) {
   if (v && !std::isfinite(*v)) invalid(where, std::string(what) + " must be finite");
 }
