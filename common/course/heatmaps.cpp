@@ -179,7 +179,10 @@ Figure Plotter::heatmap_grid(const std::string& name, const std::vector<HeatmapP
   const bool rotate_x =
       every_x_tic && xtic_chars * kCharPx > 0.9 * a / static_cast<double>(max_cols);
   const double pad_t = any_title ? kLinePx + 16 : 10;
-  const double xtic_h = rotate_x ? 0.72 * xtic_chars * kCharPx + 14 : kLinePx + 14;
+  // A label turned 45 degrees reaches 0.71 of its length below the axis, after gnuplot's offset
+  // of about a line; a grid's next row of panels (its titles) starts right below, so the room is
+  // counted generously (0.72 of the length plus 14 px let "<pad>" run into the next titles).
+  const double xtic_h = rotate_x ? 0.8 * xtic_chars * kCharPx + kLinePx + 14 : kLinePx + 14;
   const double pad_b = xtic_h + (opts.xlabel.empty() ? 0 : kLinePx * text_lines(opts.xlabel) + 12);
   const double head = opts.title.empty() ? 8 : kTitleLinePx * text_lines(opts.title) + 18;
   const double W = C * (pad_l + a + pad_r) + bar;
