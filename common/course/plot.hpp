@@ -53,7 +53,7 @@ namespace course {
 /// A disabled plotter writes nothing and returns empty paths.
 struct Figure {
   std::filesystem::path png{}, gp{}, dat{};
-  /// A heat map's interactive twin, <name>.html: the same numbers in a page a browser explores
+  /// A heat map's interactive twin, NAME.html: the same numbers in a page a browser explores
   /// cell by cell (hover: row, column, their labels, the value, the score). Heat maps only.
   std::filesystem::path html{};
   bool rendered = false;
