@@ -18,6 +18,10 @@
 #                                             which Doxygen 1.9.4 ignores MATHJAX_FORMAT = chtml
 #                                             for: chapters 04, 07, 09 and 10 typeset in 5.2-5.8 s
 #                                             instead of 6.4-6.6 s, with the same TeX fonts)
+#   a chapter page's <h1>/<h2> headings  ->  anchored (GitHub's ids), a # link to each, and a
+#                                             table of contents at the top of the page
+#   the menu bar: Main Page, Related      ->  The course, Chapters, Reference (Namespaces,
+#   Pages, Namespaces, ..., Files             Concepts, Classes, Files inside it)
 #   glossary_8md.html, README_8md.html, ...  removed: the "File Reference" page EXTRACT_ALL
 #                                             makes for every Markdown file, empty (the text is
 #                                             on the file's own page, glossary.html, ch01.html)
@@ -59,6 +63,46 @@ sub twin {
     . ': the figure\'s numbers, cell by cell"></iframe></details>';
 }
 
+# The anchor GitHub gives a heading: its text without tags, lower case, every character but
+# letters, digits, spaces and hyphens dropped, spaces as hyphens; a repeat gets -1, -2, ...
+sub heading_id {
+  my ($inner, $seen) = @_;
+  (my $id = lc plain($inner)) =~ s/&[a-z]+;//g;
+  $id =~ s/[^a-z0-9 _-]//g;
+  $id =~ s/ /-/g;
+  my $n = $seen->{$id}++;
+  return $n ? "$id-$n" : $id;
+}
+
+# The headings of a chapter page (<h1> sections, <h2> subsections) anchored, and a table of
+# contents of them put first in its text. Returns 1 when the page got one.
+sub contents_table {
+  my ($html) = @_;
+  my (%seen, @entries);
+  $$html =~ s{<h([12])>(.*?)</h\1>}{
+    my ($level, $inner) = ($1, $2);
+    my $id = heading_id($inner, \%seen);
+    push @entries, [$level, $id, $inner];
+    qq{<h$level id="$id">$inner<a class="heading-link" href="#$id" aria-label="link to this section">#</a></h$level>}
+  }ge;
+  return 0 unless @entries;
+  # Sections with their subsections under them (a subsection before any section stands alone).
+  my @sections;
+  for my $e (@entries) {
+    if ($e->[0] == 1 || !@sections) { push @sections, [$e, []] } else { push @{$sections[-1][1]}, $e }
+  }
+  my $toc = qq{<nav class="page-toc" aria-label="On this page"><details open><summary>On this page</summary>\n<ul>\n};
+  for my $section (@sections) {
+    my ($head, $subs) = @$section;
+    $toc .= qq{<li><a href="#$head->[1]">$head->[2]</a>};
+    $toc .= '<ul>' . join('', map { qq{<li><a href="#$_->[1]">$_->[2]</a></li>} } @$subs) . '</ul>' if @$subs;
+    $toc .= "</li>\n";
+  }
+  $toc .= "</ul></details></nav>\n";
+  $$html =~ s{(<div class="contents">\s*<div class="textblock">)}{$1$toc} or return 0;
+  return 1;
+}
+
 sub slurp {
   my ($path) = @_;
   open(my $in, '<:raw', $path) or die "polish_html.pl: cannot read $path: $!\n";
@@ -88,7 +132,7 @@ for my $page (grep { /_8md\.html$/ } @pages) {
 }
 @pages = grep { !$gone{$_} } @pages;
 
-my ($figures, $spaces, $dead, $unlinked) = (0, 0, 0, 0);
+my ($figures, $spaces, $dead, $unlinked, $tocs) = (0, 0, 0, 0, 0);
 for my $page (@pages) {
   my $path = "$dir/$page";
   my $html = slurp($path);
@@ -108,6 +152,10 @@ for my $page (@pages) {
     }ge;
     $bar
   }se;
+
+  # A chapter page: every section heading gets an anchor (GitHub's: the words, lower case,
+  # joined by hyphens), a link to itself, and a line in a table of contents at the top.
+  $tocs += contents_table(\$html) if $page =~ /^ch\d\d\.html$/;
 
   # A word that names a Markdown file ("docs/sources.md") links its removed page: plain text.
   $html =~ s{<a\b[^>]*\bhref="([^"#]*)(?:#[^"]*)?"[^>]*>(.*?)</a>}{
@@ -141,8 +189,19 @@ closedir $sh;
 for my $page (sort keys %gone) {
   unlink "$dir/$page" or die "polish_html.pl: cannot remove $dir/$page: $!\n";
 }
+# The menu bar: the course first, then its chapters, then one "Reference" menu holding what
+# Doxygen puts first (Namespaces, Concepts, Classes, Files), so that a learner's eye meets the
+# chapters, not the API. menudata.js is one entry per line, the top level's after `children:[`.
+my $menu_path = "$dir/menudata.js";
+my $menu = slurp($menu_path);
+$menu =~ s/\{text:"Main Page",url:"index\.html"\}/{text:"The course",url:"index.html"}/
+  or die "polish_html.pl: $menu_path has no \"Main Page\" entry\n";
+$menu =~ s/\{text:"Related Pages",url:"pages\.html"\},\n(.*)\]\}\s*\z/{text:"Chapters",url:"pages.html"},\n{text:"Reference",url:"namespaces.html",children:[\n$1]}]}\n/s
+  or die "polish_html.pl: $menu_path: no \"Related Pages\" entry before the reference's\n";
+spew($menu_path, $menu);
+
 print "polish_html.pl: ", scalar(@pages), " pages, $figures figures given alt text and a link ",
-  "($twins with their interactive twin), ",
+  "($twins with their interactive twin), $tocs chapter pages given a table of contents, ",
   "$spaces spaces before formulas removed, $dead links to missing sections removed, ",
   scalar(keys %gone), " empty pages of Markdown files removed with $unlinked links and ",
   "$searched search entries to them\n";
