@@ -26,6 +26,8 @@
 #include "rnn_forward.hpp"
 #include "rnn_step.hpp"
 
+#include "exercise_checks.hpp"
+
 #include "attn/core/random.hpp"
 #include "attn/layers/parameters.hpp"
 #include "attn/layers/rnn.hpp"
@@ -95,18 +97,7 @@ std::string compare(const std::string& what, const MatrixD& yours, const MatrixD
     return message;
   }
   if (close(yours, expected, tolerance)) return "";
-  Index worst_r = 0, worst_c = 0;
-  double worst = -1;
-  for (Index r = 0; r < yours.rows(); ++r) {
-    for (Index c = 0; c < yours.cols(); ++c) {
-      const double error = std::abs(yours(r, c) - expected(r, c));
-      if (!(error <= worst)) {  // NaN ranks first
-        worst = std::isnan(error) ? std::numeric_limits<double>::infinity() : error;
-        worst_r = r;
-        worst_c = c;
-      }
-    }
-  }
+  const auto [worst_r, worst_c] = attn_test::worst_entry(yours, expected);
   std::string message =
       fmt::format("Your {} differs at ({}, {}): yours {:.6g}, expected {:.6g} ({}).", what, worst_r,
                   worst_c, yours(worst_r, worst_c), expected(worst_r, worst_c), which);

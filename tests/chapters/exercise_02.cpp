@@ -26,6 +26,8 @@
 #include "query_scores.hpp"
 #include "stable_softmax.hpp"
 
+#include "exercise_checks.hpp"
+
 #include "attn/core/random.hpp"
 #include "attn/ops/softmax.hpp"
 
@@ -62,14 +64,6 @@ VectorD vector_of(std::initializer_list<double> entries) {
   Index j = 0;
   for (double e : entries) v(j++) = e;
   return v;
-}
-
-MatrixD normal(attn::Rng& rng, Index rows, Index cols, double stddev) {
-  MatrixD m(rows, cols);  // [rows x cols]
-  for (Index r = 0; r < rows; ++r) {
-    for (Index c = 0; c < cols; ++c) m(r, c) = rng.normal(0.0, stddev);
-  }
-  return m;
 }
 
 bool close(const VectorD& a, const VectorD& b) {
@@ -279,9 +273,9 @@ TEST(Exercise02Scores, ScaledByRootDkAndOnePerKey) {
   }
   const Index d_k = 3, n_q = 5, n_k = 7;
   attn::Rng rng(2);
-  const MatrixD Q = normal(rng, d_k, n_q, 1.0);  // [d_k x n_q], column i = q^i
-  const MatrixD K = normal(rng, d_k, n_k, 1.0);  // [d_k x n_k], column j = k^j
-  const MatrixD A = K.transpose() * Q;           // [n_k x n_q], A(j, i) = q^i . k^j
+  const MatrixD Q = attn_test::normal_matrix(rng, d_k, n_q, 1.0);  // [d_k x n_q], column i = q^i
+  const MatrixD K = attn_test::normal_matrix(rng, d_k, n_k, 1.0);  // [d_k x n_k], column j = k^j
+  const MatrixD A = K.transpose() * Q;  // [n_k x n_q], A(j, i) = q^i . k^j
   for (bool scale : {true, false}) {
     for (Index i : {0, 3, 4}) {
       const VectorD expected = scale ? VectorD(A.col(i) / std::sqrt(3.0)) : VectorD(A.col(i));
@@ -410,7 +404,8 @@ TEST(Exercise02Softmax, LargeScoresDoNotOverflow) {
 TEST(Exercise02Softmax, MatchesTheLibraryOnRandomRows) {
   attn::Rng rng(22);
   for (Index n : {5, 1, 9}) {
-    const MatrixD draw = normal(rng, n, 1, 4.0);  // [n x 1], scores of spread about 4
+    const MatrixD draw =
+        attn_test::normal_matrix(rng, n, 1, 4.0);  // [n x 1], scores of spread about 4
     for (double shift : {0.0, 800.0, -800.0}) {
       const VectorD scores = draw.col(0).array() + shift;  // [n]
       VectorD expected = scores;                           // [n], softmax'd in place below
@@ -539,8 +534,8 @@ TEST(Exercise02Output, ThePagesQuery2) {
 TEST(Exercise02Output, MatchesTheMatrixProduct) {
   attn::Rng rng(23);
   for (const auto& [d_v, n_k] : std::vector<std::pair<Index, Index>>{{3, 3}, {2, 5}}) {
-    const MatrixD V = normal(rng, d_v, n_k, 1.0);  // [d_v x n_k], column j = v^j
-    VectorD w(n_k);                                // [n_k], one weight per value
+    const MatrixD V = attn_test::normal_matrix(rng, d_v, n_k, 1.0);  // [d_v x n_k], column j = v^j
+    VectorD w(n_k);                                                  // [n_k], one weight per value
     for (Index j = 0; j < n_k; ++j) w(j) = rng.uniform(0.05, 0.95);
     const VectorD expected = V * w;  // [d_v]
     const std::string problem = compare(

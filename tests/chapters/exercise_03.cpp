@@ -25,6 +25,8 @@
 #include "column_attention.hpp"
 #include "scaled_scores.hpp"
 
+#include "exercise_checks.hpp"
+
 #include "attn/core/random.hpp"
 #include "attn/layers/linear.hpp"
 #include "attn/ops/attention.hpp"
@@ -56,14 +58,6 @@ constexpr double kTolerance = 1e-12;
 /// differ by half a unit in the last decimal at most. Used only to check the test's own hand
 /// computation against the page, never your answer.
 constexpr double kPrintedTolerance = 5e-5;
-
-MatrixD normal(attn::Rng& rng, Index rows, Index cols) {
-  MatrixD m(rows, cols);  // [rows x cols]
-  for (Index r = 0; r < rows; ++r) {
-    for (Index c = 0; c < cols; ++c) m(r, c) = rng.normal(0.0, 1.0);
-  }
-  return m;
-}
 
 bool close(const MatrixD& a, const MatrixD& b) {
   return a.rows() == b.rows() && a.cols() == b.cols() &&
@@ -112,18 +106,7 @@ std::string compare(const std::string& what, const MatrixD& yours, const MatrixD
     return message;
   }
   if (close(yours, expected)) return "";
-  Index worst_r = 0, worst_c = 0;
-  double worst = -1;
-  for (Index r = 0; r < yours.rows(); ++r) {
-    for (Index c = 0; c < yours.cols(); ++c) {
-      const double error = std::abs(yours(r, c) - expected(r, c));
-      if (!(error <= worst)) {  // NaN ranks first
-        worst = std::isnan(error) ? std::numeric_limits<double>::infinity() : error;
-        worst_r = r;
-        worst_c = c;
-      }
-    }
-  }
+  const auto [worst_r, worst_c] = attn_test::worst_entry(yours, expected);
   std::string message =
       fmt::format("Your {} differs at ({}, {}): yours {:.6g}, expected {:.6g} ({}).", what, worst_r,
                   worst_c, yours(worst_r, worst_c), expected(worst_r, worst_c), which);
@@ -269,10 +252,11 @@ TEST(Exercise03Column, WorkedExampleByHand) {
 TEST(Exercise03Column, IsTheTransposeOfTheRowForm) {
   const Index d_in = 5, d_k = 3, d_v = 4, n = 6;
   attn::Rng rng(3);
-  const MatrixD W_q = normal(rng, d_k, d_in), W_k = normal(rng, d_k, d_in);  // [d_k x d_in]
-  const MatrixD W_v = normal(rng, d_v, d_in);                                // [d_v x d_in]
-  const MatrixD X = normal(rng, d_in, n);                                    // [d_in x n]
-  const MatrixD X_rows = X.transpose();                                      // [n x d_in]
+  const MatrixD W_q = attn_test::normal_matrix(rng, d_k, d_in),
+                W_k = attn_test::normal_matrix(rng, d_k, d_in);  // [d_k x d_in]
+  const MatrixD W_v = attn_test::normal_matrix(rng, d_v, d_in);  // [d_v x d_in]
+  const MatrixD X = attn_test::normal_matrix(rng, d_in, n);      // [d_in x n]
+  const MatrixD X_rows = X.transpose();                          // [n x d_in]
   const MatrixD Q_rows = X_rows * W_q.transpose(), K_rows = X_rows * W_k.transpose();  // [n x d_k]
   const MatrixD V_rows = X_rows * W_v.transpose();                                     // [n x d_v]
   const MatrixD expected =
@@ -387,11 +371,12 @@ TEST(Exercise03Scores, WorkedExampleAsRows) {
 TEST(Exercise03Scores, MatchesQiDotKjOnRandomTokens) {
   const Index d_in = 5, d_k = 3, n = 4;
   attn::Rng rng(5);
-  const MatrixD X = normal(rng, n, d_in);                                    // [n x d_in]
-  const MatrixD W_q = normal(rng, d_k, d_in), W_k = normal(rng, d_k, d_in);  // [d_k x d_in]
-  const MatrixD Q = attn::linear_forward(attn::LinearD{W_q, {}}, X);         // [n x d_k]
-  const MatrixD K = attn::linear_forward(attn::LinearD{W_k, {}}, X);         // [n x d_k]
-  MatrixD expected(n, n);                                                    // [n x n]
+  const MatrixD X = attn_test::normal_matrix(rng, n, d_in);  // [n x d_in]
+  const MatrixD W_q = attn_test::normal_matrix(rng, d_k, d_in),
+                W_k = attn_test::normal_matrix(rng, d_k, d_in);       // [d_k x d_in]
+  const MatrixD Q = attn::linear_forward(attn::LinearD{W_q, {}}, X);  // [n x d_k]
+  const MatrixD K = attn::linear_forward(attn::LinearD{W_k, {}}, X);  // [n x d_k]
+  MatrixD expected(n, n);                                             // [n x n]
   for (Index i = 0; i < n; ++i) {
     for (Index j = 0; j < n; ++j) {
       expected(i, j) = Q.row(i).dot(K.row(j)) / std::sqrt(static_cast<double>(d_k));
@@ -486,10 +471,10 @@ TEST(Exercise03Attention, TwoQueriesTwoKeysByHand) {
 TEST(Exercise03Attention, MatchesTheLibrary) {
   const Index n_q = 3, n_k = 5, d_k = 3, d_v = 2;
   attn::Rng rng(7);
-  const MatrixD Q = normal(rng, n_q, d_k);                // [n_q x d_k]
-  const MatrixD K = normal(rng, n_k, d_k);                // [n_k x d_k]
-  const MatrixD V = normal(rng, n_k, d_v);                // [n_k x d_v]
-  const MatrixD expected = attn::attention(Q, K, V).out;  // [n_q x d_v], scaled by 1/sqrt(3)
+  const MatrixD Q = attn_test::normal_matrix(rng, n_q, d_k);  // [n_q x d_k]
+  const MatrixD K = attn_test::normal_matrix(rng, n_k, d_k);  // [n_k x d_k]
+  const MatrixD V = attn_test::normal_matrix(rng, n_k, d_v);  // [n_k x d_v]
+  const MatrixD expected = attn::attention(Q, K, V).out;      // [n_q x d_v], scaled by 1/sqrt(3)
   const MatrixD yours = guarded(kAttentionAbort, [&] { return exercise_attention_rows(Q, K, V); });
   const std::string problem =
       compare("out", yours, expected, wrong_attention(Q, K, V), attention_shapes(n_q, n_k, d_v),
@@ -503,9 +488,9 @@ TEST(Exercise03Attention, MatchesTheLibrary) {
 TEST(Exercise03Attention, EachRowIsItsQueryAlone) {
   const Index n_q = 4, n_k = 6, d_k = 5, d_v = 3;
   attn::Rng rng(11);
-  const MatrixD Q = normal(rng, n_q, d_k);  // [n_q x d_k]
-  const MatrixD K = normal(rng, n_k, d_k);  // [n_k x d_k]
-  const MatrixD V = normal(rng, n_k, d_v);  // [n_k x d_v]
+  const MatrixD Q = attn_test::normal_matrix(rng, n_q, d_k);  // [n_q x d_k]
+  const MatrixD K = attn_test::normal_matrix(rng, n_k, d_k);  // [n_k x d_k]
+  const MatrixD V = attn_test::normal_matrix(rng, n_k, d_v);  // [n_k x d_v]
   const MatrixD all = guarded(kAttentionAbort, [&] { return exercise_attention_rows(Q, K, V); });
   if (all.rows() != n_q || all.cols() != d_v) {
     FAIL() << compare("out", all, MatrixD::Zero(n_q, d_v), {}, attention_shapes(n_q, n_k, d_v),

@@ -26,6 +26,8 @@
 #include "log_sum_exp.hpp"
 #include "softmax_entropy.hpp"
 
+#include "exercise_checks.hpp"
+
 #include "attn/core/random.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/ops/softmax.hpp"
@@ -423,18 +425,7 @@ std::string weights_problem(const MatrixD& yours, const MatrixD& expected,
     return message;
   }
   if (same(yours, expected)) return "";
-  Index worst_r = 0, worst_c = 0;
-  double worst = -1;
-  for (Index r = 0; r < yours.rows(); ++r) {
-    for (Index c = 0; c < yours.cols(); ++c) {
-      const double error = std::abs(yours(r, c) - expected(r, c));
-      if (!(error <= worst)) {  // NaN ranks first
-        worst = std::isnan(error) ? kInf : error;
-        worst_r = r;
-        worst_c = c;
-      }
-    }
-  }
+  const auto [worst_r, worst_c] = attn_test::worst_entry(yours, expected);
   std::string message =
       fmt::format("Your weights differ at ({}, {}): yours {:.6g}, expected {:.6g} ({}).", worst_r,
                   worst_c, yours(worst_r, worst_c), expected(worst_r, worst_c), which);

@@ -26,6 +26,8 @@
 #include "masked_softmax.hpp"
 #include "padding_masks.hpp"
 
+#include "exercise_checks.hpp"
+
 #include "attn/core/random.hpp"
 #include "attn/ops/attention.hpp"
 #include "attn/ops/masks.hpp"
@@ -426,18 +428,7 @@ std::string softmax_problem(const MatrixD& yours, const MatrixD& expected,
                        yours.rows(), yours.cols(), expected.rows(), expected.cols(), which);
   }
   if (same(yours, expected)) return "";
-  Index worst_i = 0, worst_j = 0;
-  double worst = -1;
-  for (Index i = 0; i < yours.rows(); ++i) {
-    for (Index j = 0; j < yours.cols(); ++j) {
-      const double error = std::abs(yours(i, j) - expected(i, j));
-      if (!(error <= worst)) {  // NaN ranks first
-        worst = std::isnan(error) ? std::numeric_limits<double>::infinity() : error;
-        worst_i = i;
-        worst_j = j;
-      }
-    }
-  }
+  const auto [worst_i, worst_j] = attn_test::worst_entry(yours, expected);
   std::string message = fmt::format(
       "Your weights differ at ({}, {}): yours {:.6g}, expected {:.6g} ({}). Row {}: yours {}, "
       "expected {}.",

@@ -27,6 +27,8 @@
 #include "shift_positions.hpp"
 #include "sinusoidal_table.hpp"
 
+#include "exercise_checks.hpp"
+
 #include "attn/core/random.hpp"
 #include "attn/layers/positional_encoding.hpp"
 #include "attn/ops/attention.hpp"
@@ -57,14 +59,6 @@ constexpr double kTolerance = 1e-12;
 /// is within half a unit of the 5th decimal (5e-6) of the true value, plus float's own rounding
 /// of the table (under 6e-8). 6e-6 covers both; the wrong answers differ there by 1e-3 or more.
 constexpr double kPageTolerance = 6e-6;
-
-MatrixD normal(attn::Rng& rng, Index rows, Index cols, double stddev) {
-  MatrixD m(rows, cols);  // [rows x cols]
-  for (Index r = 0; r < rows; ++r) {
-    for (Index c = 0; c < cols; ++c) m(r, c) = rng.normal(0.0, stddev);
-  }
-  return m;
-}
 
 bool within(const MatrixD& a, const MatrixD& b, double tolerance) {
   return a.rows() == b.rows() && a.cols() == b.cols() &&
@@ -330,7 +324,7 @@ TEST(Exercise07Shift, MovesTheTableByK) {
 TEST(Exercise07Shift, IsTheRotationRkOnAnyRows) {
   const Index d = 16;
   attn::Rng rng(7);
-  const MatrixD rows = normal(rng, 5, d, 1.0);  // [5 x 16]
+  const MatrixD rows = attn_test::normal_matrix(rng, 5, d, 1.0);  // [5 x 16]
   for (const Index k : {13, -6}) {
     const MatrixD expected = rows * attn::relative_rotation(k, d).transpose();  // [5 x 16]
     const std::string message = problem(
@@ -353,10 +347,12 @@ struct Layer {
 Layer layer() {
   attn::Rng rng(2026);
   Layer l;
-  l.X = normal(rng, kWords, kWidth, 1.0);    // [n x d]: N(0, 1) embeddings, as the chapter's
-  l.W_q = normal(rng, kWidth, kWidth, 0.5);  // [d x d]: N(0, 1/d), as the chapter's
-  l.W_k = normal(rng, kWidth, kWidth, 0.5);  // [d x d]
-  l.W_v = normal(rng, kWidth, kWidth, 0.5);  // [d x d]
+  l.X = attn_test::normal_matrix(rng, kWords, kWidth,
+                                 1.0);  // [n x d]: N(0, 1) embeddings, as the chapter's
+  l.W_q =
+      attn_test::normal_matrix(rng, kWidth, kWidth, 0.5);  // [d x d]: N(0, 1/d), as the chapter's
+  l.W_k = attn_test::normal_matrix(rng, kWidth, kWidth, 0.5);  // [d x d]
+  l.W_v = attn_test::normal_matrix(rng, kWidth, kWidth, 0.5);  // [d x d]
   return l;
 }
 

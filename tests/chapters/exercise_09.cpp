@@ -32,6 +32,8 @@
 #include "linear_backward.hpp"
 #include "softmax_backward.hpp"
 
+#include "exercise_checks.hpp"
+
 #include "attn/core/random.hpp"
 #include "attn/layers/linear.hpp"
 #include "attn/layers/parameters.hpp"
@@ -63,14 +65,6 @@ constexpr double kBlocked = -std::numeric_limits<double>::infinity();
 /// usual mistakes are off by 5e-3 or more. 1e-6, the chapter's own bar, is far from both.
 constexpr double kTolerance = attn::kGradientCheckTolerance;
 static_assert(kTolerance == 1e-6, "the messages below say 1e-6");
-
-MatrixD normal(attn::Rng& rng, Index rows, Index cols, double stddev) {
-  MatrixD m(rows, cols);  // [rows x cols]
-  for (Index r = 0; r < rows; ++r) {
-    for (Index c = 0; c < cols; ++c) m(r, c) = rng.normal(0.0, stddev);
-  }
-  return m;
-}
 
 /// P = softmax(S), row by row, in double. A row of only -inf (a query with no allowed key) gives
 /// zeros, as everywhere in the course.
@@ -173,8 +167,9 @@ std::string gradient_problem(const MatrixD& yours, const MatrixD& expected, cons
 // 1. One gradient per score: dS has the shape of S, which is the shape of P and dP.
 TEST(Exercise09, ShapeIsThatOfP) {
   attn::Rng rng(9);
-  const MatrixD P = softmax_rows(normal(rng, 3, 5, 1.0));  // [n_q x n_k] = [3 x 5]
-  const MatrixD dP = normal(rng, 3, 5, 1.0);               // [3 x 5]
+  const MatrixD P =
+      softmax_rows(attn_test::normal_matrix(rng, 3, 5, 1.0));   // [n_q x n_k] = [3 x 5]
+  const MatrixD dP = attn_test::normal_matrix(rng, 3, 5, 1.0);  // [3 x 5]
   const std::string problem = shape_problem(exercise_softmax_backward(P, dP), P);
   if (!problem.empty()) FAIL() << problem;
 }
@@ -191,8 +186,8 @@ TEST(Exercise09, MatchesTheNumericalGradient) {
   attn::Rng rng(2026);
   for (std::size_t c = 0; c < cases.size(); ++c) {
     const Case& k = cases[c];
-    const MatrixD S = normal(rng, k.n_q, k.n_k, k.stddev);  // [n_q x n_k]
-    const MatrixD G = normal(rng, k.n_q, k.n_k, 1.0);       // [n_q x n_k]: dL/dP
+    const MatrixD S = attn_test::normal_matrix(rng, k.n_q, k.n_k, k.stddev);  // [n_q x n_k]
+    const MatrixD G = attn_test::normal_matrix(rng, k.n_q, k.n_k, 1.0);       // [n_q x n_k]: dL/dP
     const std::string which = fmt::format("case {} of {}: n_q = {}, n_k = {}, scores ~ N(0, {}^2)",
                                           c + 1, cases.size(), k.n_q, k.n_k, k.stddev);
     const MatrixD P = softmax_rows(S);  // [n_q x n_k]
@@ -207,12 +202,12 @@ TEST(Exercise09, MatchesTheNumericalGradient) {
 // blocks one key, row 1 two, and row 2 every key (a query with no allowed key: P's row is 0).
 TEST(Exercise09, BlockedKeysGetExactlyZero) {
   attn::Rng rng(5);
-  MatrixD S = normal(rng, 3, 4, 1.0);  // [n_q x n_k] = [3 x 4]
+  MatrixD S = attn_test::normal_matrix(rng, 3, 4, 1.0);  // [n_q x n_k] = [3 x 4]
   S(0, 2) = kBlocked;
   S(1, 0) = S(1, 3) = kBlocked;
   S.row(2).setConstant(kBlocked);
-  const MatrixD G = normal(rng, 3, 4, 1.0);  // [3 x 4]
-  const MatrixD P = softmax_rows(S);         // [3 x 4], exact zeros where S is -inf
+  const MatrixD G = attn_test::normal_matrix(rng, 3, 4, 1.0);  // [3 x 4]
+  const MatrixD P = softmax_rows(S);  // [3 x 4], exact zeros where S is -inf
   const MatrixD yours = exercise_softmax_backward(P, G);
   if (std::string shape = shape_problem(yours, P); !shape.empty()) FAIL() << shape;
   for (Index i = 0; i < S.rows(); ++i) {
@@ -239,8 +234,9 @@ TEST(Exercise09, BlockedKeysGetExactlyZero) {
 // condition only: the stub's zeros meet it too. Test 2 is the one that decides.
 TEST(Exercise09, EveryRowSumsToZero) {
   attn::Rng rng(17);
-  const MatrixD P = softmax_rows(normal(rng, 4, 6, 1.0));  // [n_q x n_k] = [4 x 6]
-  const MatrixD dP = normal(rng, 4, 6, 1.0);               // [4 x 6]
+  const MatrixD P =
+      softmax_rows(attn_test::normal_matrix(rng, 4, 6, 1.0));   // [n_q x n_k] = [4 x 6]
+  const MatrixD dP = attn_test::normal_matrix(rng, 4, 6, 1.0);  // [4 x 6]
   const MatrixD yours = exercise_softmax_backward(P, dP);
   if (std::string shape = shape_problem(yours, P); !shape.empty()) FAIL() << shape;
   for (Index i = 0; i < yours.rows(); ++i) {
@@ -420,9 +416,9 @@ ExerciseLinearGradients numerical_linear(MatrixD X, MatrixD W, MatrixD b, const 
 // out = 2, three different numbers, so a transposed or unsummed answer shows in its shape.
 TEST(Exercise09Linear, GradientsHaveTheShapesOfXWAndB) {
   attn::Rng rng(92);
-  const MatrixD X = normal(rng, 3, 4, 1.0);   // [n x in]
-  const MatrixD W = normal(rng, 2, 4, 1.0);   // [out x in]
-  const MatrixD dY = normal(rng, 3, 2, 1.0);  // [n x out]
+  const MatrixD X = attn_test::normal_matrix(rng, 3, 4, 1.0);   // [n x in]
+  const MatrixD W = attn_test::normal_matrix(rng, 2, 4, 1.0);   // [out x in]
+  const MatrixD dY = attn_test::normal_matrix(rng, 3, 2, 1.0);  // [n x out]
   const std::string problem = linear_shape_problem(exercise_linear_backward(X, W, dY), X, W);
   if (!problem.empty()) FAIL() << problem;
 }
@@ -464,10 +460,10 @@ TEST(Exercise09Linear, MatchesTheNumericalGradient) {
   attn::Rng rng(2027);
   for (std::size_t c = 0; c < cases.size(); ++c) {
     const Case& k = cases[c];
-    const MatrixD X = normal(rng, k.n, k.in, 1.0);    // [n x in]
-    const MatrixD W = normal(rng, k.out, k.in, 1.0);  // [out x in]
-    const MatrixD b = normal(rng, 1, k.out, 1.0);     // [1 x out]
-    const MatrixD G = normal(rng, k.n, k.out, 1.0);   // [n x out]: dL/dY
+    const MatrixD X = attn_test::normal_matrix(rng, k.n, k.in, 1.0);    // [n x in]
+    const MatrixD W = attn_test::normal_matrix(rng, k.out, k.in, 1.0);  // [out x in]
+    const MatrixD b = attn_test::normal_matrix(rng, 1, k.out, 1.0);     // [1 x out]
+    const MatrixD G = attn_test::normal_matrix(rng, k.n, k.out, 1.0);   // [n x out]: dL/dY
     const std::string which = fmt::format("case {} of {}: n = {}, in = {}, out = {}", c + 1,
                                           cases.size(), k.n, k.in, k.out);
     const std::string problem =
@@ -481,9 +477,10 @@ TEST(Exercise09Linear, MatchesTheNumericalGradient) {
 // larger random case with a bias (n = 5, in = 6, out = 4).
 TEST(Exercise09Linear, MatchesLinearBackward) {
   attn::Rng rng(29);
-  const MatrixD X = normal(rng, 5, 6, 1.0);   // [n x in]
-  const MatrixD dY = normal(rng, 5, 4, 1.0);  // [n x out]
-  const attn::LinearD layer{normal(rng, 4, 6, 1.0), attn::RowVectorD(normal(rng, 1, 4, 1.0))};
+  const MatrixD X = attn_test::normal_matrix(rng, 5, 6, 1.0);   // [n x in]
+  const MatrixD dY = attn_test::normal_matrix(rng, 5, 4, 1.0);  // [n x out]
+  const attn::LinearD layer{attn_test::normal_matrix(rng, 4, 6, 1.0),
+                            attn::RowVectorD(attn_test::normal_matrix(rng, 1, 4, 1.0))};
   attn::LinearD grads = attn::zeros_like(layer);  // weight [out x in], bias [1 x out], zeros
   const MatrixD dX = attn::linear_backward<double>(layer, X, dY, grads);  // [n x in]
   const ExerciseLinearGradients expected{dX, grads.weight, MatrixD(grads.bias)};
@@ -730,9 +727,10 @@ TEST(Exercise09Adam, FiveStepsMatchTheLibrarysAdam) {
         std::tuple{1e-6, 0.999, 1e-8,
                    "case 2 of 2: torch's betas (0.9, 0.999), eps 1e-8, "
                    "gradients ~ N(0, 1e-12)"}}) {
-    AdamRun run{normal(rng, 3, 4, 1.0), {}, lrs, 0.9, beta2, eps, which};  // p0 [3 x 4]
+    AdamRun run{
+        attn_test::normal_matrix(rng, 3, 4, 1.0), {}, lrs, 0.9, beta2, eps, which};  // p0 [3 x 4]
     for (std::size_t s = 0; s < lrs.size(); ++s) {
-      run.grads.push_back(normal(rng, 3, 4, gradient_size));  // [3 x 4]
+      run.grads.push_back(attn_test::normal_matrix(rng, 3, 4, gradient_size));  // [3 x 4]
     }
     if (std::string problem = adam_run_problem(run); !problem.empty()) FAIL() << problem;
   }

@@ -26,6 +26,8 @@
 #include "merge_states.hpp"
 #include "weights_from_lse.hpp"
 
+#include "exercise_checks.hpp"
+
 #include "attn/core/random.hpp"
 #include "attn/kernels/tiled_attention.hpp"
 #include "attn/ops/attention.hpp"
@@ -57,14 +59,6 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 /// 1e-3 or more (the smallest: a rescaling factor e^-5 = 7e-3 missing on a term of size 1).
 /// 1e-12 is far from both. Equal infinities (m = -inf in both) count as the same.
 constexpr double kTolerance = 1e-12;
-
-MatrixD normal(attn::Rng& rng, Index rows, Index cols) {
-  MatrixD m(rows, cols);  // [rows x cols]
-  for (Index r = 0; r < rows; ++r) {
-    for (Index c = 0; c < cols; ++c) m(r, c) = rng.normal(0.0, 1.0);
-  }
-  return m;
-}
 
 bool same(double a, double b) { return a == b || std::abs(a - b) <= kTolerance; }
 
@@ -330,9 +324,9 @@ constexpr Index kKeyTile = 3;
 Case fold_case() {
   attn::Rng rng(1009);
   Case c;
-  c.Q = normal(rng, 5, 3);                        // [n_q x d]
-  c.K = normal(rng, 7, 3);                        // [n_k x d]
-  c.V = normal(rng, 7, 2);                        // [n_k x d_v]
+  c.Q = attn_test::normal_matrix(rng, 5, 3);      // [n_q x d]
+  c.K = attn_test::normal_matrix(rng, 7, 3);      // [n_k x d]
+  c.V = attn_test::normal_matrix(rng, 7, 2);      // [n_k x d_v]
   c.allowed = AllowedMask::Constant(5, 7, true);  // [n_q x n_k]
   c.allowed.row(1).head(4).setConstant(false);
   c.allowed.row(2).setConstant(false);
@@ -624,7 +618,8 @@ TEST(Exercise10Weights, ThePagesRowByHand) {
 // (keys 0-2, 3-5, 6).
 TEST(Exercise10Weights, EveryTileIsAttentionsWeights) {
   attn::Rng rng(310);
-  const MatrixD Q = normal(rng, 5, 4), K = normal(rng, 7, 4), V = normal(rng, 7, 2);
+  const MatrixD Q = attn_test::normal_matrix(rng, 5, 4), K = attn_test::normal_matrix(rng, 7, 4),
+                V = attn_test::normal_matrix(rng, 7, 2);
   AllowedMask allowed = AllowedMask::Constant(5, 7, true);  // [n_q x n_k]
   allowed.row(2).setConstant(false);
   const double scale = 0.75;

@@ -25,6 +25,8 @@
 #include "rope_rotate_row.hpp"
 #include "sliding_window.hpp"
 
+#include "exercise_checks.hpp"
+
 #include "attn/core/random.hpp"
 #include "attn/kernels/decode_attention.hpp"
 #include "attn/ops/attention.hpp"
@@ -58,14 +60,6 @@ using attn::VectorD;
 /// far from both.
 constexpr double kTolerance = 1e-12;
 
-MatrixD normal(attn::Rng& rng, Index rows, Index cols) {
-  MatrixD m(rows, cols);  // [rows x cols]
-  for (Index r = 0; r < rows; ++r) {
-    for (Index c = 0; c < cols; ++c) m(r, c) = rng.normal(0.0, 1.0);
-  }
-  return m;
-}
-
 bool close(const MatrixD& a, const MatrixD& b) {
   return a.rows() == b.rows() && a.cols() == b.cols() &&
          ((a - b).array().abs() <= kTolerance).all();
@@ -94,18 +88,7 @@ std::string compare(const std::string& what, const MatrixD& yours, const MatrixD
                        expected.rows(), expected.cols(), which);
   }
   if (close(yours, expected)) return "";
-  Index worst_r = 0, worst_c = 0;
-  double worst = -1;
-  for (Index r = 0; r < yours.rows(); ++r) {
-    for (Index c = 0; c < yours.cols(); ++c) {
-      const double error = std::abs(yours(r, c) - expected(r, c));
-      if (!(error <= worst)) {  // NaN ranks first
-        worst = std::isnan(error) ? std::numeric_limits<double>::infinity() : error;
-        worst_r = r;
-        worst_c = c;
-      }
-    }
-  }
+  const auto [worst_r, worst_c] = attn_test::worst_entry(yours, expected);
   std::string message = fmt::format("Your {} {} at ({}, {}): yours {:.6g}, expected {:.6g} ({}).",
                                     what, plural ? "differ" : "differs", worst_r, worst_c,
                                     yours(worst_r, worst_c), expected(worst_r, worst_c), which);
@@ -185,7 +168,7 @@ TEST(Exercise11Rope, MatchesTheLibraryAtSeveralPositions) {
   const Index d = 8;
   attn::Rng rng(11);
   for (const Case& c : {Case{5, 1e4}, Case{300, 1e4}, Case{1, 1e4}, Case{0, 1e4}, Case{3, 100}}) {
-    const MatrixD x = normal(rng, 1, d);                      // [1 x d]
+    const MatrixD x = attn_test::normal_matrix(rng, 1, d);    // [1 x d]
     const VectorD theta = attn::rope_frequencies(d, c.base);  // [d/2]
     const MatrixD expected = library_rope(x, c.m, c.base);    // [1 x d]
     std::vector<WrongAnswer> wrong = {
@@ -228,7 +211,7 @@ TEST(Exercise11Rope, MatchesTheLibraryAtSeveralPositions) {
 TEST(Exercise11Rope, KeepsEveryPairsLength) {
   const Index d = 6;
   attn::Rng rng(7);
-  const MatrixD x = normal(rng, 1, d);  // [1 x d]
+  const MatrixD x = attn_test::normal_matrix(rng, 1, d);  // [1 x d]
   const VectorD theta = attn::rope_frequencies(d);
   const MatrixD yours = exercise_rope_rotate_row(x, 41, theta);
   if (yours.rows() != 1 || yours.cols() != d) {
@@ -352,9 +335,9 @@ struct Sequence {
 Sequence sequence() {
   attn::Rng rng(2711);
   Sequence s;
-  s.Q = normal(rng, kTokens, kWidth);  // [n x d]
-  s.K = normal(rng, kTokens, kWidth);  // [n x d]
-  s.V = normal(rng, kTokens, kWidth);  // [n x d]
+  s.Q = attn_test::normal_matrix(rng, kTokens, kWidth);  // [n x d]
+  s.K = attn_test::normal_matrix(rng, kTokens, kWidth);  // [n x d]
+  s.V = attn_test::normal_matrix(rng, kTokens, kWidth);  // [n x d]
   return s;
 }
 
