@@ -83,15 +83,17 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   } else {
     ch.notice("b is a with the axis relabelled; with std 1 the two are the same numbers.");
   }
+  // One histogram with two axes: b's is a's relabelled, which is the whole point (drawn as two
+  // panels, they differed only in their tick labels).
   ch.plot().histograms(
       "04_histograms",
       {{.values = course::values_of(a),
-        .title = "Histogram of a",
-        .xlabel = fmt::format("a ~ N(0, {:g}^2)", knob.std)},
-       {.values = course::values_of(b),
-        .title = "Histogram of b",
-        .xlabel = fmt::format("b = a / {:g}", knob.std)}},
-      {.title = fmt::format("{} samples, before and after dividing by {:g}", N, knob.std)});
+        .title = fmt::format(
+            "{} samples: one histogram, read as a (bottom) or as b = a / {:g} (top)", N, knob.std),
+        .xlabel = fmt::format("a ~ N(0, {:g}^2)", knob.std),
+        .top_per_x = 1.0 / knob.std,
+        .top_label = fmt::format("b = a / {:g}", knob.std)}},
+      {.width_px = 800});
   ch.dump("a", a);
   ch.dump("b", b);
 

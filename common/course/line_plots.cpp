@@ -27,6 +27,9 @@ Figure Plotter::histograms(const std::string& name, const std::vector<HistogramP
     if (std::none_of(p.values.begin(), p.values.end(), [](double v) { return std::isfinite(v); }))
       invalid(where, "panel " + std::to_string(k) + " has no finite values (" +
                          std::to_string(p.values.size()) + " samples)");
+    if (!std::isfinite(p.top_per_x))
+      invalid(where, "panel " + std::to_string(k) + ": top_per_x must be finite, got " +
+                         num(p.top_per_x));
   }
   if (!enabled_) return {};
 
@@ -68,9 +71,18 @@ Figure Plotter::histograms(const std::string& name, const std::vector<HistogramP
     s += "\n# Panel " + std::to_string(k) + ": " + one_line(p.title) + "\n";
     s += "set title " + quote(p.title) + "\n";
     s += "set xlabel " + quote(p.xlabel) + "\n";
-    s += "set xrange [" + num(b.lo) + ":" + num(b.lo + p.bins * b.width) + "]\n";
+    const double hi = b.lo + p.bins * b.width;
+    s += "set xrange [" + num(b.lo) + ":" + num(hi) + "]\n";
+    if (p.top_per_x != 0) {
+      s += "# The top axis: the same bins read as x * " + num(p.top_per_x) + "\n";
+      s += "set border 7  # and the top\n";
+      s += "set x2range [" + num(b.lo * p.top_per_x) + ":" + num(hi * p.top_per_x) + "]\n";
+      s += "set x2tics out nomirror\n";
+      s += "set x2label " + quote(p.top_label) + "\n";
+    }
     s += "plot datafile index " + std::to_string(k) +
          " using 1:2:3 with boxes fillcolor rgb \"#3b518b\" notitle\n";
+    if (p.top_per_x != 0) s += "set border 3\nunset x2tics\nunset x2label\n";
   }
   s += "unset multiplot\n";
   return render(name, s, dat);

@@ -124,6 +124,10 @@ struct HistogramPanel {
   std::string title{};
   std::string xlabel{};
   int bins = 50;  ///< 1..10000
+  /// Nonzero (and finite): a second x axis along the top that reads x * top_per_x, labelled
+  /// top_label; for one set of samples under two names (b = a / 100 is a, relabelled).
+  double top_per_x = 0;
+  std::string top_label{};
 };
 
 struct HistogramOptions {

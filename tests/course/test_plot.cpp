@@ -463,6 +463,26 @@ TEST_F(PlotTest, HistogramRendersPngOfTheRequestedSize) {
   EXPECT_EQ(size.height, 300u);
 }
 
+// One set of samples under two names: the top axis spans the bottom one's range times the
+// factor. Bins by hand: 1..5 in 4 bins of 1, so x in [1, 5] and the top in [-0.5, -2.5]
+// (a negative factor reverses the top axis, which gnuplot draws from its first end).
+TEST_F(PlotTest, HistogramTopAxisReadsTheSameBinsScaled) {
+  course::HistogramPanel a{{1, 2, 3, 4, 5}, "a", "a", 4};
+  a.top_per_x = -0.5;
+  a.top_label = "b = -a / 2";
+  course::Plotter plot(dir_, true, "/nonexistent/gnuplot");
+  testing::internal::CaptureStdout();
+  const course::Figure fig = plot.histograms("hist", {a}, {});
+  // A panel without the factor draws no top axis.
+  const course::Figure plain = plot.histograms("plain", {{{1, 2}, "p", "x", 2}}, {});
+  testing::internal::GetCapturedStdout();
+  EXPECT_EQ(slurp(plain.gp).find("x2"), std::string::npos);
+  const std::string gp = slurp(fig.gp);
+  EXPECT_NE(gp.find("set xrange [1:5]"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("set x2range [-0.5:-2.5]"), std::string::npos) << gp;
+  EXPECT_NE(gp.find("set x2label \"b = -a / 2\""), std::string::npos) << gp;
+}
+
 // ---- Line plot ----------------------------------------------------------------------------------
 
 std::vector<course::Series> sample_series() {
@@ -776,6 +796,10 @@ TEST_F(PlotTest, InvalidInputThrowsInvalidArgument) {
       {"histogram zero bins",
        [&] {
          plot.histograms("h", {{{1, 2}, "a", "", 0}}, {});
+       }},
+      {"histogram top axis of NaN",
+       [&] {
+         plot.histograms("h", {{{1, 2}, "a", "", 2, nan, "b"}}, {});
        }},
       {"lines without series", [&] { plot.lines("l", {}, {}); }},
       {"lines x/y mismatch", [&] { plot.lines("l", {mismatch}, {}); }},
