@@ -11,13 +11,16 @@ on what a reader would see broken:
   - an image that does not load, or a figure without alt text;
   - a local link to a file that does not exist, to an anchor its page does not have, or to a file
     outside the site (file:// links are the reader's own disk, not the course);
-  - a page, or anything in its text column, wider than the window at 1280 px;
+  - a page, or anything in its text column, wider than the window at 1280 px, and for the
+    front page and the chapter pages at 390 px too (a phone);
   - a page with nothing under its title (Doxygen writes one for every file and folder it reads),
     or a folder's page that does not say what the folder holds (a \\dir comment);
   - a figure's interactive twin (a heat map's .html, which the site embeds beside its PNG) where
     hovering a cell does not show that cell: in its first map and, for a grid, in its last, the
     check rests the pointer on a cell and reads the page's readout, which must name the cell's
-    row and column (with their labels) and its value as the figure's data holds them.
+    row and column (with their labels) and its value as the figure's data holds them; and a
+    twin that shows the scores before the softmax beside its weights, where a row's weights are
+    not the softmax of its scores.
 
     scripts/check_site.py build/release/docs/html        check the site (exit 1 on a defect)
     scripts/check_site.py --self-test DIR                 prove the check fails: DIR's pages each
@@ -30,6 +33,7 @@ import argparse
 import concurrent.futures
 import decimal
 import html
+import math
 import os
 import pathlib
 import re
@@ -236,6 +240,8 @@ def visit(pages):
                 results[page] = driver.execute_async_script(PAGE_CHECK, has_math)
                 if b'id="figure-data"' in html:
                     results[page]['problems'] += hover_problems(driver)
+                if PHONE_PAGES.match(page.name):
+                    results[page]['problems'] += phone_problems(driver, page, has_math)
             except WebDriverException as e:
                 results[page] = {'problems': ['the browser failed: ' + e.msg.splitlines()[0]],
                                  'links': []}
@@ -302,7 +308,69 @@ def hover_problems(driver):
         if missing:
             problems.append(f'hovering a cell: map {n + 1}, cell ({i + base}, {j + base}) reads '
                             f'"{text}", without {missing}')
+    return problems + score_problems(data)
+
+
+def score_problems(data):
+    """A twin that shows scores beside weights: each row's weights must be the softmax of its
+    scores over the allowed keys (a blocked key weighs 0), or, in the notes' layout of chapters
+    02 and 03 (keys down, queries across), each column's; else the two numbers of a cell belong
+    to different computations. The tolerance is what the page's rounding and float32 allow:
+    both are shown to 6 significant digits, so a score may be off by 5e-7 of itself, which moves
+    a weight by at most twice the largest such error; a weight by 5e-7; and the chapters compute
+    in float32, a few units of its 1.2e-7 on numbers at most 1. Returns the problems."""
+    if data['value_name'] != 'weight':
+        return []
+
+    def value(v):  # a JSON number, or the name the twin gives a non-finite one
+        return float(v) if not isinstance(v, str) else {'inf': math.inf, '-inf': -math.inf}.get(v, math.nan)
+
+    def first_wrong(p, lines):
+        """The first line (a list of cell indices) whose weights are not its scores' softmax."""
+        for cells in lines:
+            allowed = [k for k in cells if (p['allowed'] is None or p['allowed'][k])
+                       and value(p['scores'][k]) != -math.inf]
+            if not allowed:
+                continue  # nothing to attend to: the weights are zeros, and there is no softmax
+            scores = {k: value(p['scores'][k]) for k in allowed}
+            top = max(scores.values())
+            total = sum(math.exp(s - top) for s in scores.values())
+            tolerance = 2 * 5e-7 * max(abs(s) for s in scores.values()) + 5e-7 + 8 * 1.2e-7
+            for k in cells:
+                want = math.exp(scores[k] - top) / total if k in scores else 0.0
+                if not abs(value(p['values'][k]) - want) <= tolerance:
+                    return k, want
+        return None
+
+    problems = []
+    for n, p in enumerate(data['panels']):
+        if p['scores'] is None:
+            continue
+        rows, cols, base = p['rows'], p['cols'], data['first_index']
+        by_row = first_wrong(p, [range(i * cols, (i + 1) * cols) for i in range(rows)])
+        if by_row and first_wrong(p, [range(j, rows * cols, cols) for j in range(cols)]):
+            k, want = by_row
+            problems.append(f'map {n + 1}, cell ({k // cols + base}, {k % cols + base}): the weights '
+                            f'are not the softmax of its scores, by row or by column (weight '
+                            f'{p["values"][k]}, the softmax of its row\'s scores {want:.6g})')
     return problems
+
+
+# The pages a learner reads on a phone too: the front page and the chapters, checked again in a
+# window as wide as a phone's (390 px, an iPhone 12 to 15) for the same defects.
+PHONE_PAGES = re.compile(r'^(index|ch\d\d)\.html$')
+PHONE_WIDTH = 390
+
+
+def phone_problems(driver, page, has_math):
+    """The page's problems in a 390 px window (the window is put back to 1280 px after)."""
+    driver.set_window_size(PHONE_WIDTH, 844)
+    try:
+        driver.get(page.as_uri())
+        found = driver.execute_async_script(PAGE_CHECK, has_math)['problems']
+    finally:
+        driver.set_window_size(WIDTH, HEIGHT)
+    return [f'at {PHONE_WIDTH} px: {p}' for p in found]
 
 
 BROWSERS = 2  # one per core
@@ -429,7 +497,8 @@ def main():
         n = sum(len(p) for p in found.values())
         print(f'check_site: {n} problem(s) on {len(found)} of {len(pages)} pages ({elapsed:.0f} s)')
         return 1
-    print(f'check_site: {len(pages)} pages load cleanly in Chromium at {WIDTH} px ({elapsed:.0f} s)')
+    print(f'check_site: {len(pages)} pages load cleanly in Chromium at {WIDTH} px, the front page and '
+          f'the chapters at {PHONE_WIDTH} px too ({elapsed:.0f} s)')
     return 0
 
 
