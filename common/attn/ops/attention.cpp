@@ -38,14 +38,12 @@ void require_weights_fit(Index n_q, Index n_k, const char* where) {
   });
 }
 
-// Row r of the scores, its first `cols` entries (the keys a causal block may see; the rest are
-// blocked and already 0): scale, mask, softmax. A row is contiguous in row-major storage and
-// small enough to stay in L1 across the passes; this is ~2x faster than chained rowwise()
-// expressions (measured). The scale is applied to the finished dot product, as the column form
-// does, so both round alike. Returns false for a query the mask left no key (its row zeros).
+// Row r of the dot products, its first n entries, made the scores the softmax reads: scaled,
+// then masked. The scale is applied to the finished dot product, as the column form does, so
+// both round alike. softmax_row() and attention_scores() both run it, so the scores a figure
+// shows are the ones the weights came from.
 template <Real T>
-bool softmax_row(T* row, Index r, Index cols, Index n_k, T scale, const AttentionOptions& opts) {
-  const auto n = static_cast<std::size_t>(cols);
+void scale_and_mask_row(T* row, Index r, std::size_t n, T scale, const AttentionOptions& opts) {
   if (scale != T(1)) {
     for (std::size_t c = 0; c < n; ++c) row[c] *= scale;
   }
@@ -57,6 +55,16 @@ bool softmax_row(T* row, Index r, Index cols, Index n_k, T scale, const Attentio
       if (!allowed[c]) row[c] = static_cast<T>(opts.blocked_score);
     }
   }
+}
+
+// Row r of the scores, its first `cols` entries (the keys a causal block may see; the rest are
+// blocked and already 0): scale, mask, softmax. A row is contiguous in row-major storage and
+// small enough to stay in L1 across the passes; this is ~2x faster than chained rowwise()
+// expressions (measured). Returns false for a query the mask left no key (its row zeros).
+template <Real T>
+bool softmax_row(T* row, Index r, Index cols, Index n_k, T scale, const AttentionOptions& opts) {
+  const auto n = static_cast<std::size_t>(cols);
+  scale_and_mask_row<T>(row, r, n, scale, opts);
   // Every score -inf, and the row zeros: the mask left the query nothing (attend to nothing),
   // or its allowed scores all came out -inf from the inputs, where the weights are 0 / 0 and
   // NaN says so, rather than pass for an empty row. Checked once per row, on this path only.
@@ -211,6 +219,29 @@ Index weights_into(const ViewOf<T>& Q, const ViewOf<T>& K, MatrixOf<T>& W,
   return empty_rows;
 }
 
+// The scores alone, mask(Q K^T * scale) [n_q x n_k]: the product weights_into() makes for these
+// sizes (float past 256 x 256 on the library's GEMM, as blocked_attention(), whose blocks and
+// skipped keys change no bit of an entry), then every row as softmax_row() makes it before its
+// softmax. A key a causal block skips is blocked, so it gets blocked_score here too.
+template <Real T>
+MatrixOf<T> scores_of(const ViewOf<T>& Q, const ViewOf<T>& K, const AttentionOptions& opts) {
+  const T scale = check_scores<T>(Q, K, opts);
+  const Index n_q = Q.rows(), n_k = K.rows();
+  MatrixOf<T> S(n_q, n_k);  // [n_q x n_k]
+  bool multiplied = false;
+  if constexpr (std::is_same_v<T, float>) {
+    if (runs_blocked(n_q, n_k)) {
+      gemm(Q, Op::plain, PackedOperand(K, Op::transposed), S);  // K^T [d_k x n_k], packed
+      multiplied = true;
+    }
+  }
+  if (!multiplied) S.noalias() = Q * K.transpose();  // [n_q x d_k] [d_k x n_k]
+  for (Index r = 0; r < n_q; ++r) {
+    scale_and_mask_row<T>(S.row(r).data(), r, static_cast<std::size_t>(n_k), scale, opts);
+  }
+  return S;
+}
+
 // out = W V, written as zeros in the rows of the queries with no allowed key (W's zero rows),
 // so such a row is zero whatever V holds: the product would give 0 * inf = NaN. `empty_rows`
 // (from weights_into) is almost always 0, and then nothing is scanned.
@@ -359,6 +390,13 @@ Index attention_weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W
 Index attention_weights_into(const MatrixViewD& Q, const MatrixViewD& K, MatrixD& W,
                              const AttentionOptions& opts) {
   return checked_weights_into<double>(Q, K, W, opts);
+}
+
+Matrix attention_scores(const MatrixView& Q, const MatrixView& K, const AttentionOptions& opts) {
+  return scores_of<float>(Q, K, opts);
+}
+MatrixD attention_scores(const MatrixViewD& Q, const MatrixViewD& K, const AttentionOptions& opts) {
+  return scores_of<double>(Q, K, opts);
 }
 
 void weighted_values_into(const Matrix& W, const MatrixView& V, Eigen::Ref<Matrix> out,

@@ -123,6 +123,18 @@ Index attention_weights_into(const MatrixView& Q, const MatrixView& K, Matrix& W
 Index attention_weights_into(const MatrixViewD& Q, const MatrixViewD& K, MatrixD& W,
                              const AttentionOptions& opts = {});
 
+/// The scores the softmax above is taken over, mask(Q K^T * scale) [n_q x n_k]: the same
+/// product, the same scale and, where the mask blocks, opts.blocked_score (-inf by default),
+/// so that with the forward's Q, K and options softmax_rows(attention_scores(Q, K, opts)) is
+/// its weights bit for bit (for finite inputs; a row the mask empties included). The forward
+/// never keeps the scores (it turns each row into weights in place); this is for a figure that
+/// shows each weight beside its score (the course's heat-map twins). Checks as
+/// attention_weights_into().
+Matrix attention_scores(const MatrixView& Q, const MatrixView& K,
+                        const AttentionOptions& opts = {});
+MatrixD attention_scores(const MatrixViewD& Q, const MatrixViewD& K,
+                         const AttentionOptions& opts = {});
+
 /// out = W V for weights from attention_weights_into(), with the rows of the queries that had
 /// no allowed key (W's all-zero rows; `empty_rows` of them, as it returned) written as zeros,
 /// so they are zero whatever V holds: the product would make them 0 * inf = NaN. attention_into()

@@ -384,6 +384,46 @@ TEST(MaskedAttention, ACausalBlockMultipliesOnlyTheKeysItSees) {
   EXPECT_TRUE(identical(empty.weights.row(6), inf.weights.row(6)));
 }
 
+// attention_scores(): the scores the forward's softmax read, for a figure's twin. Their softmax
+// is the forward's weights bit for bit, on the small path and on the blocked one (past
+// 256 x 256, where a causal block skips keys); a blocked score is blocked_score, whatever the
+// scale; an allowed one is the scaled dot product.
+TEST(MaskedAttention, ScoresAreWhatTheSoftmaxRead) {
+  for (const Index n : {Index{6}, Index{300}}) {
+    const Qkv x = random_qkv(31, n, n, 16, 4);
+    AllowedMask holed = attn::causal_mask(n);
+    holed.row(2).setConstant(false);  // query 3 may see nothing
+    for (const float fill : {-kInf, -1e9f}) {
+      for (const std::optional<float> scale : {std::optional<float>(), std::optional(0.3f)}) {
+        const attn::AttentionOptions opts{.scale = scale, .allowed = holed, .blocked_score = fill};
+        const Matrix S = attn::attention_scores(x.Q, x.K, opts);        // [n x n]
+        const Matrix W = attn::attention(x.Q, x.K, x.V, opts).weights;  // [n x n]
+        const Matrix P = attn::softmax_rows(S);                         // [n x n]
+        const float factor = scale.value_or(0.25f);                     // 1/sqrt(16)
+        // Row 3 too: all -inf is zeros in both, all -1e9 the even spread in both.
+        EXPECT_TRUE(identical(P, W)) << "n " << n << ", fill " << fill;
+        for (Index i = 0; i < n; ++i) {
+          for (Index j = 0; j < n; ++j) {
+            if (!holed(i, j)) {
+              ASSERT_EQ(S(i, j), fill) << i << "," << j;
+            } else {
+              ASSERT_NEAR(S(i, j), x.Q.row(i).dot(x.K.row(j)) * factor, 1e-5f) << i << "," << j;
+            }
+          }
+        }
+      }
+    }
+  }
+  const attn::MatrixD Qd = random_qkv(32, 3, 4, 2, 2).Q.cast<double>();  // [3 x 2]
+  const attn::MatrixD Kd = random_qkv(33, 4, 4, 2, 2).K.cast<double>();  // [4 x 2]
+  const attn::MatrixD Sd = attn::attention_scores(Qd, Kd);               // [3 x 4]
+  EXPECT_LT((Sd - Qd * Kd.transpose() / std::sqrt(2.0)).cwiseAbs().maxCoeff(), 1e-12);
+  const AllowedMask causal4 = attn::causal_mask(4);
+  EXPECT_EQ(message_of([&] { attn::attention_scores(Qd, Kd, {.allowed = causal4}); }),
+            "attention: the mask is [4 x 4] but Q is [3 x 2] and K is [4 x 2]: it must be "
+            "[n_q x n_k] = [3 x 4]");
+}
+
 TEST(NonFiniteInputs, HugeFiniteScoresAreFine) {
   const Qkv x = random_qkv(9, 4, 4, 4, 3);
   Qkv z = x;
