@@ -10,13 +10,14 @@ namespace masking {
 using attn::Index;
 
 void draw_batch_weights(course::Plotter& plot, const attn::Batch& weights,
-                        const attn::AllowedBatch& allowed, const attn::TokenIds& ids,
-                        const std::string& title, const std::string& mask) {
+                        const attn::Batch& scores, const attn::AllowedBatch& allowed,
+                        const attn::TokenIds& ids, const std::string& title,
+                        const std::string& mask) {
   std::vector<course::HeatmapPanel> batch_panels;  // one [n x n] panel per sentence
   for (Index b = 0; b < weights.batch() && b < 8; ++b) {
     const std::vector<std::string> tokens = course::id_labels(ids, b);
     batch_panels.push_back({attn::Matrix(weights[b]), fmt::format("sentence {}", b + 1), tokens,
-                            tokens, attn::AllowedMask(allowed[b])});
+                            tokens, attn::AllowedMask(allowed[b]), attn::Matrix(scores[b])});
   }
   plot.heatmap_grid(
       "05_batch_weights", batch_panels,

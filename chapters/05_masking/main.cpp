@@ -234,7 +234,12 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   ch.dump("scale", Matrix(Matrix::Constant(1, 1, scale)));  // [1 x 1], for replaying the dump
   ch.dump("weights", r.weights);
   ch.dump("out", r.out);
-  masking::draw_batch_weights(ch.plot(), r.weights, allowed, ids,
+  attn::Batch batch_scores(B, n, n);  // [B, n, n]: what each sentence's softmax read, for the twin
+  for (Index b = 0; b < B; ++b) {
+    batch_scores[b] = attn::attention_scores(  // [n x n], blocked keys at the fill
+        X[b], X[b], {.scale = scale, .allowed = attn::MaskView(allowed, b), .blocked_score = fill});
+  }
+  masking::draw_batch_weights(ch.plot(), r.weights, batch_scores, allowed, ids,
                               k.ids == Knobs{}.ids ? "Note 001's batch" : "The --ids batch",
                               k.mask);
 
@@ -384,7 +389,8 @@ void lesson(course::Chapter& ch, const Knobs& k) {
     const attn::AttentionResult a = attn::attention(Qf, Kf, Vf, {.allowed = mask});
     ch.say("{:<22} largest weight {:.3f}, weights exactly 0: {:2} of {}", title,
            a.weights.maxCoeff(), (a.weights.array() == 0.0f).count(), nf * nf);
-    panels.push_back({a.weights, title, {}, {}, mask});
+    const Matrix scores = attn::attention_scores(Qf, Kf, {.allowed = mask});  // [8 x 8], the twin's
+    panels.push_back({a.weights, title, {}, {}, mask, scores});
   }
   masking::draw_four_masks(ch.plot(), panels);
   ch.notice("a mask only removes keys; the softmax hands their share to the keys left.");

@@ -166,9 +166,17 @@ void lesson(course::Chapter& ch, const Knobs& k) {
   for (Index b = 0; b < B; ++b) {
     std::vector<course::HeatmapPanel> panels;
     const std::vector<std::string> tokens = course::id_labels(ids, b);
+    // The twin shows each weight's score: the projections multi_head_forward made for sentence
+    // b, each head's columns scored as its attention scored them (mask or not).
+    const Matrix Q = attn::linear_forward(mha.q_proj, X[b]);  // [n x E]
+    const Matrix K = attn::linear_forward(mha.k_proj, X[b]);  // [n x E]
+    attn::AttentionOptions head_opts;                         // scale 1/sqrt(d_k), -inf
+    if (k.mask != "none") head_opts.allowed.emplace(allowed, b);
     for (Index h = 0; h < H && h < 16; ++h) {
       panels.push_back({Matrix(r.head_weights(b, h)), fmt::format("head {}", h + 1), tokens, tokens,
-                        attn::AllowedMask(allowed[b])});
+                        attn::AllowedMask(allowed[b]),
+                        attn::attention_scores(Q.middleCols(h * d_k, d_k),
+                                               K.middleCols(h * d_k, d_k), head_opts)});  // [n x n]
     }
     ch.plot().heatmap_grid(
         fmt::format("06_heads_sentence{}", b + 1), panels,

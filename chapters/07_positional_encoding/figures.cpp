@@ -12,16 +12,25 @@ namespace positional {
 using attn::Index;
 using course::values_of;  // an Eigen vector as the std::vector<double> a figure takes
 
-void draw_permutation(course::Plotter& plot, const attn::Matrix& plain_a,
-                      const attn::Matrix& plain_b, const attn::Matrix& pe_a,
-                      const attn::Matrix& pe_b, const std::vector<std::string>& words_a,
+void draw_permutation(course::Plotter& plot, const SelfAttention& plain_a,
+                      const SelfAttention& plain_b, const SelfAttention& pe_a,
+                      const SelfAttention& pe_b, const std::vector<std::string>& words_a,
                       const std::vector<std::string>& words_b) {
+  // A panel: the layer's weights [n x n], and the scores its softmax read (same options).
+  const auto panel = [](const SelfAttention& s, const char* title,
+                        const std::vector<std::string>& words) {
+    return course::HeatmapPanel{.values = s.r.weights,
+                                .title = title,
+                                .xtics = words,
+                                .ytics = words,
+                                .scores = attn::attention_scores(s.Q, s.K)};  // [n x n]
+  };
   plot.heatmap_grid(
       "07_permutation",
-      {{plain_a, "no PE: dog bites man", words_a, words_a},
-       {plain_b, "no PE: man bites dog", words_b, words_b},
-       {pe_a, "with PE: dog bites man", words_a, words_a},
-       {pe_b, "with PE: man bites dog", words_b, words_b}},
+      {panel(plain_a, "no PE: dog bites man", words_a),
+       panel(plain_b, "no PE: man bites dog", words_b),
+       panel(pe_a, "with PE: dog bites man", words_a),
+       panel(pe_b, "with PE: man bites dog", words_b)},
       {.title = "Attention weights; rows = queries, columns = keys, in sentence order",
        .xlabel = "key",
        .ylabel = "query",

@@ -3,6 +3,7 @@
 
 #include "attn/core/matrix.hpp"
 #include "course/plot.hpp"
+#include "self_attention.hpp"
 
 #include <string>
 #include <vector>
@@ -10,9 +11,10 @@
 namespace positional {
 
 /// 07_permutation: the weights of "dog bites man" and "man bites dog", without and with PE.
-void draw_permutation(course::Plotter& plot, const attn::Matrix& plain_a,
-                      const attn::Matrix& plain_b, const attn::Matrix& pe_a,
-                      const attn::Matrix& pe_b, const std::vector<std::string>& words_a,
+/// Each layer's weights, with its scores before the softmax for the interactive twin.
+void draw_permutation(course::Plotter& plot, const SelfAttention& plain_a,
+                      const SelfAttention& plain_b, const SelfAttention& pe_a,
+                      const SelfAttention& pe_b, const std::vector<std::string>& words_a,
                       const std::vector<std::string>& words_b);
 
 /// 07_encoding: the table PE [P x d_model] as a heat map.

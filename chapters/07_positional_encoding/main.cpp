@@ -172,8 +172,7 @@ void lesson(course::Chapter& ch, const Knobs& knob) {
   ch.dump("weights_man_bites_dog_pe", bp.r.weights);
   ch.dump("out_dog_bites_man_pe", ap.r.out);
   ch.dump("out_man_bites_dog_pe", bp.r.out);
-  positional::draw_permutation(ch.plot(), a.r.weights, b.r.weights, ap.r.weights, bp.r.weights,
-                               words_a, words_b);
+  positional::draw_permutation(ch.plot(), a, b, ap, bp, words_a, words_b);
 
   ch.step("PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)");
   const Index d8 = 8;

@@ -339,23 +339,37 @@ void lesson(course::Chapter& ch, const Knobs& k) {
                      .cmax = 1.0,
                      .width_px = 620,
                      .height_px = 560,
-                     .value_name = "weight"});
+                     .value_name = "weight",
+                     .scores = attn::attention_scores(  // [6 x 6], what the softmax read
+                         features, features, {.allowed = adjacency})});
 
   // The model's attention, per layer (up to 4) and head (up to 8), from the caches, with the
   // tokens on the axes and each mask's blocked cells hatched.
   const std::vector<std::string> src_tokens = course::id_labels(src, 0),
                                  tgt_tokens = course::id_labels(tgt, 1, kTargetNames),
                                  cross_tokens = course::id_labels(tgt, 0, kTargetNames);
+  // Beside each weight, in the figures' twins, its score: head h's columns of the Q and K the
+  // cache kept, scored under the mask that attention used.
+  const auto head_scores = [&](const attn::MultiHeadResult& a, Index h, const AllowedBatch& mask,
+                               Index b) {
+    const Index d_k = a.Q.cols() / H;
+    return attn::attention_scores(a.Q.middleCols(h * d_k, d_k), a.K.middleCols(h * d_k, d_k),
+                                  {.allowed = attn::MaskView(mask, b)});  // [n_q x n_k]
+  };
   std::vector<course::HeatmapPanel> enc, dec, crs;
   for (Index l = 0; l < L && l < 4; ++l) {
-    const auto& e = enc_cache.at(0, l).self_attn.weights;       // per head [n_s x n_s]
-    const auto& s = dec_cache.at(1, l).self_attn.weights;       // per head [n_t x n_t]
-    const auto& c = dec_cache.at(0, l).multihead_attn.weights;  // per head [n_t x n_s]
-    for (std::size_t h = 0; h < e.size() && h < 8; ++h) {
+    const attn::MultiHeadResult& e = enc_cache.at(0, l).self_attn;       // per head [n_s x n_s]
+    const attn::MultiHeadResult& s = dec_cache.at(1, l).self_attn;       // per head [n_t x n_t]
+    const attn::MultiHeadResult& c = dec_cache.at(0, l).multihead_attn;  // per head [n_t x n_s]
+    for (std::size_t h = 0; h < e.weights.size() && h < 8; ++h) {
       const std::string t = fmt::format("layer {}, head {}", l + 1, h + 1);
-      enc.push_back({e[h], t, src_tokens, src_tokens, AllowedMask(src_mask[0])});
-      dec.push_back({s[h], t, tgt_tokens, tgt_tokens, AllowedMask(tgt_mask[1])});
-      crs.push_back({c[h], t, src_tokens, cross_tokens, AllowedMask(cross_mask[0])});
+      const auto head = static_cast<Index>(h);
+      enc.push_back({e.weights[h], t, src_tokens, src_tokens, AllowedMask(src_mask[0]),
+                     head_scores(e, head, src_mask, 0)});
+      dec.push_back({s.weights[h], t, tgt_tokens, tgt_tokens, AllowedMask(tgt_mask[1]),
+                     head_scores(s, head, tgt_mask, 1)});
+      crs.push_back({c.weights[h], t, src_tokens, cross_tokens, AllowedMask(cross_mask[0]),
+                     head_scores(c, head, cross_mask, 0)});
     }
   }
   const int heads_shown = static_cast<int>(std::min<Index>(H, 8));  // a panel column per head

@@ -1,6 +1,8 @@
 // Chapter 09's figures (figures.hpp).
 #include "figures.hpp"
 
+#include "attn/ops/attention.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -57,9 +59,14 @@ void draw_induction_heads(course::Plotter& plot, const attn::AttentionOnly& mode
   attn::attention_only_forward<float>(model, ids, &cache, attn::NeedWeights::yes);
   std::vector<course::HeatmapPanel> heads;
   for (std::size_t l = 0; l < cache.layers.size(); ++l) {
-    for (std::size_t hd = 0; hd < cache.layers[l].attn.weights.size(); ++hd) {
-      heads.push_back({cache.layers[l].attn.weights[hd],
-                       fmt::format("layer {} head {}", l + 1, hd + 1), tokens, tokens, causal});
+    const attn::MultiHeadResult& a = cache.layers[l].attn;
+    const Index d_k = model.layers[l].attn.d_k();
+    for (std::size_t hd = 0; hd < a.weights.size(); ++hd) {
+      const Index first = static_cast<Index>(hd) * d_k;  // head hd's columns of Q and K
+      heads.push_back({a.weights[hd], fmt::format("layer {} head {}", l + 1, hd + 1), tokens,
+                       tokens, causal,
+                       attn::attention_scores(a.Q.middleCols(first, d_k),  // [T x T], the twin's
+                                              a.K.middleCols(first, d_k), {.allowed = causal})});
     }
   }
   plot.heatmap_grid("09_induction_heads", heads,

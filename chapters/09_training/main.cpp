@@ -160,13 +160,21 @@ void gradient_checks(course::Chapter& ch) {
 
 // ---- 3. Reversal --------------------------------------------------------------------------------
 
-// Cross-attention of the last decoder layer, head 1, on one pair, teacher-forced: [n x n].
-Matrix cross_attention(const attn::Seq2Seq& model, const attn::Seq2SeqBatch& batch, Index b) {
+// Cross-attention of the last decoder layer, head 1, on one pair, teacher-forced: [n x n]; and
+// when `scores` is given, the scores its softmax read [n x n] (for the timelapse's twin).
+Matrix cross_attention(const attn::Seq2Seq& model, const attn::Seq2SeqBatch& batch, Index b,
+                       Matrix* scores = nullptr) {
   attn::Seq2SeqCache cache;
   const auto n = static_cast<std::size_t>(batch.src.cols());
   attn::seq2seq_forward<float>(model, {batch.src.row(b).data(), n}, {batch.tgt_in.row(b).data(), n},
                                &cache, attn::NeedWeights::yes);
-  return cache.decoder.back().multihead_attn.weights.front();
+  const attn::MultiHeadResult& cross = cache.decoder.back().multihead_attn;
+  if (scores != nullptr) {
+    const Index d_k = model.decoder.back().multihead_attn.d_k();  // head 1: the first d_k columns
+    *scores = attn::attention_scores(cross.Q.leftCols(d_k), cross.K.leftCols(d_k),
+                                     {.allowed = cache.cross_allowed});
+  }
+  return cross.weights.front();
 }
 
 // The mean weight on source position n - 1 - i for output i: 1 for a perfect anti-diagonal.
@@ -220,8 +228,13 @@ void reversal(course::Chapter& ch, const Knobs& k) {
       training::reversal_tokens({held_out.tgt_out.row(0).data(), static_cast<std::size_t>(n)});
   const auto snapshot = [&](Index step) {
     if (!frames.empty() && frames.back().title == fmt::format("step {}", step)) return;
-    frames.push_back({cross_attention(model, held_out, 0), fmt::format("step {}", step), src_labels,
-                      out_labels});
+    Matrix scores;                                                  // [n x n]
+    Matrix weights = cross_attention(model, held_out, 0, &scores);  // [n x n]
+    frames.push_back({.values = std::move(weights),
+                      .title = fmt::format("step {}", step),
+                      .xtics = src_labels,
+                      .ytics = out_labels,
+                      .scores = std::move(scores)});
   };
   // [reversal_training]
   const training::Schedule schedule = training::schedule_of(run, steps, k.lr);
@@ -306,8 +319,11 @@ void induction(course::Chapter& ch, const Knobs& k) {
     if (!frames.empty() && frames.back().title == fmt::format("step {}", step)) return;
     attn::AttentionOnlyCache cache;
     attn::attention_only_forward<float>(model, ex.ids, &cache, attn::NeedWeights::yes);
-    frames.push_back({cache.layers[static_cast<std::size_t>(last)].attn.weights.front(),
-                      fmt::format("step {}", step), ex_tokens, ex_tokens, causal});
+    const attn::MultiHeadResult& a = cache.layers[static_cast<std::size_t>(last)].attn;
+    const Index d_k = model.layers[static_cast<std::size_t>(last)].attn.d_k();
+    frames.push_back({a.weights.front(), fmt::format("step {}", step), ex_tokens, ex_tokens, causal,
+                      attn::attention_scores(a.Q.leftCols(d_k), a.K.leftCols(d_k),  // [T x T]
+                                             {.allowed = causal})});
   };
   const training::Schedule schedule = training::schedule_of(run, steps, k.lr);
   const History h = training::train<attn::AttentionOnly>(

@@ -108,11 +108,11 @@ void draw_head_scores(course::Plotter& plot, const std::vector<HeadScore>& score
 }
 
 void draw_head_map(course::Plotter& plot, const std::string& name, const std::string& title,
-                   const attn::Matrix& weights, const std::string& sentence, Index window) {
+                   const HeadMap& map, const std::string& sentence, Index window) {
   std::vector<std::string> tics;
   for (const char c : sentence) tics.push_back(c == ' ' ? "_" : std::string(1, c));
-  const Index m = weights.rows();
-  plot.heatmap(name, weights,
+  const Index m = map.weights.rows();
+  plot.heatmap(name, map.weights,
                {.title = title,
                 .xlabel = "key (the character read)",
                 .ylabel = "query (the character predicting the next)",
@@ -124,7 +124,8 @@ void draw_head_map(course::Plotter& plot, const std::string& name, const std::st
                 // 15 pixels a character, so that every one of them is labelled on both axes.
                 .width_px = std::max(640, 15 * static_cast<int>(m) + 230),
                 .height_px = std::max(560, 15 * static_cast<int>(m) + 170),
-                .value_name = "weight"});
+                .value_name = "weight",
+                .scores = map.scores});
 }
 
 }  // namespace lm

@@ -2,6 +2,7 @@
 #include "heads.hpp"
 
 #include "attn/models/language_model_training.hpp"
+#include "attn/ops/attention.hpp"
 #include "attn/ops/masks.hpp"
 
 #include <algorithm>
@@ -232,13 +233,24 @@ std::string map_sentence(const std::string& text, Index context) {
   return text.substr(start < text.size() ? start : 0, longest);
 }
 
-attn::Matrix head_map(const attn::LanguageModel& model, std::span<const int> ids, Index layer,
-                      Index head) {
-  attn::TokenIds row(1, static_cast<Index>(ids.size()));  // [1 x m]
+HeadMap head_map(const attn::LanguageModel& model, std::span<const int> ids, Index layer,
+                 Index head) {
+  const auto m = static_cast<Index>(ids.size());
+  attn::TokenIds row(1, m);  // [1 x m]
   for (std::size_t i = 0; i < ids.size(); ++i) row(0, static_cast<Index>(i)) = ids[i];
   attn::LanguageModelCache cache;
   attn::language_model_forward_batch(model, row, cache, /*need_weights=*/true);
-  return cache.blocks[static_cast<std::size_t>(layer)].attn.weights[static_cast<std::size_t>(head)];
+  const attn::GroupedQueryResult& a = cache.blocks[static_cast<std::size_t>(layer)].attn;
+  // The scores: query head `head`'s columns of Q and its kv head's of K, both as RoPE rotated
+  // them, under the mask the forward used (the window, else causal).
+  const attn::GroupedQueryAttention& gqa = model.blocks[static_cast<std::size_t>(layer)].attn;
+  const Index d_k = gqa.d_k(), kv = head / gqa.group_size();
+  const Index window = model.config.window;
+  const attn::AllowedMask mask =  // [m x m]
+      window > 0 ? attn::sliding_window_mask(m, window) : attn::causal_mask(m);
+  return {a.weights[static_cast<std::size_t>(head)],
+          attn::attention_scores(a.Q.middleCols(head * d_k, d_k), a.K.middleCols(kv * d_k, d_k),
+                                 {.allowed = mask})};  // [m x m]
 }
 
 }  // namespace lm

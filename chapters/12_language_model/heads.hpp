@@ -85,8 +85,15 @@ std::vector<Index> head_score_steps(Index first, Index last, Index eval_every);
 /// something to find), else the first such line, else the first m characters from there.
 std::string map_sentence(const std::string& held_out_text, Index context);
 
-/// One head's attention weights [m x m] on the ids of a sentence (m <= context).
-attn::Matrix head_map(const attn::LanguageModel& model, std::span<const int> ids, Index layer,
-                      Index head);
+/// One head's attention on a sentence: its weights [m x m], and the scores before the softmax
+/// they came from [m x m] (blocked keys at -inf), which the figure's twin shows beside them.
+struct HeadMap {
+  attn::Matrix weights;  ///< [m x m], row i = query i's weights over the keys
+  attn::Matrix scores;   ///< [m x m], the masked Q_q K_j^T / sqrt(d_k) the softmax read
+};
+
+/// One head's attention map on the ids of a sentence (m <= context).
+HeadMap head_map(const attn::LanguageModel& model, std::span<const int> ids, Index layer,
+                 Index head);
 
 }  // namespace lm
