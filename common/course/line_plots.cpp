@@ -28,8 +28,8 @@ Figure Plotter::histograms(const std::string& name, const std::vector<HistogramP
       invalid(where, "panel " + std::to_string(k) + " has no finite values (" +
                          std::to_string(p.values.size()) + " samples)");
     if (!std::isfinite(p.top_per_x))
-      invalid(where, "panel " + std::to_string(k) + ": top_per_x must be finite, got " +
-                         num(p.top_per_x));
+      invalid(where,
+              "panel " + std::to_string(k) + ": top_per_x must be finite, got " + num(p.top_per_x));
   }
   if (!enabled_) return {};
 
