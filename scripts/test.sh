@@ -66,7 +66,7 @@ else
 fi
 trap - EXIT
 
-step "Site: every page in headless Chromium at 1280 px"
+step "Site: every page in headless Chromium at 1280 px, the chapters at 390 px too"
 # First the check itself: each page of tests/repository/site_defects plants one defect it must report.
 quietly "$build_dir/logs/check_site_self_test.log" /usr/bin/python3 scripts/check_site.py \
   --self-test tests/repository/site_defects --mathjax "$build_dir/docs/html/mathjax"
