@@ -1,8 +1,6 @@
 // Chapter 12's figures (figures.hpp).
 #include "figures.hpp"
 
-#include "attn/ops/masks.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -108,7 +106,7 @@ void draw_head_scores(course::Plotter& plot, const std::vector<HeadScore>& score
 }
 
 void draw_head_map(course::Plotter& plot, const std::string& name, const std::string& title,
-                   const HeadMap& map, const std::string& sentence, Index window) {
+                   const HeadMap& map, const std::string& sentence) {
   std::vector<std::string> tics;
   for (const char c : sentence) tics.push_back(c == ' ' ? "_" : std::string(1, c));
   const Index m = map.weights.rows();
@@ -118,7 +116,7 @@ void draw_head_map(course::Plotter& plot, const std::string& name, const std::st
                 .ylabel = "query (the character predicting the next)",
                 .xtics = tics,
                 .ytics = tics,
-                .allowed = window > 0 ? attn::sliding_window_mask(m, window) : attn::causal_mask(m),
+                .allowed = map.allowed,
                 .cmin = 0.0,
                 .cmax = 1.0,
                 // 15 pixels a character, so that every one of them is labelled on both axes.

@@ -28,6 +28,6 @@ void draw_head_scores(course::Plotter& plot, const std::vector<HeadScore>& score
 /// 12_head_<name>: one head's weights [m x m] on a sentence, its characters along both axes
 /// (a space as '_'), the keys the head may not see hatched; the twin shows each weight's score.
 void draw_head_map(course::Plotter& plot, const std::string& name, const std::string& title,
-                   const HeadMap& map, const std::string& sentence, Index window);
+                   const HeadMap& map, const std::string& sentence);
 
 }  // namespace lm

@@ -166,11 +166,14 @@ std::vector<HeadScore> score_heads(const attn::LanguageModel& model, const HeadP
   return scores;
 }
 
+attn::AllowedMask head_mask(Index n, Index window) {
+  return window > 0 ? attn::sliding_window_mask(n, window) : attn::causal_mask(n);
+}
+
 HeadScore uniform_scores(const HeadProbes& probes, Index window) {
   const Index n = probes.text.cols();
-  const attn::AllowedMask allowed =
-      window > 0 ? attn::sliding_window_mask(n, window) : attn::causal_mask(n);  // [n x n]
-  attn::Matrix even = attn::Matrix::Zero(n, n);  // [n x n]: 1 / (keys allowed) on each
+  const attn::AllowedMask allowed = head_mask(n, window);  // [n x n]
+  attn::Matrix even = attn::Matrix::Zero(n, n);            // [n x n]: 1 / (keys allowed) on each
   for (Index i = 0; i < n; ++i) {
     const double keys = static_cast<double>(allowed.row(i).count());
     for (Index j = 0; j < n; ++j) {
@@ -245,12 +248,10 @@ HeadMap head_map(const attn::LanguageModel& model, std::span<const int> ids, Ind
   // them, under the mask the forward used (the window, else causal).
   const attn::GroupedQueryAttention& gqa = model.blocks[static_cast<std::size_t>(layer)].attn;
   const Index d_k = gqa.d_k(), kv = head / gqa.group_size();
-  const Index window = model.config.window;
-  const attn::AllowedMask mask =  // [m x m]
-      window > 0 ? attn::sliding_window_mask(m, window) : attn::causal_mask(m);
-  return {a.weights[static_cast<std::size_t>(head)],
-          attn::attention_scores(a.Q.middleCols(head * d_k, d_k), a.K.middleCols(kv * d_k, d_k),
-                                 {.allowed = mask})};  // [m x m]
+  attn::AllowedMask mask = head_mask(m, model.config.window);  // [m x m]
+  attn::Matrix scores = attn::attention_scores(                // [m x m]
+      a.Q.middleCols(head * d_k, d_k), a.K.middleCols(kv * d_k, d_k), {.allowed = mask});
+  return {a.weights[static_cast<std::size_t>(head)], std::move(scores), std::move(mask)};
 }
 
 }  // namespace lm

@@ -20,6 +20,7 @@
 
 #include "attn/core/random.hpp"
 #include "attn/models/language_model.hpp"
+#include "attn/ops/masks.hpp"
 #include "corpus.hpp"
 
 #include <array>
@@ -88,9 +89,14 @@ std::string map_sentence(const std::string& held_out_text, Index context);
 /// One head's attention on a sentence: its weights [m x m], and the scores before the softmax
 /// they came from [m x m] (blocked keys at -inf), which the figure's twin shows beside them.
 struct HeadMap {
-  attn::Matrix weights;  ///< [m x m], row i = query i's weights over the keys
-  attn::Matrix scores;   ///< [m x m], the masked Q_q K_j^T / sqrt(d_k) the softmax read
+  attn::Matrix weights;       ///< [m x m], row i = query i's weights over the keys
+  attn::Matrix scores;        ///< [m x m], the masked Q_q K_j^T / sqrt(d_k) the softmax read
+  attn::AllowedMask allowed;  ///< [m x m], the keys the head let each query see
 };
+
+/// The keys every head of the model lets each of n queries see [n x n]: the last `window` up to
+/// its own (a sliding window), or with window 0 all of them up to its own (causal).
+attn::AllowedMask head_mask(Index n, Index window);
 
 /// One head's attention map on the ids of a sentence (m <= context).
 HeadMap head_map(const attn::LanguageModel& model, std::span<const int> ids, Index layer,

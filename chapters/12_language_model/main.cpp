@@ -231,7 +231,7 @@ void what_the_heads_learned(course::Chapter& ch, const Knobs& k, const attn::Lan
         std::tuple{"12_head_word_start", word, "the start of the word"}}) {
     lm::draw_head_map(ch.plot(), name,
                       fmt::format("Layer {} head {}: {}", s.layer + 1, s.head + 1, job),
-                      lm::head_map(model, ids, s.layer, s.head), sentence, k.window);
+                      lm::head_map(model, ids, s.layer, s.head), sentence);
   }
 }
 
